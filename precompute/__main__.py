@@ -1,0 +1,5 @@
+import sys
+
+from precompute.cli import main
+
+sys.exit(main())

@@ -1,0 +1,354 @@
+"""`precompute pair`: load a tied/untied pair, run the embedding analyses, write the cache.
+
+Stages (each written atomically, each skipped on a rerun when its inputs and parameters
+are unchanged): load -> alignment -> neighbours -> spectral -> umap.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import re
+import shlex
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from tying import reference
+from tying.errors import UserError
+from tying.schema import MATRICES, MATRIX_PAIRS, STAGE_TABLES, pair_label
+from tying.store import CacheWriter, cache_path, params_hash
+
+STAGES = tuple(STAGE_TABLES)
+OPTIONAL_STAGES = ("alignment", "neighbours", "spectral", "umap")
+
+
+@dataclass
+class PairConfig:
+    """What `precompute pair` does; each field is a CLI option of the same name."""
+
+    tied: str
+    untied: str
+    name: str | None = None
+    tied_revision: str | None = None
+    untied_revision: str | None = None
+    preset: str | None = None
+    cache_dir: str = "cache"
+    neighbours_k: int = 50  # K: neighbours stored per token (overlap@k for any k <= K)
+    held_out: float = 0.2  # fraction of tokens held out when scoring fitted maps
+    spectral_k: int = 64  # k of the k-NN graphs for the spectral distance
+    spectral_components: int = 128
+    spectral_tokens: int = 20000  # tokens used by the spectral distance (random sample above)
+    umap_tokens: int = 20000  # tokens projected by UMAP (random sample above)
+    seed: int = 0
+    text: str | None = None  # a text file: token frequencies for the norm-vs-frequency view
+    skip: list[str] = field(default_factory=list)
+    force: bool = False
+    device: str | None = None
+    trust_remote_code: bool = False
+    min_common_tokens: int = 100
+    command: str | None = None  # the command line that built the cache (for rebuild hints)
+
+
+def default_name(tied: str, untied: str) -> str:
+    def short(s: str) -> str:
+        return re.sub(r"[^A-Za-z0-9.]+", "-", Path(s.rstrip("/")).name).strip("-").lower()
+
+    return f"{short(tied)}__{short(untied)}"
+
+
+def validate(cfg: PairConfig) -> None:
+    if cfg.name is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}", cfg.name):
+        raise UserError(f"bad pair name '{cfg.name}': use letters, digits, '.', '_' and '-'")
+    for key in ("neighbours_k", "spectral_k", "spectral_components", "spectral_tokens", "umap_tokens"):
+        if getattr(cfg, key) < 1:
+            raise UserError(f"--{key.replace('_', '-')} must be a positive integer, got {getattr(cfg, key)}")
+    if not 0.0 < cfg.held_out < 1.0:
+        raise UserError(f"--held-out must be between 0 and 1, got {cfg.held_out}")
+    unknown = set(cfg.skip) - set(OPTIONAL_STAGES)
+    if unknown:
+        raise UserError(f"unknown stage(s) to skip: {', '.join(sorted(unknown))} (choose from {', '.join(OPTIONAL_STAGES)})")
+    if cfg.text is not None and not Path(cfg.text).is_file():
+        raise UserError(f"text file '{cfg.text}' does not exist")
+
+
+def library_versions() -> dict[str, str]:
+    import duckdb
+    import faiss
+    import torch
+    import transformers
+
+    out = {"python": platform.python_version(), "numpy": np.__version__, "torch": torch.__version__,
+           "transformers": transformers.__version__, "duckdb": duckdb.__version__, "faiss": faiss.__version__}
+    try:
+        import umap
+
+        out["umap-learn"] = getattr(umap, "__version__", "?")
+    except Exception:  # umap is optional until the umap stage runs
+        pass
+    return out
+
+
+def _sample(n: int, limit: int, seed: int) -> np.ndarray:
+    """Sorted row indices: all rows when n <= limit, else a seeded random sample of ``limit``."""
+    if n <= limit:
+        return np.arange(n)
+    rng = np.random.default_rng(seed)
+    return np.sort(rng.choice(n, size=limit, replace=False))
+
+
+def token_frequencies(tokenizer_dir: str, text_path: str, n_vocab: int) -> np.ndarray:
+    """Counts of each token id of a tokenizer over a text file; array of shape (n_vocab,)."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tokenizer_dir)
+    counts = np.zeros(n_vocab, dtype=np.int64)
+    with open(text_path, encoding="utf-8", errors="replace") as fh:
+        lines = fh.readlines()
+    for start in range(0, len(lines), 2000):
+        chunk = [ln for ln in lines[start:start + 2000] if ln.strip()]
+        if not chunk:
+            continue
+        ids = np.concatenate([np.asarray(x, dtype=np.int64) for x in tok(chunk, add_special_tokens=False)["input_ids"]] or [np.zeros(0, np.int64)])
+        ids = ids[ids < n_vocab]
+        counts += np.bincount(ids, minlength=n_vocab)
+    return counts
+
+
+class PairRun:
+    """One `precompute pair` run. ``PairRun(cfg).run()`` returns the cache path."""
+
+    def __init__(self, cfg: PairConfig, log: Callable[[str], None] | None = None):
+        validate(cfg)
+        self.cfg = cfg
+        self.name = cfg.name or default_name(cfg.tied, cfg.untied)
+        self.path = cache_path(cfg.cache_dir, self.name)
+        self.log = log or (lambda msg: tqdm.write(msg, file=sys.stderr))
+        self._knn: dict[tuple[str, int, int], tuple[np.ndarray, np.ndarray]] = {}
+
+    # -- stage: load -----------------------------------------------------------------
+    def load(self):
+        from tying.device import pick_device
+        from tying.vocab import common_vocabulary
+        from tying.weights import load_model_matrices
+
+        cfg = self.cfg
+        self.device = pick_device(cfg.device)
+        tied = load_model_matrices(cfg.tied, cfg.tied_revision, role="tied", trust_remote_code=cfg.trust_remote_code)
+        untied = load_model_matrices(cfg.untied, cfg.untied_revision, role="untied", trust_remote_code=cfg.trust_remote_code)
+        vocab = common_vocabulary(tied.tokens, untied.tokens, tied.token_texts, min_tokens=cfg.min_common_tokens)
+        self.models, self.vocab = {"tied": tied, "untied": untied}, vocab
+        self.matrices = {
+            "T": tied.input[vocab.tied_ids] if not vocab.identical else tied.input,
+            "I": untied.input[vocab.untied_ids] if not vocab.identical else untied.input,
+            "O": untied.output[vocab.untied_ids] if not vocab.identical else untied.output,
+        }
+        self.n = len(vocab.tokens)
+        self.input_hash = params_hash(
+            {"tied": tied.fingerprint, "untied": untied.fingerprint, "n": self.n,
+             "text": cfg.text and _file_digest(cfg.text)}
+        )
+
+    def load_tables(self) -> dict[str, pd.DataFrame]:
+        cfg, vocab = self.cfg, self.vocab
+        freq = {"tied": None, "untied": None}
+        if cfg.text:
+            for role, ids in (("tied", vocab.tied_ids), ("untied", vocab.untied_ids)):
+                m = self.models[role]
+                freq[role] = token_frequencies(m.local_dir, cfg.text, m.n_vocab)[ids]
+        tokens = pd.DataFrame({
+            "token": np.arange(self.n, dtype=np.int32),
+            "raw": vocab.tokens,
+            "text": vocab.texts,
+            "tied_id": vocab.tied_ids.astype(np.int32),
+            "untied_id": vocab.untied_ids.astype(np.int32),
+            "freq_tied": freq["tied"] if freq["tied"] is not None else pd.array([None] * self.n, dtype="Int64"),
+            "freq_untied": freq["untied"] if freq["untied"] is not None else pd.array([None] * self.n, dtype="Int64"),
+        })
+        norms = pd.concat([
+            pd.DataFrame({"matrix": key, "token": np.arange(self.n, dtype=np.int32),
+                          "norm": np.linalg.norm(mat, axis=1).astype(np.float32)})
+            for key, mat in self.matrices.items()
+        ])
+        rows = []
+        for role, m in self.models.items():
+            rows.append({
+                "role": role, "source": m.source, "revision": m.revision, "commit_sha": m.commit,
+                "model_type": m.model_type, "tied_in_weights": bool(m.tied), "d_model": int(m.d_model),
+                "n_vocab": int(m.n_vocab), "n_rows_stored": int(m.n_rows_stored), "n_params": int(m.n_params),
+                "n_embedding_params": int(m.n_embedding_params), "embedding_share": float(m.embedding_share),
+                "dtype": str(m.dtype), "input_key": m.input_key, "output_key": m.output_key,
+                "fingerprint": json.dumps(m.fingerprint, sort_keys=True), "files": json.dumps(m.files, default=str),
+                "load_seconds": float(m.seconds),
+            })
+        return {"models": pd.DataFrame(rows), "tokens": tokens, "norms": norms}
+
+    # -- stage: alignment ------------------------------------------------------------
+    def alignment_tables(self, progress) -> dict[str, pd.DataFrame]:
+        from tying.align import run_alignment
+
+        results = run_alignment(self.matrices, held_out_fraction=self.cfg.held_out, seed=self.cfg.seed,
+                                device=self.device, progress=progress)
+        per_token, summary = [], []
+        for r in results:
+            summary.append({k: r[k] for k in ("comparison", "method", "split", "applicable", "note")}
+                           | {"n_tokens": int(len(r["cosine"])), "mean": float(r["mean"]), "std": float(r["std"])})
+            if r["applicable"]:
+                per_token.append(pd.DataFrame({
+                    "comparison": r["comparison"], "method": r["method"], "split": r["split"],
+                    "token": np.asarray(r["token_idx"], dtype=np.int32), "cosine": np.asarray(r["cosine"], np.float32),
+                }))
+        frame = pd.concat(per_token) if per_token else pd.DataFrame(
+            columns=["comparison", "method", "split", "token", "cosine"])
+        return {"alignment": frame, "alignment_summary": pd.DataFrame(summary)}
+
+    # -- k-NN, shared by neighbours and spectral -------------------------------------------
+    def knn(self, key: str, k: int, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k neighbours of matrix ``key`` (within ``rows`` if given), memoised for the run."""
+        from tying.neighbours import knn
+
+        subset = -1 if rows is None else len(rows)
+        for (mkey, mk, msub), (ids, scores) in self._knn.items():
+            if mkey == key and msub == subset and mk >= k:
+                return ids[:, :k], scores[:, :k]
+        mat = self.matrices[key] if rows is None else self.matrices[key][rows]
+        ids, scores = knn(mat, k, device=self.device)
+        self._knn[(key, k, subset)] = (ids, scores)
+        return ids, scores
+
+    def neighbours_tables(self, progress) -> dict[str, pd.DataFrame]:
+        from tying.neighbours import overlap_curve
+
+        K = self.cfg.neighbours_k
+        if K >= self.n:
+            raise UserError(f"--neighbours-k {K} is not smaller than the {self.n} common tokens")
+        # compute enough neighbours once for the spectral stage too, when it uses every token
+        k_compute = max(K, min(self.cfg.spectral_k, self.n - 1)) if self.n <= self.cfg.spectral_tokens else K
+        ids, frames = {}, []
+        for key in MATRICES:
+            progress(f"k-NN {key}")
+            i, s = self.knn(key, k_compute)
+            ids[key] = i[:, :K]
+            frames.append(pd.DataFrame({
+                "matrix": key,
+                "token": np.repeat(np.arange(self.n, dtype=np.int32), K),
+                "rank": np.tile(np.arange(1, K + 1, dtype=np.int16), self.n),
+                "neighbour": i[:, :K].reshape(-1).astype(np.int32),
+                "score": s[:, :K].reshape(-1).astype(np.float32),
+            }))
+        curves = []
+        for a, b in MATRIX_PAIRS:
+            c = overlap_curve(ids[a], ids[b], K)
+            curves.append(pd.DataFrame({"pair": pair_label(a, b), "k": np.arange(1, K + 1, dtype=np.int32),
+                                        "mean_overlap": np.asarray(c, dtype=np.float64)}))
+        return {"neighbours": pd.concat(frames), "overlap_curve": pd.concat(curves)}
+
+    # -- stage: spectral -----------------------------------------------------------------
+    def spectral_tables(self, progress) -> dict[str, pd.DataFrame]:
+        from tying.spectral import spectral_distance
+
+        cfg = self.cfg
+        rows = None if self.n <= cfg.spectral_tokens else _sample(self.n, cfg.spectral_tokens, cfg.seed)
+        n_used = self.n if rows is None else len(rows)
+        gk = min(cfg.spectral_k, n_used - 1)
+        ids = {}
+        for key in MATRICES:
+            progress(f"k-NN graph {key}")
+            ids[key] = self.knn(key, gk, rows)[0]
+        out = []
+        for a, b in MATRIX_PAIRS:
+            progress(f"spectral {pair_label(a, b)}")
+            d = spectral_distance(ids[a], ids[b], n_components=cfg.spectral_components)
+            out.append({"pair": pair_label(a, b), "graph_k": gk,
+                        "n_components": min(cfg.spectral_components, 2 * n_used - 1),
+                        "n_tokens": n_used, "distance": float(d)})
+        return {"spectral": pd.DataFrame(out)}
+
+    # -- stage: umap ---------------------------------------------------------------------
+    def umap_tables(self, progress) -> dict[str, pd.DataFrame]:
+        from tying.projection import aligned_umap
+
+        rows = _sample(self.n, self.cfg.umap_tokens, self.cfg.seed)
+        progress(f"UMAP of {len(rows)} tokens x 3 matrices")
+        coords = aligned_umap([self.matrices[k][rows] for k in MATRICES], seed=self.cfg.seed)
+        frames = [pd.DataFrame({"matrix": key, "token": rows.astype(np.int32),
+                                "x": c[:, 0].astype(np.float32), "y": c[:, 1].astype(np.float32)})
+                  for key, c in zip(MATRICES, coords)]
+        return {"umap": pd.concat(frames)}
+
+    # -- orchestration -------------------------------------------------------------------
+    def stage_params(self, stage: str) -> dict:
+        c = self.cfg
+        own = {
+            "load": {"tied": c.tied, "untied": c.untied, "tied_revision": c.tied_revision,
+                     "untied_revision": c.untied_revision, "text": c.text},
+            "alignment": {"held_out": c.held_out, "seed": c.seed},
+            "neighbours": {"k": c.neighbours_k},
+            "spectral": {"k": c.spectral_k, "components": c.spectral_components, "tokens": c.spectral_tokens,
+                         "seed": c.seed},
+            "umap": {"tokens": c.umap_tokens, "seed": c.seed},
+        }[stage]
+        return {"stage": stage, "inputs": self.input_hash, **own}
+
+    def run(self) -> Path:
+        cfg = self.cfg
+        todo = [s for s in STAGES if s not in cfg.skip]
+        bar = tqdm(total=len(todo) + 1, desc=f"pair {self.name}", unit="stage", file=sys.stderr)
+        try:
+            bar.set_postfix_str("loading matrices")
+            self.load()
+            bar.update(1)
+            meta = {
+                "name": self.name, "kind": "pair", "preset": cfg.preset,
+                "command": cfg.command or f"python -m precompute pair --tied {shlex.quote(cfg.tied)} "
+                f"--untied {shlex.quote(cfg.untied)} --name {self.name}",
+                "config": asdict(cfg), "versions": library_versions(), "device": str(self.device),
+                "vocabulary": {"n_common": self.n, "n_tied": self.vocab.n_tied, "n_untied": self.vocab.n_untied,
+                               "coverage_tied": self.vocab.coverage_tied,
+                               "coverage_untied": self.vocab.coverage_untied, "identical": self.vocab.identical},
+            }
+            writer = CacheWriter(self.path, force=cfg.force, meta=meta)
+            builders = {"load": lambda p: self.load_tables(), "alignment": self.alignment_tables,
+                        "neighbours": self.neighbours_tables, "spectral": self.spectral_tables,
+                        "umap": self.umap_tables}
+            for stage in todo:
+                params = self.stage_params(stage)
+                phash = params_hash(params)
+                if writer.is_done(stage, phash):
+                    bar.set_postfix_str(f"{stage}: cached")
+                    bar.update(1)
+                    continue
+                bar.set_postfix_str(stage)
+                t0 = time.perf_counter()
+                tables = builders[stage](lambda msg, s=stage: bar.set_postfix_str(f"{s}: {msg}"))
+                seconds = time.perf_counter() - t0
+                if stage == "load":
+                    seconds += sum(m.seconds for m in self.models.values())
+                writer.write_stage(stage, params, tables, seconds=seconds,
+                                   invalidate_others=(stage == "load"))
+                bar.update(1)
+        finally:
+            bar.close()
+        return self.path
+
+
+def _file_digest(path: str) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def preset_config(name: str) -> dict[str, str]:
+    if name not in reference.PRESETS:
+        raise UserError(f"unknown preset '{name}' (choose from {', '.join(reference.PRESETS)})")
+    return reference.PRESETS[name]

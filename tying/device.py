@@ -1,0 +1,21 @@
+"""Where tensor work runs: the GPU when one is present, else the CPU."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+
+def pick_device(requested: str | None = None) -> torch.device:
+    """Return ``requested`` if given ("cpu", "cuda", "cuda:1"), else CUDA when available, else CPU."""
+    if requested:
+        return torch.device(requested)
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def as_tensor(x, device: torch.device | None = None, dtype=torch.float32) -> torch.Tensor:
+    """A float tensor on ``device`` from a numpy array or tensor (no copy when already there)."""
+    device = device or pick_device()
+    if isinstance(x, np.ndarray):
+        x = torch.from_numpy(np.ascontiguousarray(x))
+    return x.to(device=device, dtype=dtype)

@@ -1,0 +1,138 @@
+"""The cache schema, defined once: `precompute` writes it, the app reads it.
+
+One DuckDB file per model pair, ``cache/<name>.duckdb``. Matrices are named as in the
+paper: ``T`` (tied matrix), ``I`` (untied input matrix), ``O`` (untied output matrix).
+Token rows are indexed by ``token``: the position in the pair's common vocabulary
+(identical to the token id when both models share one tokenizer).
+
+Bump :data:`SCHEMA_VERSION` whenever a table changes shape; the app refuses caches of
+another version and names the command that rebuilds them.
+"""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+
+MATRICES = ("T", "I", "O")
+MATRIX_NAMES = {"T": "tied", "I": "untied input", "O": "untied output"}
+MATRIX_PAIRS = (("T", "I"), ("T", "O"), ("I", "O"))
+
+
+def pair_label(a: str, b: str) -> str:
+    """``("T", "O") -> "T~O"``: the label of a matrix pair in overlap and spectral tables."""
+    return f"{a}~{b}"
+
+
+# table name -> CREATE TABLE body. Order matters only for readability.
+TABLES: dict[str, str] = {
+    # key/value facts about the cache: schema_version, name, created, provenance (JSON text)
+    "meta": """
+        key VARCHAR PRIMARY KEY,
+        value VARCHAR
+    """,
+    # one row per finished stage; a rerun skips a stage whose params_hash matches
+    "stages": """
+        stage VARCHAR PRIMARY KEY,
+        params_hash VARCHAR,
+        params VARCHAR,
+        seconds DOUBLE,
+        finished_at TIMESTAMP
+    """,
+    # the two models of the pair (role: tied | untied)
+    "models": """
+        role VARCHAR PRIMARY KEY,
+        source VARCHAR,
+        revision VARCHAR,
+        commit_sha VARCHAR,
+        model_type VARCHAR,
+        tied_in_weights BOOLEAN,
+        d_model INTEGER,
+        n_vocab INTEGER,
+        n_rows_stored INTEGER,
+        n_params BIGINT,
+        n_embedding_params BIGINT,
+        embedding_share DOUBLE,
+        dtype VARCHAR,
+        input_key VARCHAR,
+        output_key VARCHAR,
+        fingerprint VARCHAR,
+        files VARCHAR,
+        load_seconds DOUBLE
+    """,
+    # the common vocabulary: raw token string, display text, ids in each model, corpus counts
+    "tokens": """
+        token INTEGER PRIMARY KEY,
+        raw VARCHAR,
+        text VARCHAR,
+        tied_id INTEGER,
+        untied_id INTEGER,
+        freq_tied BIGINT,
+        freq_untied BIGINT
+    """,
+    # per-token L2 norm of each matrix row
+    "norms": """
+        matrix VARCHAR,
+        token INTEGER,
+        norm REAL
+    """,
+    # per-token cosine after alignment: comparison 'I->O' | 'O->T' | 'I->T',
+    # method 'identity' | 'orthogonal' | 'linear', split 'in_sample' | 'held_out'
+    "alignment": """
+        comparison VARCHAR,
+        method VARCHAR,
+        split VARCHAR,
+        token INTEGER,
+        cosine REAL
+    """,
+    "alignment_summary": """
+        comparison VARCHAR,
+        method VARCHAR,
+        split VARCHAR,
+        applicable BOOLEAN,
+        note VARCHAR,
+        n_tokens INTEGER,
+        mean DOUBLE,
+        std DOUBLE
+    """,
+    # top-K neighbours by cosine within each matrix, self excluded; rank 1 = nearest
+    "neighbours": """
+        matrix VARCHAR,
+        token INTEGER,
+        rank SMALLINT,
+        neighbour INTEGER,
+        score REAL
+    """,
+    # mean overlap@k over all tokens for k = 1..K, by matrix pair ('T~I', 'T~O', 'I~O')
+    "overlap_curve": """
+        pair VARCHAR,
+        k INTEGER,
+        mean_overlap DOUBLE
+    """,
+    "spectral": """
+        pair VARCHAR,
+        graph_k INTEGER,
+        n_components INTEGER,
+        n_tokens INTEGER,
+        distance DOUBLE
+    """,
+    # 2-D UMAP coordinates of each matrix, aligned so a token sits in comparable places
+    "umap": """
+        matrix VARCHAR,
+        token INTEGER,
+        x REAL,
+        y REAL
+    """,
+}
+
+# The stages of `precompute pair`, in order, and the tables each one writes.
+STAGE_TABLES: dict[str, tuple[str, ...]] = {
+    "load": ("models", "tokens", "norms"),
+    "alignment": ("alignment", "alignment_summary"),
+    "neighbours": ("neighbours", "overlap_curve"),
+    "spectral": ("spectral",),
+    "umap": ("umap",),
+}
+
+# What the summary's Table 1 and Table 5 read (and what the app's overview shows).
+TABLE1_COMPARISONS = ("I->O", "O->T", "I->T")
+TABLE1_METHODS = ("identity", "orthogonal", "linear")

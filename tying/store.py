@@ -1,0 +1,269 @@
+"""Every access to a cache file goes through this module.
+
+Writing is atomic: each finished stage is written into a temporary copy of the cache,
+which then replaces the cache with one ``os.replace``. A run killed at any moment leaves
+the previous cache (with every stage finished before it) intact, and a reader that has
+the old file open keeps reading the old file.
+
+Reading is read-only: :func:`open_cache` checks the schema version and gives a
+:class:`CacheError` that names the command that rebuilds the cache.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+import duckdb
+import pandas as pd
+
+from tying.errors import UserError
+from tying.schema import SCHEMA_VERSION, STAGE_TABLES, TABLES
+
+CACHE_SUFFIX = ".duckdb"
+
+
+class CacheError(Exception):
+    """A cache that cannot be read: missing, corrupt, or of another schema version."""
+
+    def __init__(self, message: str, rebuild: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.rebuild = rebuild
+
+
+def params_hash(params: dict[str, Any]) -> str:
+    """A short stable hash of a JSON-able parameter dict."""
+    blob = json.dumps(params, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def cache_path(cache_dir: str | os.PathLike, name: str) -> Path:
+    return Path(cache_dir) / f"{name}{CACHE_SUFFIX}"
+
+
+def _create_tables(con: duckdb.DuckDBPyConnection) -> None:
+    for table, body in TABLES.items():
+        con.execute(f"CREATE TABLE IF NOT EXISTS {table} ({body})")
+
+
+def _schema_version(con: duckdb.DuckDBPyConnection) -> int | None:
+    try:
+        row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    except duckdb.Error:
+        return None
+    return int(row[0]) if row else None
+
+
+class CacheWriter:
+    """Writes one pair's cache stage by stage, each stage an atomic replace of the file.
+
+    ``CacheWriter(path).write_stage("alignment", params, {"alignment": df, ...})``
+    """
+
+    def __init__(self, path: str | os.PathLike, *, force: bool = False, meta: dict[str, Any] | None = None):
+        self.path = Path(path)
+        self.force = force
+        self.meta = dict(meta or {})
+        self._check_writable()
+        self._done = {} if force else self._finished_stages()
+
+    # -- inspection -------------------------------------------------------------
+    def _check_writable(self) -> None:
+        parent = self.path.parent
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+            probe = parent / f".{self.path.name}.probe-{os.getpid()}"
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as exc:
+            raise UserError(f"cannot write the cache at '{self.path}': {exc.strerror or exc}") from None
+        if self.path.exists() and not self.path.is_file():
+            raise UserError(f"cannot write the cache at '{self.path}': it is not a file")
+
+    def _finished_stages(self) -> dict[str, str]:
+        """stage -> params_hash of the existing cache; empty if none or unusable."""
+        if not self.path.exists():
+            return {}
+        try:
+            con = duckdb.connect(str(self.path), read_only=True)
+        except duckdb.Error:
+            return {}
+        try:
+            if _schema_version(con) != SCHEMA_VERSION:
+                return {}
+            return dict(con.execute("SELECT stage, params_hash FROM stages").fetchall())
+        except duckdb.Error:
+            return {}
+        finally:
+            con.close()
+
+    def is_done(self, stage: str, phash: str) -> bool:
+        return self._done.get(stage) == phash
+
+    # -- writing ----------------------------------------------------------------
+    def write_stage(
+        self,
+        stage: str,
+        params: dict[str, Any],
+        tables: dict[str, pd.DataFrame],
+        *,
+        seconds: float,
+        invalidate_others: bool = False,
+    ) -> None:
+        """Replace the rows of ``stage``'s tables and mark the stage finished, atomically.
+
+        ``invalidate_others`` clears every other stage (used when the models changed).
+        """
+        expected = set(STAGE_TABLES[stage])
+        if set(tables) != expected:
+            raise ValueError(f"stage {stage} writes {sorted(expected)}, got {sorted(tables)}")
+        tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
+        self._remove(tmp)
+        try:
+            # Start from an empty file when nothing usable is there yet (new cache, --force,
+            # other schema); otherwise from a copy of the current cache.
+            if self._done and self.path.exists():
+                shutil.copyfile(self.path, tmp)
+            con = duckdb.connect(str(tmp))
+            try:
+                _create_tables(con)
+                con.execute("BEGIN TRANSACTION")
+                if invalidate_others:
+                    for other, other_tables in STAGE_TABLES.items():
+                        if other != stage:
+                            for t in other_tables:
+                                con.execute(f"DELETE FROM {t}")
+                    con.execute("DELETE FROM stages")
+                    self._done = {}
+                for table, frame in tables.items():
+                    con.execute(f"DELETE FROM {table}")
+                    if len(frame):
+                        con.register("_frame", frame)
+                        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _frame")
+                        con.unregister("_frame")
+                phash = params_hash(params)
+                con.execute("DELETE FROM stages WHERE stage = ?", [stage])
+                con.execute(
+                    "INSERT INTO stages VALUES (?, ?, ?, ?, ?)",
+                    [stage, phash, json.dumps(params, sort_keys=True, default=str), float(seconds),
+                     _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None)],
+                )
+                meta = {**self.meta, "schema_version": str(SCHEMA_VERSION),
+                        "updated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+                for key, value in meta.items():
+                    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+                    con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [key, text])
+                con.execute("COMMIT")
+                con.execute("CHECKPOINT")
+            finally:
+                con.close()
+            with open(tmp, "rb") as fh:
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.path)
+            self._fsync_dir()
+        except BaseException:
+            self._remove(tmp)
+            raise
+        self._done[stage] = phash
+
+    def _fsync_dir(self) -> None:
+        try:
+            fd = os.open(self.path.parent, os.O_RDONLY)
+        except OSError:
+            return
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def _remove(path: Path) -> None:
+        for p in (path, path.with_name(path.name + ".wal")):
+            try:
+                p.unlink()
+            except FileNotFoundError:
+                pass
+
+
+# -- reading ---------------------------------------------------------------------
+
+
+def rebuild_command(name: str) -> str:
+    return f"python -m precompute pair --name {name} --tied <tied model> --untied <untied model> --force"
+
+
+def open_cache(path: str | os.PathLike) -> duckdb.DuckDBPyConnection:
+    """Open a cache read-only after checking it exists and has this schema version."""
+    path = Path(path)
+    name = path.name.removesuffix(CACHE_SUFFIX)
+    if not path.is_file():
+        raise CacheError(f"no cache at '{path}'", rebuild_command(name))
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+    except duckdb.Error as exc:
+        raise CacheError(f"'{path}' is not a readable cache ({_first_line(exc)})", rebuild_command(name)) from None
+    version = _schema_version(con)
+    if version != SCHEMA_VERSION:
+        rebuild = read_meta(con).get("command") or rebuild_command(name)
+        con.close()
+        found = "no schema version" if version is None else f"schema version {version}"
+        raise CacheError(f"'{path}' has {found}; this version reads schema {SCHEMA_VERSION}", rebuild)
+    return con
+
+
+def read_meta(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    try:
+        return dict(con.execute("SELECT key, value FROM meta").fetchall())
+    except duckdb.Error:
+        return {}
+
+
+def finished_stages(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, Any]]:
+    rows = con.execute("SELECT stage, params, seconds, finished_at FROM stages").fetchall()
+    return {s: {"params": json.loads(p), "seconds": sec, "finished_at": str(at)} for s, p, sec, at in rows}
+
+
+def query_df(con: duckdb.DuckDBPyConnection, sql: str, params: Iterable[Any] | None = None) -> pd.DataFrame:
+    """Run one query on its own cursor (a DuckDB connection is not thread-safe)."""
+    cur = con.cursor()
+    try:
+        return cur.execute(sql, list(params or [])).df()
+    finally:
+        cur.close()
+
+
+@dataclass
+class CacheInfo:
+    name: str
+    path: Path
+    error: str | None = None
+    rebuild: str | None = None
+
+
+def list_caches(cache_dir: str | os.PathLike) -> list[CacheInfo]:
+    """Every ``*.duckdb`` in ``cache_dir`` (temporary files skipped), with its open error if any."""
+    out = []
+    d = Path(cache_dir)
+    if not d.is_dir():
+        return out
+    for path in sorted(d.glob(f"*{CACHE_SUFFIX}")):
+        if path.name.startswith("."):
+            continue
+        info = CacheInfo(path.name.removesuffix(CACHE_SUFFIX), path)
+        try:
+            open_cache(path).close()
+        except CacheError as exc:
+            info.error, info.rebuild = exc.message, exc.rebuild
+        out.append(info)
+    return out
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
