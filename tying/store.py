@@ -72,6 +72,7 @@ class CacheWriter:
         self.force = force
         self.meta = dict(meta or {})
         self._check_writable()
+        self._remove_stale_temporaries()
         self._done = {} if force else self._finished_stages()
 
     # -- inspection -------------------------------------------------------------
@@ -86,6 +87,13 @@ class CacheWriter:
             raise UserError(f"cannot write the cache at '{self.path}': {exc.strerror or exc}") from None
         if self.path.exists() and not self.path.is_file():
             raise UserError(f"cannot write the cache at '{self.path}': it is not a file")
+
+    def _remove_stale_temporaries(self) -> None:
+        """Delete temporaries left by writers that were killed (their process is gone)."""
+        for tmp in self.path.parent.glob(f".{self.path.name}.tmp-*"):
+            pid = tmp.name.rsplit("-", 1)[-1].split(".")[0]
+            if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+                self._remove(tmp)
 
     def _finished_stages(self) -> dict[str, str]:
         """stage -> params_hash of the existing cache; empty if none or unusable."""
@@ -263,6 +271,16 @@ def list_caches(cache_dir: str | os.PathLike) -> list[CacheInfo]:
             info.error, info.rebuild = exc.message, exc.rebuild
         out.append(info)
     return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _first_line(exc: BaseException) -> str:

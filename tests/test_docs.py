@@ -1,0 +1,40 @@
+"""The README documents every cache table and column, every CLI option, and CI runs its test command."""
+
+import re
+from pathlib import Path
+
+from precompute.cli import build_parser
+from tying.schema import TABLES
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+
+
+def _subparsers():
+    parser = build_parser()
+    action = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    return action.choices
+
+
+def test_every_table_and_column_is_documented():
+    for table, body in TABLES.items():
+        row = next((ln for ln in README.splitlines() if ln.startswith(f"| `{table}` |")), None)
+        assert row is not None, f"table {table} missing from README"
+        for col in re.findall(r"^\s*(\w+)\s+[A-Z]", body, flags=re.M):
+            assert re.search(rf"\b{col}\b", row), f"column {table}.{col} missing from README"
+
+
+def test_every_cli_command_and_option_is_documented():
+    for name, sub in _subparsers().items():
+        assert f"python -m precompute {name}" in README, name
+        for action in sub._actions:
+            for opt in action.option_strings:
+                if opt.startswith("--") and opt != "--help":
+                    assert f"`{opt}`" in README or f" {opt}" in README, f"{name} {opt} missing from README"
+
+
+def test_ci_runs_the_readme_test_command():
+    ci = (ROOT / ".ci" / "run").read_text()
+    commands = re.findall(r"```bash\n(.*?)\n```", README, flags=re.S)
+    test_cmd = next(c for c in commands if "pytest" in c)
+    assert test_cmd.strip() in ci

@@ -1,0 +1,155 @@
+"""The cache writer: stage skipping, schema checks and atomic replacement."""
+
+import hashlib
+import os
+
+import duckdb
+import pandas as pd
+import pytest
+
+from tying import store
+from tying.errors import UserError
+from tying.schema import SCHEMA_VERSION
+from tying.store import CacheError, CacheWriter, list_caches, open_cache, params_hash
+
+
+def _curve(value: float) -> dict[str, pd.DataFrame]:
+    return {
+        "neighbours": pd.DataFrame({"matrix": ["T"], "token": [0], "rank": [1], "neighbour": [1], "score": [0.5]}),
+        "overlap_curve": pd.DataFrame({"pair": ["T~O"], "k": [1], "mean_overlap": [value]}),
+    }
+
+
+def _digest(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_write_read_and_skip(tmp_path):
+    path = tmp_path / "p.duckdb"
+    w = CacheWriter(path, meta={"name": "p"})
+    assert not w.is_done("neighbours", params_hash({"k": 1}))
+    w.write_stage("neighbours", {"k": 1}, _curve(0.25), seconds=0.1)
+    con = open_cache(path)
+    assert con.execute("SELECT mean_overlap FROM overlap_curve").fetchone()[0] == 0.25
+    assert store.read_meta(con)["schema_version"] == str(SCHEMA_VERSION)
+    con.close()
+    # a new writer sees the finished stage with the same params, not with others
+    w2 = CacheWriter(path)
+    assert w2.is_done("neighbours", params_hash({"k": 1}))
+    assert not w2.is_done("neighbours", params_hash({"k": 2}))
+    assert not CacheWriter(path, force=True).is_done("neighbours", params_hash({"k": 1}))
+
+
+def test_rewrite_replaces_rows_of_that_stage_only(tmp_path):
+    path = tmp_path / "p.duckdb"
+    w = CacheWriter(path)
+    w.write_stage("neighbours", {"k": 1}, _curve(0.25), seconds=0.1)
+    w.write_stage("spectral", {}, {"spectral": pd.DataFrame(
+        {"pair": ["T~O"], "graph_k": [2], "n_components": [2], "n_tokens": [3], "distance": [0.5]})}, seconds=0.1)
+    w.write_stage("neighbours", {"k": 2}, _curve(0.75), seconds=0.1)
+    con = open_cache(path)
+    assert con.execute("SELECT count(*), max(mean_overlap) FROM overlap_curve").fetchone() == (1, 0.75)
+    assert con.execute("SELECT count(*) FROM spectral").fetchone()[0] == 1
+    con.close()
+
+
+def test_invalidate_others_clears_other_stages(tmp_path):
+    path = tmp_path / "p.duckdb"
+    w = CacheWriter(path)
+    w.write_stage("neighbours", {"k": 1}, _curve(0.25), seconds=0.1)
+    w.write_stage("spectral", {}, {"spectral": pd.DataFrame(
+        {"pair": ["T~O"], "graph_k": [2], "n_components": [2], "n_tokens": [3], "distance": [0.5]})},
+        seconds=0.1, invalidate_others=True)
+    con = open_cache(path)
+    assert con.execute("SELECT count(*) FROM overlap_curve").fetchone()[0] == 0
+    assert [r[0] for r in con.execute("SELECT stage FROM stages").fetchall()] == ["spectral"]
+    con.close()
+
+
+@pytest.mark.parametrize("where", ["insert", "replace"])
+def test_interrupted_write_leaves_previous_cache_intact(tmp_path, monkeypatch, where):
+    path = tmp_path / "p.duckdb"
+    CacheWriter(path).write_stage("neighbours", {"k": 1}, _curve(0.25), seconds=0.1)
+    before = _digest(path)
+
+    class Boom(BaseException):
+        pass
+
+    def explode(*a, **k):
+        raise Boom()
+
+    w = CacheWriter(path)
+    if where == "replace":
+        monkeypatch.setattr(store.os, "replace", explode)
+        tables = _curve(0.9)
+    else:
+        bad = _curve(0.9)
+        bad["overlap_curve"] = bad["overlap_curve"].assign(mean_overlap=[object()])  # duckdb cannot insert it
+        tables = bad
+    with pytest.raises(BaseException):
+        w.write_stage("neighbours", {"k": 9}, tables, seconds=0.1)
+    monkeypatch.undo()
+    assert _digest(path) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.duckdb"]  # no temporary left behind
+    con = open_cache(path)
+    assert con.execute("SELECT mean_overlap FROM overlap_curve").fetchone()[0] == 0.25
+    con.close()
+
+
+def test_open_cache_errors(tmp_path):
+    with pytest.raises(CacheError, match="no cache"):
+        open_cache(tmp_path / "missing.duckdb")
+    junk = tmp_path / "junk.duckdb"
+    junk.write_bytes(b"not a database at all" * 100)
+    with pytest.raises(CacheError, match="not a readable cache"):
+        open_cache(junk)
+    old = tmp_path / "old.duckdb"
+    con = duckdb.connect(str(old))
+    con.execute("CREATE TABLE meta (key VARCHAR, value VARCHAR)")
+    con.execute("INSERT INTO meta VALUES ('schema_version', '0'), ('command', 'python -m precompute demo')")
+    con.close()
+    with pytest.raises(CacheError, match="schema version 0") as exc:
+        open_cache(old)
+    assert exc.value.rebuild == "python -m precompute demo"
+    infos = {i.name: i for i in list_caches(tmp_path)}
+    assert set(infos) == {"junk", "old"} and all(i.error for i in infos.values())
+
+
+def test_old_schema_cache_is_rebuilt_not_copied(tmp_path):
+    path = tmp_path / "p.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE meta (key VARCHAR, value VARCHAR)")
+    con.execute("CREATE TABLE legacy (x INTEGER)")
+    con.execute("INSERT INTO meta VALUES ('schema_version', '0')")
+    con.close()
+    CacheWriter(path).write_stage("neighbours", {"k": 1}, _curve(0.25), seconds=0.1)
+    con = open_cache(path)
+    tables = {r[0] for r in con.execute("SHOW TABLES").fetchall()}
+    con.close()
+    assert "legacy" not in tables
+
+
+def test_unwritable_cache_dir(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(UserError, match="cannot write the cache"):
+        CacheWriter(blocker / "sub" / "p.duckdb")
+    if os.geteuid() != 0:  # root ignores permission bits
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        ro.chmod(0o500)
+        with pytest.raises(UserError, match="cannot write the cache"):
+            CacheWriter(ro / "p.duckdb")
+
+
+def test_stale_temporary_of_a_dead_writer_is_removed(tmp_path):
+    import subprocess
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = tmp_path / f".p.duckdb.tmp-{dead.pid}"
+    stale.write_bytes(b"half written")
+    live = tmp_path / f".p.duckdb.tmp-{os.getppid()}"
+    live.write_bytes(b"someone else's")
+    CacheWriter(tmp_path / "p.duckdb")
+    assert not stale.exists() and live.exists()

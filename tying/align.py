@@ -1,0 +1,372 @@
+"""Linear alignment between embedding matrices and the per-token cosine it leaves (Table 1).
+
+Notation follows the paper: ``I`` is the untied input matrix, ``O`` the untied output
+matrix, ``T`` the tied matrix; rows are tokens (the same tokens, in the same order, in
+every matrix). A map from a source matrix to a target matrix is fitted on centred rows:
+
+* ``identity``   -- no map at all (needs equal widths);
+* ``orthogonal`` -- the Procrustes rotation (needs equal widths);
+* ``linear``     -- the least-squares map (any widths).
+
+Each token then gets the cosine between its mapped source row and its target row.
+All functions take numpy float arrays or torch tensors and return numpy arrays. Heavy
+products run in torch on ``device`` (default: the GPU when present) over blocks of rows,
+so memory on the device stays bounded by a few ``d x d`` matrices and one block.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import torch
+
+from tying.device import as_tensor, pick_device
+from tying.errors import NotApplicable, UserError
+
+METHODS = ("identity", "orthogonal", "linear")
+"""Maps from source to target, weakest first."""
+
+COMPARISONS = (("I", "O"), ("O", "T"), ("I", "T"))
+"""(source, target) pairs of matrix names, as in Table 1."""
+
+SPLITS = ("in_sample", "held_out")
+"""``in_sample``: fit and score on every token (the paper). ``held_out``: fit on one split,
+score on the other."""
+
+BLOCK_ROWS = 4096
+"""Rows per block for products accumulated over the token axis."""
+
+
+def comparison_label(source: str, target: str) -> str:
+    """The display label of a comparison, e.g. ``"I->O"``."""
+    return f"{source}->{target}"
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _device(device) -> torch.device:
+    return pick_device(device) if not isinstance(device, torch.device) else device
+
+
+def _check_matrix(X, name: str = "matrix"):
+    if X.ndim != 2:
+        raise UserError(f"{name} must be 2-dimensional (tokens x width), got shape {tuple(X.shape)}")
+    return X
+
+
+def _to_numpy(x) -> np.ndarray:
+    if isinstance(x, torch.Tensor):
+        return x.detach().cpu().numpy()
+    return np.asarray(x)
+
+
+def _row_blocks(rows, n: int, block_rows: int):
+    """Yield row selectors (slices, or index arrays when ``rows`` is given) in blocks."""
+    if rows is None:
+        for start in range(0, n, block_rows):
+            yield slice(start, min(start + block_rows, n))
+    else:
+        for start in range(0, len(rows), block_rows):
+            yield rows[start:start + block_rows]
+
+
+def _take(X, sel, device: torch.device) -> torch.Tensor:
+    """Rows ``sel`` of ``X`` (numpy array or tensor) as a float32 tensor on ``device``."""
+    if isinstance(X, torch.Tensor) and not isinstance(sel, slice):
+        sel = torch.as_tensor(sel, device=X.device)
+    return as_tensor(X[sel], device)
+
+
+def _column_mean(X, rows, device: torch.device) -> torch.Tensor:
+    """Column mean of ``X`` over ``rows`` (all rows if None), accumulated in float64.
+
+    Returns a float32 tensor of shape (d,) on ``device``.
+    """
+    n = X.shape[0] if rows is None else len(rows)
+    if n == 0:
+        raise UserError("cannot centre on zero rows")
+    total = torch.zeros(X.shape[1], dtype=torch.float64, device=device)
+    for sel in _row_blocks(rows, X.shape[0], BLOCK_ROWS):
+        total += _take(X, sel, device).sum(dim=0, dtype=torch.float64)
+    return (total / n).to(torch.float32)
+
+
+def _products(src, tgt, rows, mean_src, mean_tgt, device, gram: bool, cross: bool):
+    """Float64 ``src^T src`` and ``src^T tgt`` over ``rows``, accumulated block by block.
+
+    Rows are centred on the fly with ``mean_src`` / ``mean_tgt`` (tensors or None), so no
+    centred or float64 copy of a full matrix is ever made. Returns (gram or None,
+    cross or None) with shapes (d_src, d_src) and (d_src, d_tgt).
+    """
+    d_src, d_tgt = src.shape[1], tgt.shape[1]
+    G = torch.zeros(d_src, d_src, dtype=torch.float64, device=device) if gram else None
+    C = torch.zeros(d_src, d_tgt, dtype=torch.float64, device=device) if cross else None
+    for sel in _row_blocks(rows, src.shape[0], BLOCK_ROWS):
+        s = _take(src, sel, device)
+        if mean_src is not None:
+            s = s - mean_src
+        s = s.to(torch.float64)
+        if gram:
+            G += s.T @ s
+        if cross:
+            t = _take(tgt, sel, device)
+            if mean_tgt is not None:
+                t = t - mean_tgt
+            C += s.T @ t.to(torch.float64)
+    return G, C
+
+
+def _procrustes_from_cross(C: torch.Tensor) -> torch.Tensor:
+    """Orthogonal W maximising trace(W^T C), C = src^T tgt: W = U V^T from C = U S V^T."""
+    U, _, Vh = torch.linalg.svd(C, full_matrices=False)
+    return U @ Vh
+
+
+def _least_squares_from_products(G: torch.Tensor, C: torch.Tensor, ridge: float) -> torch.Tensor:
+    """Solve (G + lambda I) W = C in float64, lambda = ridge * mean diagonal of G."""
+    d = G.shape[0]
+    scale = float(torch.trace(G)) / d
+    lam = ridge * (scale if scale > 0 else 1.0)
+    eye = torch.eye(d, dtype=G.dtype, device=G.device)
+    return torch.linalg.solve(G + lam * eye, C)
+
+
+def _cosine_rows(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Cosine of matching rows of two (m, d) tensors; 0 where either row is zero."""
+    dot = (a * b).sum(dim=1)
+    denom = a.norm(dim=1) * b.norm(dim=1)
+    safe = torch.where(denom > 0, denom, torch.ones_like(denom))
+    cos = torch.where(denom > 0, dot / safe, torch.zeros_like(dot))
+    return cos.clamp(-1.0, 1.0)
+
+
+def _score(src, tgt, rows, mean_src, mean_tgt, maps: dict, device) -> dict:
+    """Per-token cosine of mapped centred source vs centred target, for several maps in one pass.
+
+    ``maps`` maps a method name to a float32 tensor W of shape (d_src, d_tgt), or None for
+    the identity. Returns {method: float32 array of shape (n_rows,)}.
+    """
+    out = {name: [] for name in maps}
+    for sel in _row_blocks(rows, src.shape[0], BLOCK_ROWS):
+        s = _take(src, sel, device) - mean_src
+        t = _take(tgt, sel, device) - mean_tgt
+        for name, W in maps.items():
+            mapped = s if W is None else s @ W
+            out[name].append(_cosine_rows(mapped, t).cpu())
+    return {name: (torch.cat(parts).numpy().astype(np.float32) if parts else np.zeros(0, np.float32))
+            for name, parts in out.items()}
+
+
+def _check_pair(src, tgt):
+    _check_matrix(src, "source matrix")
+    _check_matrix(tgt, "target matrix")
+    if src.shape[0] != tgt.shape[0]:
+        raise UserError(f"source and target must have the same tokens (rows): "
+                        f"{src.shape[0]} vs {tgt.shape[0]}")
+
+
+def _require_equal_widths(method_words: str, src, tgt):
+    if src.shape[1] != tgt.shape[1]:
+        raise NotApplicable(f"{method_words} needs equal widths "
+                            f"(d_src={src.shape[1]}, d_tgt={tgt.shape[1]})")
+
+
+# --------------------------------------------------------------------------- public maths
+
+
+def centre(X) -> np.ndarray:
+    """Subtract the column mean.
+
+    X: array of shape (n_tokens, d). Returns float32 array of shape (n_tokens, d) whose
+    columns have mean zero (the mean is accumulated in float64).
+    """
+    X = _check_matrix(_to_numpy(X))
+    mean = X.mean(axis=0, dtype=np.float64).astype(np.float32)
+    return X.astype(np.float32, copy=False) - mean
+
+
+def procrustes(src, tgt, device=None) -> np.ndarray:
+    """Orthogonal map W minimising ||src W - tgt||_F (rows are not centred here).
+
+    src: array of shape (n_tokens, d); tgt: array of shape (n_tokens, d).
+    Returns float32 array of shape (d, d) with W^T W = I, from the SVD of src^T tgt.
+    Raises NotApplicable when the widths differ.
+    """
+    _check_pair(src, tgt)
+    _require_equal_widths("orthogonal map", src, tgt)
+    dev = _device(device)
+    _, C = _products(src, tgt, None, None, None, dev, gram=False, cross=True)
+    return _procrustes_from_cross(C).to(torch.float32).cpu().numpy()
+
+
+def least_squares(src, tgt, device=None, ridge: float = 1e-6) -> np.ndarray:
+    """Linear map W minimising ||src W - tgt||_F (rows are not centred here).
+
+    src: array of shape (n_tokens, d_src); tgt: array of shape (n_tokens, d_tgt).
+    Solves the normal equations (src^T src + lambda I) W = src^T tgt in float64, with the
+    products accumulated over row blocks and lambda = ``ridge`` times the mean diagonal of
+    src^T src (a tiny relative ridge for stability). Returns float32 array (d_src, d_tgt).
+    """
+    _check_pair(src, tgt)
+    dev = _device(device)
+    G, C = _products(src, tgt, None, None, None, dev, gram=True, cross=True)
+    return _least_squares_from_products(G, C, ridge).to(torch.float32).cpu().numpy()
+
+
+def rowwise_cosine(A, B, device=None) -> np.ndarray:
+    """Cosine between matching rows of A and B.
+
+    A, B: arrays of shape (n, d). Returns float32 array of shape (n,); a row pair where
+    either row is zero gets cosine 0.
+    """
+    _check_pair(A, B)
+    if A.shape[1] != B.shape[1]:
+        raise UserError(f"rows must have equal widths to compare: {A.shape[1]} vs {B.shape[1]}")
+    dev = _device(device)
+    parts = [_cosine_rows(_take(A, sel, dev), _take(B, sel, dev)).cpu()
+             for sel in _row_blocks(None, A.shape[0], BLOCK_ROWS)]
+    return torch.cat(parts).numpy().astype(np.float32) if parts else np.zeros(0, np.float32)
+
+
+def split_tokens(n: int, held_out_fraction: float = 0.2, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Deterministic random split of ``n`` token rows into a fit split and a held-out split.
+
+    Returns (fit_idx, eval_idx): sorted int64 arrays, disjoint, together 0..n-1; eval_idx
+    holds round(held_out_fraction * n) rows (at least 1, leaving at least 1 to fit).
+    """
+    if not 0.0 < held_out_fraction < 1.0:
+        raise UserError(f"held-out fraction must be between 0 and 1, got {held_out_fraction}")
+    if n < 2:
+        raise UserError(f"need at least 2 tokens to split, got {n}")
+    n_eval = min(max(int(round(held_out_fraction * n)), 1), n - 1)
+    perm = np.random.default_rng(seed).permutation(n)
+    return np.sort(perm[n_eval:]).astype(np.int64), np.sort(perm[:n_eval]).astype(np.int64)
+
+
+def alignment_cosines(src, tgt, method: str, *, fit_idx=None, eval_idx=None, device=None) -> np.ndarray:
+    """Per-token cosine after aligning ``src`` to ``tgt`` with ``method``.
+
+    src: array of shape (n_tokens, d_src); tgt: array of shape (n_tokens, d_tgt), rows the
+    same tokens. Both are centred with the column mean of the fit rows; the map is fitted
+    on ``fit_idx`` (all rows if None) and scored on ``eval_idx`` (all rows if None).
+    Returns float32 array of shape (len(eval_idx),) in the order of ``eval_idx``.
+    Raises NotApplicable for identity or orthogonal maps across different widths.
+    """
+    if method not in METHODS:
+        raise UserError(f"unknown alignment method '{method}' (choose from {', '.join(METHODS)})")
+    _check_pair(src, tgt)
+    if method == "identity":
+        _require_equal_widths("identity map", src, tgt)
+    elif method == "orthogonal":
+        _require_equal_widths("orthogonal map", src, tgt)
+    dev = _device(device)
+    fit_rows = _as_rows(fit_idx, src.shape[0])
+    eval_rows = _as_rows(eval_idx, src.shape[0])
+    mean_src = _column_mean(src, fit_rows, dev)
+    mean_tgt = _column_mean(tgt, fit_rows, dev)
+    W = _fit(src, tgt, method, fit_rows, mean_src, mean_tgt, dev, gram_cache={})
+    return _score(src, tgt, eval_rows, mean_src, mean_tgt, {method: W}, dev)[method]
+
+
+def _as_rows(idx, n: int):
+    if idx is None:
+        return None
+    rows = np.asarray(idx).astype(np.int64, copy=False).ravel()
+    if rows.size and (rows.min() < 0 or rows.max() >= n):
+        raise UserError(f"token indices must lie in 0..{n - 1}")
+    return rows
+
+
+def _fit(src, tgt, method, rows, mean_src, mean_tgt, device, gram_cache: dict):
+    """The fitted map as a float32 tensor (d_src, d_tgt) on device, or None for identity.
+
+    ``gram_cache`` may hold the source's float64 Gram matrix under the key "gram".
+    """
+    if method == "identity":
+        return None
+    need_gram = method == "linear" and "gram" not in gram_cache
+    G, C = _products(src, tgt, rows, mean_src, mean_tgt, device, gram=need_gram, cross=True)
+    if need_gram:
+        gram_cache["gram"] = G
+    if method == "orthogonal":
+        W = _procrustes_from_cross(C)
+    else:
+        W = _least_squares_from_products(gram_cache["gram"], C, ridge=1e-6)
+    return W.to(torch.float32)
+
+
+def run_alignment(matrices: dict, *, held_out_fraction: float = 0.2, seed: int = 0, device=None,
+                  progress: Callable[[str], None] | None = None) -> list[dict]:
+    """Every comparison x method x split of Table 1 for one model pair.
+
+    matrices: {"I": array (n_tokens, d_I), "O": array (n_tokens, d_O), "T": array
+    (n_tokens, d_T)}, rows the same tokens; a comparison runs when both of its matrices
+    are present. Splits: ``in_sample`` fits and scores every token (the paper);
+    ``held_out`` fits on a seeded split and scores the held-out tokens (the identity
+    needs no fit and is scored on the same held-out tokens).
+
+    Returns one dict per comparison, method and split with keys ``comparison`` ("I->O"),
+    ``method``, ``split``, ``applicable`` (bool), ``note`` (str), ``token_idx`` (int64
+    array of the scored rows), ``cosine`` (float32 array of shape (len(token_idx),), empty
+    when not applicable), ``mean`` and ``std`` (float, NaN when not applicable).
+    """
+    for name, X in matrices.items():
+        _check_matrix(X, f"matrix {name}")
+    comparisons = [(a, b) for a, b in COMPARISONS if a in matrices and b in matrices]
+    if not comparisons:
+        raise UserError(f"no comparison possible: need two of I, O, T, got {sorted(matrices)}")
+    sizes = {name: X.shape[0] for name, X in matrices.items()}
+    if len(set(sizes.values())) != 1:
+        raise UserError(f"all matrices must have the same tokens (rows), got {sizes}")
+    n = next(iter(sizes.values()))
+    dev = _device(device)
+    fit_idx, eval_idx = split_tokens(n, held_out_fraction, seed)
+    plan = {"in_sample": (None, np.arange(n, dtype=np.int64)), "held_out": (fit_idx, eval_idx)}
+    say = progress or (lambda message: None)
+
+    results = []
+    for source, target in comparisons:
+        src, tgt = matrices[source], matrices[target]
+        label = comparison_label(source, target)
+        for split in SPLITS:
+            fit_rows, eval_rows = plan[split]
+            n_fit = n if fit_rows is None else len(fit_rows)
+            mean_src = _column_mean(src, fit_rows, dev)
+            mean_tgt = _column_mean(tgt, fit_rows, dev)
+            maps, notes, gram_cache = {}, {}, {}
+            for method in METHODS:
+                say(f"alignment {label} {method} {split}")
+                try:
+                    if method != "linear":
+                        words = "identity map" if method == "identity" else "orthogonal map"
+                        _require_equal_widths(words, src, tgt)
+                    maps[method] = _fit(src, tgt, method, fit_rows, mean_src, mean_tgt, dev, gram_cache)
+                    notes[method] = _describe(method, split, n_fit, len(eval_rows))
+                except NotApplicable as exc:
+                    notes[method] = str(exc)
+            cosines = _score(src, tgt, eval_rows, mean_src, mean_tgt, maps, dev) if maps else {}
+            for method in METHODS:
+                applicable = method in maps
+                cos = cosines[method] if applicable else np.zeros(0, np.float32)
+                results.append({
+                    "comparison": label,
+                    "method": method,
+                    "split": split,
+                    "applicable": applicable,
+                    "note": notes[method],
+                    "token_idx": eval_rows,
+                    "cosine": cos,
+                    "mean": float(cos.mean(dtype=np.float64)) if applicable and cos.size else float("nan"),
+                    "std": float(cos.std(dtype=np.float64)) if applicable and cos.size else float("nan"),
+                })
+    return results
+
+
+def _describe(method: str, split: str, n_fit: int, n_eval: int) -> str:
+    if method == "identity":
+        return f"no map; scored on {n_eval:,} tokens"
+    if split == "in_sample":
+        return f"fitted and scored on the same {n_eval:,} tokens"
+    return f"fitted on {n_fit:,} tokens, scored on {n_eval:,} held-out tokens"
