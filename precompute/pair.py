@@ -303,6 +303,8 @@ class PairRun:
         try:
             bar.set_postfix_str("loading matrices")
             self.load()
+            if "neighbours" in todo and cfg.neighbours_k >= self.n:
+                raise UserError(f"--neighbours-k {cfg.neighbours_k} is not smaller than the {self.n} common tokens")
             bar.update(1)
             meta = {
                 "name": self.name, "kind": "pair", "preset": cfg.preset,

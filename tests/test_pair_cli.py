@@ -1,0 +1,228 @@
+"""`python -m precompute pair` and `summary` end to end on tiny random-weight models."""
+
+import hashlib
+import json
+
+import numpy as np
+import pytest
+from precompute.cli import main
+from tests.tiny_models import make_tiny_model, make_tokenizer
+from tying.store import open_cache, query_df
+
+FAST = ["--skip", "umap", "--spectral-components", "16", "--neighbours-k", "20"]
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    root = tmp_path_factory.mktemp("pair-models")
+    tok = root / "tok"
+    make_tokenizer(tok, 300)
+    tied = make_tiny_model("llama", root / "tied", tied=True, tokenizer_dir=tok, seed=1)
+    untied = make_tiny_model("llama", root / "untied", tied=False, tokenizer_dir=tok, seed=2)
+
+    def copy_tied_into_output(model):
+        # output matrix := the tied model's matrix, input random: O->T must align at 1
+        from safetensors.torch import load_file
+
+        w = load_file(str(tied / "model.safetensors"))
+        key = next(k for k in w if k.endswith("embed_tokens.weight"))
+        model.lm_head.weight.copy_(w[key])
+
+    mirror = make_tiny_model("llama", root / "mirror", tied=False, tokenizer_dir=tok, seed=3,
+                             edit=copy_tied_into_output)
+    return {"tied": tied, "untied": untied, "mirror": mirror, "root": root}
+
+
+def _digest(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_pair_end_to_end_known_answers(models, tmp_path, capsys):
+    """Untied output == tied matrix: O->T aligns at 1, T~O overlaps at 1, spectral T~O is 0."""
+    code, out, err = _run(capsys, "pair", "--tied", models["tied"], "--untied", models["mirror"],
+                          "--cache-dir", tmp_path, "--name", "mirror", *FAST)
+    assert code == 0, err
+    assert "Table 1" in out and "Table 5" in out
+    code, out, _ = _run(capsys, "summary", tmp_path / "mirror.duckdb", "--json")
+    assert code == 0
+    s = json.loads(out)
+    for method in ("identity", "orthogonal", "linear"):
+        for split in ("in_sample", "held_out"):
+            assert s["alignment"]["O->T"][method][split] == pytest.approx(1.0, abs=1e-4)
+    assert s["overlap_at_10"]["T~O"] == pytest.approx(1.0)
+    assert s["overlap"]["T~O"]["20"] == pytest.approx(1.0)
+    assert s["spectral"]["T~O"] == pytest.approx(0.0, abs=1e-6)
+    # random, unrelated I: far from both
+    assert s["alignment"]["I->T"]["identity"]["in_sample"] < 0.3
+    assert s["overlap_at_10"]["T~I"] < 0.5
+    assert s["spectral"]["T~I"] > 0.1
+    assert s["models"]["tied"]["tied_in_weights"] is True
+    assert s["models"]["untied"]["tied_in_weights"] is False
+    assert s["vocabulary"]["identical"] is True
+
+
+def test_pair_cache_agrees_with_brute_force(models, tmp_path, capsys):
+    code, _, err = _run(capsys, "pair", "--tied", models["tied"], "--untied", models["untied"],
+                        "--cache-dir", tmp_path, "--name", "p", *FAST)
+    assert code == 0, err
+    from tying.weights import load_model_matrices
+
+    T = load_model_matrices(str(models["tied"])).input
+    u = load_model_matrices(str(models["untied"]))
+    I, O = u.input, u.output
+    con = open_cache(tmp_path / "p.duckdb")
+    try:
+        # identity I->O cosine after centring, per token
+        al = query_df(con, "SELECT token, cosine FROM alignment WHERE comparison='I->O' AND method='identity' "
+                           "AND split='in_sample' ORDER BY token")
+        Ic, Oc = I - I.mean(0), O - O.mean(0)
+        brute = (Ic * Oc).sum(1) / np.linalg.norm(Ic, axis=1) / np.linalg.norm(Oc, axis=1)
+        np.testing.assert_allclose(al["cosine"].to_numpy(), brute, atol=1e-5)
+        # neighbours of T by brute force cosine, self excluded
+        nb = query_df(con, "SELECT token, rank, neighbour FROM neighbours WHERE matrix='T' ORDER BY token, rank")
+        ids = nb["neighbour"].to_numpy().reshape(len(T), -1)
+        Tn = T / np.maximum(np.linalg.norm(T, axis=1, keepdims=True), 1e-12)
+        sims = Tn @ Tn.T
+        np.fill_diagonal(sims, -np.inf)
+        top = np.argsort(-sims, axis=1, kind="stable")[:, :ids.shape[1]]
+        assert (ids[:, :5] == top[:, :5]).mean() > 0.99
+        # overlap@10 from the stored neighbour lists equals the stored curve
+        nbi = query_df(con, "SELECT neighbour FROM neighbours WHERE matrix='I' ORDER BY token, rank")
+        ids_i = nbi["neighbour"].to_numpy().reshape(len(T), -1)
+        manual = np.mean([len(set(a[:10]) & set(b[:10])) / 10 for a, b in zip(ids, ids_i)])
+        curve = con.execute("SELECT mean_overlap FROM overlap_curve WHERE pair='T~I' AND k=10").fetchone()[0]
+        assert curve == pytest.approx(manual)
+        # norms
+        norms = query_df(con, "SELECT norm FROM norms WHERE matrix='O' ORDER BY token")["norm"].to_numpy()
+        np.testing.assert_allclose(norms, np.linalg.norm(O, axis=1), rtol=1e-5)
+        models_df = query_df(con, "SELECT * FROM models ORDER BY role")
+        assert list(models_df["role"]) == ["tied", "untied"]
+        assert (models_df["embedding_share"] > 0).all() and (models_df["embedding_share"] < 1).all()
+    finally:
+        con.close()
+
+
+def test_rerun_skips_finished_stages_and_force_recomputes(models, tmp_path, capsys):
+    args = ["pair", "--tied", models["tied"], "--untied", models["untied"], "--cache-dir", tmp_path,
+            "--name", "r", *FAST]
+    assert _run(capsys, *args)[0] == 0
+    path = tmp_path / "r.duckdb"
+    con = open_cache(path)
+    first = dict(con.execute("SELECT stage, finished_at FROM stages").fetchall())
+    con.close()
+    assert set(first) == {"load", "alignment", "neighbours", "spectral"}
+    assert _run(capsys, *args)[0] == 0
+    con = open_cache(path)
+    assert dict(con.execute("SELECT stage, finished_at FROM stages").fetchall()) == first
+    con.close()
+    # a changed parameter reruns only its stage
+    assert _run(capsys, *args[:-2], "--neighbours-k", "10")[0] == 0
+    con = open_cache(path)
+    again = dict(con.execute("SELECT stage, finished_at FROM stages").fetchall())
+    con.close()
+    assert again["alignment"] == first["alignment"] and again["neighbours"] != first["neighbours"]
+    assert _run(capsys, *args, "--force")[0] == 0
+    con = open_cache(path)
+    forced = dict(con.execute("SELECT stage, finished_at FROM stages").fetchall())
+    con.close()
+    assert all(forced[s] > again[s] for s in forced)
+
+
+def test_different_tokenizers_use_common_tokens(tmp_path, capsys):
+    tok_a, tok_b = tmp_path / "tok_a", tmp_path / "tok_b"
+    make_tokenizer(tok_a, 320, corpus_seed=0)
+    make_tokenizer(tok_b, 360, corpus_seed=1)
+    neo = make_tiny_model("gpt_neo", tmp_path / "neo", tied=True, tokenizer_dir=tok_a)
+    pythia = make_tiny_model("gpt_neox", tmp_path / "pythia", tied=False, tokenizer_dir=tok_b)
+    code, _, err = _run(capsys, "pair", "--tied", neo, "--untied", pythia, "--cache-dir", tmp_path, "--name", "np",
+                        *FAST)
+    assert code == 0, err
+    code, out, _ = _run(capsys, "summary", "np", "--cache-dir", tmp_path, "--json")
+    v = json.loads(out)["vocabulary"]
+    assert v["identical"] is False and 256 <= v["n_common"] < 320
+    assert v["coverage_tied"] == pytest.approx(v["n_common"] / 320, abs=0.02)
+    con = open_cache(tmp_path / "np.duckdb")
+    toks = query_df(con, "SELECT raw, tied_id, untied_id FROM tokens")
+    con.close()
+    from transformers import AutoTokenizer
+
+    ta, tb = AutoTokenizer.from_pretrained(tok_a), AutoTokenizer.from_pretrained(tok_b)
+    assert all(ta.convert_ids_to_tokens(int(a)) == r == tb.convert_ids_to_tokens(int(b))
+               for r, a, b in toks.itertuples(index=False))
+
+
+def test_different_widths_orthogonal_not_applicable(tmp_path, capsys):
+    tok = tmp_path / "tok"
+    make_tokenizer(tok, 300)
+    small = make_tiny_model("qwen3", tmp_path / "q4", tied=True, d=32, tokenizer_dir=tok)
+    big = make_tiny_model("qwen3", tmp_path / "q8", tied=False, d=48, tokenizer_dir=tok)
+    code, out, err = _run(capsys, "pair", "--tied", small, "--untied", big, "--cache-dir", tmp_path, "--name", "w",
+                          *FAST)
+    assert code == 0, err
+    s = json.loads(_run(capsys, "summary", tmp_path / "w.duckdb", "--json")[1])
+    assert s["alignment"]["O->T"]["orthogonal"]["in_sample"] is None
+    assert "width" in s["alignment"]["O->T"]["orthogonal"]["note"]
+    assert s["alignment"]["I->O"]["orthogonal"]["in_sample"] is not None  # same model, same width
+    assert s["alignment"]["O->T"]["linear"]["held_out"] is not None
+    assert 0 <= s["overlap_at_10"]["T~O"] <= 1
+
+
+@pytest.mark.parametrize("case", ["tied-as-untied", "nan", "missing", "k-too-large", "unwritable", "tiny-overlap"])
+def test_bad_input_one_line_exit_2_cache_untouched(models, tmp_path, capsys, case):
+    # an existing cache of the same name must survive every failure byte for byte
+    assert _run(capsys, "pair", "--tied", models["tied"], "--untied", models["untied"], "--cache-dir", tmp_path,
+                "--name", "keep", *FAST, "--skip", "umap,spectral,alignment")[0] == 0
+    before = _digest(tmp_path / "keep.duckdb")
+    tied, untied, extra, cache_dir = models["tied"], models["untied"], [], tmp_path
+    if case == "tied-as-untied":
+        untied = models["tied"]
+    elif case == "nan":
+        untied = make_tiny_model("llama", tmp_path / "nan", tied=False, tokenizer_dir=models["tied"],
+                                 edit=lambda m: m.lm_head.weight.__setitem__((3, 0), float("nan")))
+    elif case == "missing":
+        untied = tmp_path / "does-not-exist"
+    elif case == "k-too-large":
+        extra = ["--neighbours-k", "100000"]
+    elif case == "unwritable":
+        (tmp_path / "blocker").write_text("x")
+        cache_dir = tmp_path / "blocker" / "sub"
+    elif case == "tiny-overlap":
+        tok = tmp_path / "tok_far"
+        make_tokenizer(tok, 300)
+        # a tokenizer whose strings are all renamed shares no token with the tied one
+        data = json.loads((tok / "tokenizer.json").read_text())
+        data["model"]["vocab"] = {f"zz{k}": v for k, v in data["model"]["vocab"].items()}
+        data["model"]["merges"] = []
+        (tok / "tokenizer.json").write_text(json.dumps(data))
+        untied = make_tiny_model("llama", tmp_path / "far", tied=False, tokenizer_dir=tok)
+    code, out, err = _run(capsys, "pair", "--tied", tied, "--untied", untied, "--cache-dir", cache_dir,
+                          "--name", "keep", *FAST, *extra)
+    assert code == 2
+    lines = [ln for ln in err.splitlines() if ln.strip() and "it/s" not in ln and "stage" not in ln]
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert "Traceback" not in err
+    assert _digest(tmp_path / "keep.duckdb") == before
+    assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name]
+
+
+def test_summary_of_missing_or_corrupt_cache(tmp_path, capsys):
+    code, _, err = _run(capsys, "summary", tmp_path / "nope.duckdb")
+    assert code == 2 and err.startswith("error: no cache")
+    bad = tmp_path / "bad.duckdb"
+    bad.write_bytes(b"\0" * 5000)
+    code, _, err = _run(capsys, "summary", bad)
+    assert code == 2 and "not a readable cache" in err and "precompute pair" in err
+
+
+def test_module_entry_point_runs(tmp_path):
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "precompute", "pair", "--tied", "x"], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.strip().startswith("error: give both --tied and --untied")
