@@ -1,0 +1,207 @@
+"""Nearest neighbours by cosine within one matrix, and k-NN overlap between matrices (Table 5).
+
+Neighbours are token ids, so two matrices of different widths can be compared as long as
+their rows are the same tokens. For a token, overlap@k is the share of its k nearest
+neighbours in one matrix that are also among its k nearest neighbours in the other.
+
+Conventions of :func:`knn`: cosine similarity (rows L2-normalised; a zero row has cosine 0
+with every row), the token itself is never its own neighbour, neighbours are sorted by
+descending cosine and equal cosines are ordered by lower token id.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from tying.device import as_tensor, pick_device
+from tying.errors import UserError
+
+BACKENDS = ("auto", "faiss", "torch")
+
+_EXTRA = 8
+"""Candidates fetched beyond k, so ties at the k-th place can be settled by token id."""
+
+
+# --------------------------------------------------------------------------- k nearest neighbours
+
+
+def knn(X, k: int, *, device=None, block_rows: int = 4096, backend: str = "auto") -> tuple[np.ndarray, np.ndarray]:
+    """The k nearest neighbours of every row of X by cosine similarity, self excluded.
+
+    X: array of shape (n_tokens, d) (numpy or torch). Returns (ids, scores): int32 array of
+    shape (n_tokens, k) and float32 array of shape (n_tokens, k), each row sorted by
+    descending cosine, ties ordered by lower id.
+
+    backend: "faiss" (exact inner-product search on the CPU), "torch" (blocked matrix
+    products and top-k on ``device``) or "auto" (torch when ``device`` is CUDA, else faiss).
+    Rows are processed ``block_rows`` at a time.
+    """
+    if X.ndim != 2:
+        raise UserError(f"matrix must be 2-dimensional (tokens x width), got shape {tuple(X.shape)}")
+    n = X.shape[0]
+    k = int(k)
+    if k < 1 or k >= n:
+        raise UserError(f"k must be between 1 and the number of tokens minus 1 ({n - 1}), got {k}")
+    if block_rows < 1:
+        raise UserError(f"block_rows must be positive, got {block_rows}")
+    if backend not in BACKENDS:
+        raise UserError(f"unknown k-NN backend '{backend}' (choose from {', '.join(BACKENDS)})")
+    dev = pick_device(device) if not isinstance(device, torch.device) else device
+    if backend == "auto":
+        backend = "torch" if dev.type == "cuda" else "faiss"
+    if backend == "torch":
+        return _knn_torch(X, k, dev, block_rows)
+    return _knn_faiss(X, k, block_rows)
+
+
+def _normalise_rows_numpy(X) -> np.ndarray:
+    """Float32 copy of X, shape (n, d), with unit rows; zero rows stay zero."""
+    if isinstance(X, torch.Tensor):
+        X = X.detach().cpu().numpy()
+    X = np.asarray(X, dtype=np.float32)
+    norms = np.linalg.norm(X, axis=1, keepdims=True)
+    return np.ascontiguousarray(X / np.where(norms > 0, norms, 1.0).astype(np.float32))
+
+
+def _normalise_rows_torch(X, device: torch.device) -> torch.Tensor:
+    """Float32 tensor of X on device, shape (n, d), with unit rows; zero rows stay zero."""
+    T = as_tensor(X, device)
+    norms = T.norm(dim=1, keepdim=True)
+    return T / torch.where(norms > 0, norms, torch.ones_like(norms))
+
+
+def _knn_faiss(X, k: int, block_rows: int):
+    import faiss
+
+    Xn = _normalise_rows_numpy(X)
+    n, d = Xn.shape
+    index = faiss.IndexFlatIP(d)
+    index.add(Xn)
+    m = min(k + 1 + _EXTRA, n)  # +1 for self
+    ids = np.empty((n, k), dtype=np.int32)
+    scores = np.empty((n, k), dtype=np.float32)
+    for start in range(0, n, block_rows):
+        rows = np.arange(start, min(start + block_rows, n))
+        D, Idx = index.search(Xn[rows], m)
+        D = D.astype(np.float32, copy=False)
+        Idx = Idx.astype(np.int64, copy=False)
+        # Drop self wherever it appears (with duplicates it need not rank first).
+        cand_scores = np.where(Idx == rows[:, None], -np.inf, D).astype(np.float32)
+        order = np.lexsort((Idx, -cand_scores), axis=1)
+        cand_scores = np.take_along_axis(cand_scores, order, axis=1)
+        cand_ids = np.take_along_axis(Idx, order, axis=1)
+        block_scores, block_ids = cand_scores[:, :k], cand_ids[:, :k]
+        if m < n:
+            # Rows whose k-th score equals the lowest returned score may have tied rows
+            # that the index left out: settle those with the full row of scores.
+            unsettled = np.nonzero(block_scores[:, k - 1] <= D.min(axis=1))[0]
+            if unsettled.size:
+                s_ids, s_scores = _exact_rows_numpy(Xn, rows[unsettled], k)
+                block_ids[unsettled], block_scores[unsettled] = s_ids, s_scores
+        ids[rows] = block_ids
+        scores[rows] = block_scores
+    np.clip(scores, -1.0, 1.0, out=scores)  # rounding can put a unit row's cosine a hair above 1
+    return ids, scores
+
+
+def _exact_rows_numpy(Xn: np.ndarray, rows: np.ndarray, k: int, chunk: int = 256):
+    """Exact top-k (self excluded, ties by lower id) of some rows from their full score rows.
+
+    Returns int32 ids and float32 scores of shape (len(rows), k); ``chunk`` rows at a time.
+    """
+    ids = np.empty((len(rows), k), dtype=np.int32)
+    scores = np.empty((len(rows), k), dtype=np.float32)
+    for first in range(0, len(rows), chunk):
+        part = rows[first:first + chunk]
+        S = Xn[part] @ Xn.T
+        S[np.arange(len(part)), part] = -np.inf
+        order = np.argsort(-S, axis=1, kind="stable")[:, :k]
+        ids[first:first + chunk] = order
+        scores[first:first + chunk] = np.take_along_axis(S, order, axis=1)
+    return ids, scores
+
+
+def _knn_torch(X, k: int, device: torch.device, block_rows: int):
+    Xn = _normalise_rows_torch(X, device)
+    n = Xn.shape[0]
+    m = min(k + _EXTRA, n - 1)  # self is masked, so at most n - 1 real candidates
+    ids = torch.empty((n, k), dtype=torch.int64)
+    scores = torch.empty((n, k), dtype=torch.float32)
+    for start in range(0, n, block_rows):
+        stop = min(start + block_rows, n)
+        rows = torch.arange(start, stop, device=device)
+        S = Xn[start:stop] @ Xn.T
+        S[torch.arange(stop - start, device=device), rows] = -torch.inf
+        top_scores, top_ids = torch.topk(S, m, dim=1, largest=True, sorted=True)
+        top_scores, top_ids = _order_by_score_then_id(top_scores, top_ids)
+        block_scores, block_ids = top_scores[:, :k], top_ids[:, :k]
+        if m < n - 1:
+            unsettled = torch.nonzero(block_scores[:, k - 1] <= top_scores[:, m - 1]).ravel()
+            if unsettled.numel():
+                # ascending sort of -S is stable, so equal scores keep lower ids first
+                order = torch.sort(-S[unsettled], dim=1, stable=True).indices[:, :k]
+                block_ids[unsettled] = order
+                block_scores[unsettled] = torch.gather(S[unsettled], 1, order)
+        ids[start:stop] = block_ids.cpu()
+        scores[start:stop] = block_scores.cpu()
+    return ids.numpy().astype(np.int32), scores.clamp_(-1.0, 1.0).numpy()
+
+
+def _order_by_score_then_id(scores: torch.Tensor, ids: torch.Tensor):
+    """Sort each row of candidates by descending score, equal scores by ascending id."""
+    ids_sorted, perm = torch.sort(ids, dim=1)
+    scores = torch.gather(scores, 1, perm)
+    scores_sorted, perm = torch.sort(scores, dim=1, descending=True, stable=True)
+    return scores_sorted, torch.gather(ids_sorted, 1, perm)
+
+
+# --------------------------------------------------------------------------- overlap@k
+
+
+def _check_ids(ids_a, ids_b, k: int):
+    a, b = np.asarray(ids_a), np.asarray(ids_b)
+    if a.ndim != 2 or b.ndim != 2:
+        raise UserError("neighbour ids must be 2-dimensional (tokens x neighbours)")
+    if a.shape[0] != b.shape[0]:
+        raise UserError(f"neighbour ids must cover the same tokens: {a.shape[0]} vs {b.shape[0]} rows")
+    if k < 1 or k > min(a.shape[1], b.shape[1]):
+        raise UserError(f"k must be between 1 and {min(a.shape[1], b.shape[1])} (neighbours stored), got {k}")
+    return a, b
+
+
+def overlap_at_k(ids_a, ids_b, k: int) -> np.ndarray:
+    """Per-token overlap@k: |top-k of a  intersect  top-k of b| / k.
+
+    ids_a, ids_b: int arrays of shape (n_tokens, >= k), each row's neighbour ids distinct
+    and sorted by rank. Returns float32 array of shape (n_tokens,).
+    """
+    a, b = _check_ids(ids_a, ids_b, int(k))
+    both = np.sort(np.concatenate([a[:, :k], b[:, :k]], axis=1), axis=1)
+    shared = np.count_nonzero(both[:, 1:] == both[:, :-1], axis=1)
+    return (shared / k).astype(np.float32)
+
+
+def overlap_curve(ids_a, ids_b, k_max: int, block_rows: int = 512) -> np.ndarray:
+    """Mean overlap@k over tokens for every k = 1..k_max.
+
+    ids_a, ids_b: int arrays of shape (n_tokens, >= k_max), each row's ids distinct and
+    sorted by rank. Returns float64 array of shape (k_max,), entry k-1 = mean overlap@k.
+
+    A neighbour at rank i in a and rank j in b is shared at every k > max(i, j); counting
+    matches per (i, j) over all tokens gives every k at once.
+    """
+    k_max = int(k_max)
+    a, b = _check_ids(ids_a, ids_b, k_max)
+    n = a.shape[0]
+    if n == 0:
+        raise UserError("neighbour ids cover no tokens")
+    a = np.ascontiguousarray(a[:, :k_max])
+    b = np.ascontiguousarray(b[:, :k_max])
+    matches = np.zeros((k_max, k_max), dtype=np.int64)  # [rank in a, rank in b]
+    for start in range(0, n, block_rows):
+        eq = a[start:start + block_rows, :, None] == b[start:start + block_rows, None, :]
+        matches += eq.sum(axis=0, dtype=np.int64)
+    shared_within = matches.cumsum(axis=0).cumsum(axis=1)  # [k-1, k-1] = matches with i, j < k
+    ks = np.arange(1, k_max + 1)
+    return np.diagonal(shared_within) / (n * ks)
