@@ -54,10 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
     pair.add_argument("--spectral-k", type=_positive_int, default=64, help="k of the k-NN graphs (default 64)")
     pair.add_argument("--spectral-components", type=_positive_int, default=128,
                       help="dimensions of the adjacency spectral embedding (default 128)")
-    pair.add_argument("--spectral-tokens", type=_positive_int, default=20000,
-                      help="tokens used for the spectral distance; a seeded random sample above (default 20000)")
+    pair.add_argument("--spectral-tokens", type=_positive_int, default=10000,
+                      help="tokens used for the spectral distance; a seeded random sample above (default 10000)")
     pair.add_argument("--umap-tokens", type=_positive_int, default=20000,
-                      help="tokens projected by UMAP; a seeded random sample above (default 20000)")
+                      help="tokens projected by UMAP; a seeded random sample above (default 10000)")
     pair.add_argument("--seed", type=int, default=0, help="seed for splits and samples (default 0)")
     pair.add_argument("--text", help="a text file: token frequencies for the norm-vs-frequency view")
     pair.add_argument("--skip", default="", help="comma-separated stages to skip: alignment,neighbours,spectral,umap")
@@ -65,6 +65,55 @@ def build_parser() -> argparse.ArgumentParser:
     pair.add_argument("--device", help="torch device (default: cuda when present, else cpu)")
     pair.add_argument("--trust-remote-code", action="store_true",
                       help="allow model code from the hub to run (off by default)")
+
+    demo = sub.add_parser("demo", help="the toy lab: train tied and untied twins here and analyse them",
+                          description="Train small tied, untied and input-gradient-scaled twins on an offline "
+                          "corpus (CPU is enough), run every analysis on (tied, untied) and write cache/<name>.duckdb.")
+    demo.add_argument("--name", default="demo", help="cache name (default: demo)")
+    demo.add_argument("--cache-dir", default="cache", help="folder of the caches (default: cache)")
+    demo.add_argument("--work-dir", help="where models and tokenizer go (default: <cache-dir>/toylab/<name>)")
+    demo.add_argument("--corpus", default="python-docs",
+                      help="'python-docs' (offline: Python's own documentation), a text file, or hf:<dataset>")
+    demo.add_argument("--max-chars", type=_positive_int, default=1_200_000, help="corpus size cap (characters)")
+    demo.add_argument("--vocab-size", type=_positive_int, default=2048, help="BPE vocabulary (default 2048)")
+    demo.add_argument("--d-model", type=_positive_int, default=128, help="model width (default 128)")
+    demo.add_argument("--n-layers", type=_positive_int, default=4, help="transformer blocks (default 4)")
+    demo.add_argument("--n-heads", type=_positive_int, default=4, help="attention heads (default 4)")
+    demo.add_argument("--context", type=_positive_int, default=64, help="tokens per training sequence (default 64)")
+    demo.add_argument("--batch-size", type=_positive_int, default=16, help="sequences per step (default 16)")
+    demo.add_argument("--steps", type=_positive_int, default=300, help="optimiser steps per twin (default 300)")
+    demo.add_argument("--lr", type=float, default=3e-3, help="peak AdamW learning rate (default 3e-3)")
+    demo.add_argument("--input-grad-scale", default="5",
+                      help="factor(s) on the input-side gradient of the scaled tied twin, e.g. 5 or 2,5,10 (default 5)")
+    demo.add_argument("--seeds", type=_positive_int, default=1, help="independent runs; the summary gives mean and spread")
+    demo.add_argument("--checkpoints", type=_positive_int, default=12, help="log-spaced snapshots per run (default 12)")
+    demo.add_argument("--skip", default="", help="pair stages to skip: alignment,neighbours,spectral,umap")
+    demo.add_argument("--force", action="store_true", help="retrain and recompute everything")
+    demo.add_argument("--device", help="torch device (default: cuda when present, else cpu)")
+
+    evo = sub.add_parser("evolution", help="embedding evolution over a model's checkpoints (Figure 3)",
+                         description="Mean per-token cosine of the input and output matrices to the first "
+                         "checkpoint and to the previous one, over a model's revisions.")
+    evo.add_argument("--model", required=True,
+                     help="a Hugging Face id, or a local folder with one subfolder per revision")
+    evo.add_argument("--revisions", required=True, help="comma-separated revisions, first = reference")
+    evo.add_argument("--name", help="cache name (default: <model>-evolution)")
+    evo.add_argument("--cache-dir", default="cache", help="folder of the caches (default: cache)")
+    evo.add_argument("--trust-remote-code", action="store_true", help="allow a hub model's own code to run")
+
+    grads = sub.add_parser("grads", help="import a gradient-provenance log (CSV) from a real training run",
+                           description="One row per step with the L2 norms of the gradient reaching the embedding "
+                           "matrix through the input lookup and through the output projection.")
+    grads.add_argument("--csv", required=True, help="the CSV file")
+    grads.add_argument("--name", required=True, help="cache name")
+    grads.add_argument("--run", help="run label (default: the file name)")
+    grads.add_argument("--cache-dir", default="cache", help="folder of the caches (default: cache)")
+    grads.add_argument("--step-column", default="step", help="column of the step (default: step)")
+    grads.add_argument("--input-column", default="embedding_grad_l2_norm",
+                       help="column of the input-side norm (default: embedding_grad_l2_norm)")
+    grads.add_argument("--output-column", default="output_proj_grad_l2_norm",
+                       help="column of the output-side norm (default: output_proj_grad_l2_norm)")
+    grads.add_argument("--loss-column", help="optional column of the training loss")
 
     summ = sub.add_parser("summary", help="print a cache's Table 1 and Table 5 numbers")
     summ.add_argument("cache", help="a cache file (cache/<name>.duckdb) or a pair name in --cache-dir")
@@ -97,6 +146,54 @@ def _cmd_pair(args: argparse.Namespace, argv: list[str]) -> int:
     return _cmd_summary_path(path, as_json=False)
 
 
+def _factors(text: str) -> list[float]:
+    try:
+        values = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UserError(f"--input-grad-scale takes numbers separated by commas, got '{text}'") from None
+    if not values or any(not v > 0 for v in values):
+        raise UserError(f"--input-grad-scale must be > 0, got '{text}'")
+    return values
+
+
+def _cmd_demo(args: argparse.Namespace, argv: list[str]) -> int:
+    from precompute.toylab import DemoConfig, DemoRun
+
+    cfg = DemoConfig(
+        name=args.name, cache_dir=args.cache_dir, work_dir=args.work_dir, corpus=args.corpus,
+        max_chars=args.max_chars, vocab_size=args.vocab_size, d_model=args.d_model, n_layers=args.n_layers,
+        n_heads=args.n_heads, context=args.context, batch_size=args.batch_size, steps=args.steps, lr=args.lr,
+        input_grad_scale=_factors(args.input_grad_scale), seeds=args.seeds, checkpoints=args.checkpoints,
+        skip=[s.strip() for s in args.skip.split(",") if s.strip()], force=args.force, device=args.device,
+        command="python -m precompute " + " ".join(shlex.quote(a) for a in argv),
+    )
+    path = DemoRun(cfg).run()
+    print(f"wrote {path}")
+    return _cmd_summary_path(path, as_json=False)
+
+
+def _cmd_evolution(args: argparse.Namespace, argv: list[str]) -> int:
+    from precompute.dynamics import EvolutionConfig, run_evolution
+
+    path = run_evolution(EvolutionConfig(
+        model=args.model, revisions=args.revisions.split(","), name=args.name, cache_dir=args.cache_dir,
+        trust_remote_code=args.trust_remote_code,
+        command="python -m precompute " + " ".join(shlex.quote(a) for a in argv)))
+    print(f"wrote {path}")
+    return _cmd_summary_path(path, as_json=False)
+
+
+def _cmd_grads(args: argparse.Namespace, argv: list[str]) -> int:
+    from precompute.dynamics import GradsConfig, run_grads
+
+    path = run_grads(GradsConfig(
+        csv=args.csv, name=args.name, run=args.run, cache_dir=args.cache_dir, step_column=args.step_column,
+        input_column=args.input_column, output_column=args.output_column, loss_column=args.loss_column,
+        command="python -m precompute " + " ".join(shlex.quote(a) for a in argv)))
+    print(f"wrote {path}")
+    return _cmd_summary_path(path, as_json=False)
+
+
 def resolve_cache(cache: str, cache_dir: str) -> Path:
     from tying.store import CACHE_SUFFIX
 
@@ -119,7 +216,7 @@ def _cmd_summary_path(path: Path, *, as_json: bool) -> int:
         s = summarize(con)
     finally:
         con.close()
-    print(json.dumps(s, indent=2, sort_keys=True, default=str) if as_json else format_summary(s))
+    print(json.dumps(s, indent=2, sort_keys=True, default=str, allow_nan=False) if as_json else format_summary(s))
     return 0
 
 
@@ -129,6 +226,12 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         if args.command == "pair":
             return _cmd_pair(args, argv)
+        if args.command == "evolution":
+            return _cmd_evolution(args, argv)
+        if args.command == "grads":
+            return _cmd_grads(args, argv)
+        if args.command == "demo":
+            return _cmd_demo(args, argv)
         if args.command == "summary":
             return _cmd_summary_path(resolve_cache(args.cache, args.cache_dir), as_json=args.json)
         raise UserError(f"unknown command {args.command}")

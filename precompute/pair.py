@@ -22,10 +22,10 @@ from tqdm.auto import tqdm
 
 from tying import reference
 from tying.errors import UserError
-from tying.schema import MATRICES, MATRIX_PAIRS, STAGE_TABLES, pair_label
+from tying.schema import MATRICES, MATRIX_PAIRS, PAIR_STAGES, pair_label
 from tying.store import CacheWriter, cache_path, params_hash
 
-STAGES = tuple(STAGE_TABLES)
+STAGES = PAIR_STAGES
 OPTIONAL_STAGES = ("alignment", "neighbours", "spectral", "umap")
 
 
@@ -44,7 +44,7 @@ class PairConfig:
     held_out: float = 0.2  # fraction of tokens held out when scoring fitted maps
     spectral_k: int = 64  # k of the k-NN graphs for the spectral distance
     spectral_components: int = 128
-    spectral_tokens: int = 20000  # tokens used by the spectral distance (random sample above)
+    spectral_tokens: int = 10000  # tokens used by the spectral distance (random sample above)
     umap_tokens: int = 20000  # tokens projected by UMAP (random sample above)
     seed: int = 0
     text: str | None = None  # a text file: token frequencies for the norm-vs-frequency view
@@ -53,6 +53,7 @@ class PairConfig:
     device: str | None = None
     trust_remote_code: bool = False
     min_common_tokens: int = 100
+    kind: str = "pair"  # 'toylab' when the toy lab's twins are analysed
     command: str | None = None  # the command line that built the cache (for rebuild hints)
 
 
@@ -299,7 +300,7 @@ class PairRun:
     def run(self) -> Path:
         cfg = self.cfg
         todo = [s for s in STAGES if s not in cfg.skip]
-        bar = tqdm(total=len(todo) + 1, desc=f"pair {self.name}", unit="stage", file=sys.stderr)
+        bar = tqdm(total=len(todo) + 1, desc=f"pair {self.name}", unit="stage", file=sys.stderr, disable=None)
         try:
             bar.set_postfix_str("loading matrices")
             self.load()
@@ -307,7 +308,7 @@ class PairRun:
                 raise UserError(f"--neighbours-k {cfg.neighbours_k} is not smaller than the {self.n} common tokens")
             bar.update(1)
             meta = {
-                "name": self.name, "kind": "pair", "preset": cfg.preset,
+                "name": self.name, "kind": cfg.kind, "preset": cfg.preset,
                 "command": cfg.command or f"python -m precompute pair --tied {shlex.quote(cfg.tied)} "
                 f"--untied {shlex.quote(cfg.untied)} --name {self.name}",
                 "config": asdict(cfg), "versions": library_versions(), "device": str(self.device),

@@ -122,6 +122,58 @@ TABLES: dict[str, str] = {
         x REAL,
         y REAL
     """,
+    # --- training dynamics (toy lab, imported provenance logs, checkpoint evolution) -------
+    # one row per training run or checkpoint series: variant 'tied' | 'untied' | 'tied_scaled'
+    # (toy lab), 'imported' (a provenance CSV), 'checkpoints' (evolution of a real model)
+    "runs": """
+        run VARCHAR PRIMARY KEY,
+        variant VARCHAR,
+        seed INTEGER,
+        input_grad_scale DOUBLE,
+        steps INTEGER,
+        final_loss DOUBLE,
+        eval_loss DOUBLE,
+        seconds DOUBLE,
+        source VARCHAR,
+        settings VARCHAR
+    """,
+    # gradient provenance per optimiser step: L2 norms of the gradient reaching the
+    # embedding matrix through the input lookup and through the output projection
+    "train_log": """
+        run VARCHAR,
+        step INTEGER,
+        loss DOUBLE,
+        grad_input_norm DOUBLE,
+        grad_output_norm DOUBLE,
+        grad_total_norm DOUBLE,
+        output_share DOUBLE
+    """,
+    # embedding evolution (Figure 3): mean per-token cosine of a matrix to its first
+    # checkpoint (cos_init) and to the previous one (cos_prev)
+    "evolution": """
+        run VARCHAR,
+        step BIGINT,
+        label VARCHAR,
+        matrix VARCHAR,
+        cos_init DOUBLE,
+        cos_prev DOUBLE
+    """,
+    # input-gradient scaling (Table 2): mean per-token cosine of a tied run's matrix to the
+    # untied twin's input (target 'I') and output (target 'O') matrices
+    "scaling": """
+        run VARCHAR,
+        seed INTEGER,
+        input_grad_scale DOUBLE,
+        target VARCHAR,
+        method VARCHAR,
+        mean_cosine DOUBLE
+    """,
+    # headline numbers per seed, for mean and spread across seeds
+    "seed_metrics": """
+        seed INTEGER,
+        metric VARCHAR,
+        value DOUBLE
+    """,
 }
 
 # The stages of `precompute pair`, in order, and the tables each one writes.
@@ -131,7 +183,15 @@ STAGE_TABLES: dict[str, tuple[str, ...]] = {
     "neighbours": ("neighbours", "overlap_curve"),
     "spectral": ("spectral",),
     "umap": ("umap",),
+    "training": ("runs", "train_log", "evolution", "scaling", "seed_metrics"),
 }
+
+# The stages `precompute pair` runs, in order.
+PAIR_STAGES = ("load", "alignment", "neighbours", "spectral", "umap")
+
+# Kinds of cache (meta key 'kind'): a model pair, the toy lab (a pair plus training
+# dynamics), a series of checkpoints, or an imported gradient-provenance log.
+KINDS = ("pair", "toylab", "evolution", "provenance")
 
 # What the summary's Table 1 and Table 5 read (and what the app's overview shows).
 TABLE1_COMPARISONS = ("I->O", "O->T", "I->T")

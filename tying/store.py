@@ -127,11 +127,13 @@ class CacheWriter:
     ) -> None:
         """Replace the rows of ``stage``'s tables and mark the stage finished, atomically.
 
-        ``invalidate_others`` clears every other stage (used when the models changed).
+        A table of the stage missing from ``tables`` is emptied. ``invalidate_others``
+        clears every other stage (used when the models changed).
         """
         expected = set(STAGE_TABLES[stage])
-        if set(tables) != expected:
+        if not set(tables) <= expected:
             raise ValueError(f"stage {stage} writes {sorted(expected)}, got {sorted(tables)}")
+        tables = {t: tables.get(t, pd.DataFrame()) for t in STAGE_TABLES[stage]}
         tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
         self._remove(tmp)
         try:

@@ -23,8 +23,25 @@ def _num(x: Any) -> float | None:
     return None if math.isnan(x) else x
 
 
+def _clean(x: Any) -> Any:
+    """NaN/inf -> None and numpy scalars -> Python, recursively, so the JSON is strict."""
+    if isinstance(x, dict):
+        return {str(k): _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    if hasattr(x, "item") and not isinstance(x, (str, bytes)):
+        x = x.item()
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
 def summarize(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
-    """Every headline number of the cache as a JSON-able dict."""
+    """Every headline number of the cache as a JSON-able dict (strict JSON: no NaN)."""
+    return _clean(_summarize(con))
+
+
+def _summarize(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     meta = read_meta(con)
     models = query_df(con, "SELECT * FROM models ORDER BY role").to_dict("records")
     for m in models:
@@ -62,6 +79,9 @@ def summarize(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
         {k: int(sp.iloc[0][k]) for k in ("graph_k", "n_components", "n_tokens")} if len(sp) else {}
     )
 
+    if meta.get("kind") in ("toylab", "provenance", "evolution"):
+        out.update(training_summary(con))
+
     preset = meta.get("preset") or reference.preset_for(
         out["models"].get("tied", {}).get("source"), out["models"].get("untied", {}).get("source")
     )
@@ -75,13 +95,70 @@ def summarize(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     return out
 
 
+def _table_exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?",
+                            [table]).fetchone()[0])
+
+
+def output_share(log, early_fraction: float = 0.1) -> dict[str, float | None]:
+    """Output side's share of the gradient reaching the embedding matrix, early and overall.
+
+    ``log`` has columns step, grad_input_norm, grad_output_norm; the share is
+    sum(output norms) / (sum(input norms) + sum(output norms)) over the first
+    ``early_fraction`` of the steps ("early") and over all steps ("overall").
+    """
+    log = log.sort_values("step")
+    n_early = max(1, int(round(len(log) * early_fraction)))
+
+    def share(part) -> float | None:
+        o, i = float(part["grad_output_norm"].sum()), float(part["grad_input_norm"].sum())
+        return o / (o + i) if o + i > 0 else None
+
+    return {"early": share(log.iloc[:n_early]), "overall": share(log), "early_steps": int(n_early),
+            "steps": int(len(log))}
+
+
+def training_summary(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    """Gradient provenance, input-gradient scaling (Table 2) and spread across seeds."""
+    out: dict[str, Any] = {}
+    if not _table_exists(con, "runs"):
+        return out
+    runs = query_df(con, "SELECT * FROM runs ORDER BY run")
+    out["runs"] = {r["run"]: {k: (_num(r[k]) if isinstance(r[k], float) else r[k])
+                              for k in ("variant", "seed", "input_grad_scale", "steps", "final_loss", "eval_loss",
+                                        "seconds")} for r in runs.to_dict("records")}
+    provenance = {}
+    for run in runs["run"]:
+        log = query_df(con, "SELECT step, grad_input_norm, grad_output_norm FROM train_log WHERE run = ?", [run])
+        if len(log):
+            provenance[run] = output_share(log)
+    out["gradient_provenance"] = provenance
+    ev = query_df(con, "SELECT run, matrix, step, label, cos_init FROM evolution ORDER BY run, matrix, step")
+    evolution: dict[str, dict[str, Any]] = {}
+    for (run, matrix), g in ev.groupby(["run", "matrix"], sort=True):
+        evolution.setdefault(run, {})[matrix] = {"steps": [int(x) for x in g["step"]],
+                                                 "cos_init": [_num(x) for x in g["cos_init"]]}
+    out["evolution"] = evolution
+    sc = query_df(con, "SELECT * FROM scaling ORDER BY input_grad_scale, run")
+    table2: dict[str, dict[str, Any]] = {}
+    for r in sc.to_dict("records"):
+        cell = table2.setdefault(r["method"], {}).setdefault(r["run"], {"input_grad_scale": r["input_grad_scale"]})
+        cell[r["target"]] = float(r["mean_cosine"])
+    out["table2"] = table2
+    sm = query_df(con, "SELECT metric, count(*) AS n, avg(value) AS mean, stddev_samp(value) AS std "
+                       "FROM seed_metrics GROUP BY metric ORDER BY metric")
+    out["seeds"] = {r["metric"]: {"n": int(r["n"]), "mean": _num(r["mean"]), "std": _num(r["std"])}
+                    for r in sm.to_dict("records")}
+    return out
+
+
 def _fmt(x: float | None) -> str:
     return "  n/a" if x is None else f"{x:6.3f}"
 
 
 def format_summary(s: dict[str, Any]) -> str:
     """The summary as the plain-text tables the CLI prints."""
-    lines = [f"pair: {s.get('name')}"]
+    lines = [f"{s.get('kind', 'pair')}: {s.get('name')}"]
     for role in ("tied", "untied"):
         m = s["models"].get(role)
         if m:
@@ -97,6 +174,13 @@ def format_summary(s: dict[str, Any]) -> str:
             f"untied {v.get('coverage_untied', 0):.1%})"
         )
     paper = s.get("paper") or {}
+    if s.get("alignment") or s.get("overlap"):
+        _format_pair_tables(s, paper, lines)
+    _format_training(s, lines)
+    return "\n".join(lines)
+
+
+def _format_pair_tables(s: dict[str, Any], paper: dict[str, Any], lines: list[str]) -> None:
     lines.append("")
     lines.append("Table 1: mean per-token cosine after centring (in-sample / held-out)")
     lines.append(f"  {'':6}" + "".join(f"{m:>22}" for m in TABLE1_METHODS))
@@ -126,4 +210,31 @@ def format_summary(s: dict[str, Any]) -> str:
         for a, b in MATRIX_PAIRS:
             p = pair_label(a, b)
             lines.append(f"  {p}: {_fmt(s['spectral'].get(p))}")
-    return "\n".join(lines)
+
+
+def _format_training(s: dict[str, Any], lines: list[str]) -> None:
+    if s.get("gradient_provenance"):
+        lines.append("")
+        lines.append("Gradient provenance: output side's share of the embedding gradient norm (early = first 10%)")
+        for run, p in s["gradient_provenance"].items():
+            if s["runs"][run]["variant"] == "untied":
+                continue
+            lines.append(f"  {run:<24} early {_fmt(p['early'])}   overall {_fmt(p['overall'])}")
+    if s.get("table2"):
+        lines.append("")
+        lines.append("Table 2: tied matrix vs the untied twin's I / O (mean per-token cosine)")
+        for method, cells in s["table2"].items():
+            for run, c in cells.items():
+                lines.append(f"  {method:<16} {run:<24} I {_fmt(c.get('I'))}   O {_fmt(c.get('O'))}")
+    seeds = s.get("seeds") or {}
+    if seeds and max(v["n"] for v in seeds.values()) > 1:
+        lines.append("")
+        lines.append("Across seeds (mean +- sample std)")
+        for metric, v in seeds.items():
+            lines.append(f"  {metric:<32} {_fmt(v['mean'])} +- {_fmt(v['std'])}  (n={v['n']})")
+    if s.get("evolution"):
+        lines.append("")
+        lines.append("Embedding evolution: mean per-token cosine to the first checkpoint, at the last one")
+        for run, mats in s["evolution"].items():
+            cells = "   ".join(f"{m} {_fmt(v['cos_init'][-1])}" for m, v in mats.items())
+            lines.append(f"  {run:<24} step {max(v['steps'][-1] for v in mats.values())}: {cells}")

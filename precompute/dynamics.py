@@ -1,0 +1,165 @@
+"""Training dynamics of real models: `precompute evolution` and `precompute grads`.
+
+* ``evolution``: embedding evolution (the paper's Figure 3) over a model's checkpoints,
+  e.g. allenai/OLMo-1B-0724-hf revisions ``step10000-tokens20B`` or EleutherAI/pythia-1b
+  revisions ``step1000``. Each checkpoint is read with the same cheap loader as a pair, one
+  at a time (only the first and the previous one stay in memory).
+* ``grads``: a gradient-provenance log from a real training run (a CSV with one row per
+  step) imported into a cache, shown by the app like the toy lab's.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from tying.align import rowwise_cosine
+from tying.errors import UserError
+from tying.store import CacheWriter, cache_path
+
+DEFAULT_COLUMNS = {"step": "step", "input": "embedding_grad_l2_norm", "output": "output_proj_grad_l2_norm"}
+
+
+def revision_step(revision: str, index: int) -> int:
+    """The training step a revision names ('step10000-tokens20B' -> 10000), else its index."""
+    m = re.search(r"step[_-]?(\d+)", revision)
+    return int(m.group(1)) if m else index
+
+
+def _name_ok(name: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}", name):
+        raise UserError(f"bad cache name '{name}': use letters, digits, '.', '_' and '-'")
+    return name
+
+
+@dataclass
+class EvolutionConfig:
+    model: str
+    revisions: list[str]
+    name: str | None = None
+    cache_dir: str = "cache"
+    trust_remote_code: bool = False
+    command: str | None = None
+
+
+def _checkpoint_source(model: str, revision: str) -> tuple[str, str | None]:
+    """A local model folder holds one subfolder per revision; a hub id takes the revision."""
+    local = Path(model)
+    if local.is_dir():
+        sub = local / revision
+        if not sub.is_dir():
+            raise UserError(f"no checkpoint folder '{sub}' for revision '{revision}'")
+        return str(sub), None
+    return model, revision
+
+
+def run_evolution(cfg: EvolutionConfig) -> Path:
+    from tying.weights import load_model_matrices
+
+    revisions = [r.strip() for r in cfg.revisions if r.strip()]
+    if len(revisions) < 2:
+        raise UserError("--revisions needs at least two checkpoints, separated by commas")
+    name = _name_ok(cfg.name or re.sub(r"[^A-Za-z0-9.]+", "-", Path(cfg.model.rstrip("/")).name).strip("-").lower()
+                    + "-evolution")
+    path = cache_path(cfg.cache_dir, name)
+    writer = CacheWriter(path, force=True, meta={"name": name, "kind": "evolution", "command": cfg.command,
+                                                  "model": cfg.model, "revisions": revisions})
+    t0 = time.perf_counter()
+    rows, first, prev, files = [], None, None, []
+    for i, rev in enumerate(tqdm(revisions, desc="checkpoints", file=sys.stderr, disable=None)):
+        src, hub_rev = _checkpoint_source(cfg.model, rev)
+        m = load_model_matrices(src, hub_rev, trust_remote_code=cfg.trust_remote_code)
+        cur = {"T": m.input} if m.tied else {"I": m.input, "O": m.output}
+        if first is None:
+            first = cur
+        if set(cur) != set(first) or any(cur[k].shape != first[k].shape for k in cur):
+            raise UserError(f"revision '{rev}' does not match the first checkpoint (tied flag or matrix shape)")
+        for key in cur:
+            rows.append({
+                "run": cfg.model, "step": revision_step(rev, i), "label": rev, "matrix": key,
+                "cos_init": float(np.mean(rowwise_cosine(cur[key], first[key]))),
+                "cos_prev": float(np.mean(rowwise_cosine(cur[key], prev[key]))) if prev is not None else float("nan"),
+            })
+        files.append({"revision": rev, "commit": m.commit, "fingerprint": m.fingerprint})
+        prev = cur
+    evo = pd.DataFrame(rows).sort_values(["step", "matrix"], ignore_index=True)
+    runs = pd.DataFrame([{"run": cfg.model, "variant": "checkpoints", "seed": None, "input_grad_scale": None,
+                          "steps": int(evo["step"].max()), "final_loss": None, "eval_loss": None,
+                          "seconds": time.perf_counter() - t0, "source": cfg.model,
+                          "settings": json.dumps({"revisions": files}, default=str)}])
+    writer.write_stage("training", {"model": cfg.model, "revisions": revisions}, {"runs": runs, "evolution": evo},
+                       seconds=time.perf_counter() - t0)
+    return path
+
+
+@dataclass
+class GradsConfig:
+    csv: str
+    name: str
+    run: str | None = None
+    cache_dir: str = "cache"
+    step_column: str = DEFAULT_COLUMNS["step"]
+    input_column: str = DEFAULT_COLUMNS["input"]
+    output_column: str = DEFAULT_COLUMNS["output"]
+    loss_column: str | None = None
+    command: str | None = None
+
+
+def read_provenance_csv(cfg: GradsConfig) -> pd.DataFrame:
+    """The CSV as train_log rows (step, grad_input_norm, grad_output_norm, ...), checked."""
+    p = Path(cfg.csv)
+    if not p.is_file():
+        raise UserError(f"CSV file '{cfg.csv}' does not exist")
+    try:
+        df = pd.read_csv(p)
+    except Exception as exc:  # pandas raises many kinds for unreadable files
+        raise UserError(f"cannot read '{cfg.csv}' as CSV: {str(exc).splitlines()[0] if str(exc) else exc}") from None
+    wanted = {"step": cfg.step_column, "grad_input_norm": cfg.input_column, "grad_output_norm": cfg.output_column}
+    if cfg.loss_column:
+        wanted["loss"] = cfg.loss_column
+    missing = [c for c in wanted.values() if c not in df.columns]
+    if missing:
+        raise UserError(f"'{cfg.csv}' has no column(s) {', '.join(missing)}; it has {', '.join(map(str, df.columns))} "
+                        f"(name them with --step-column/--input-column/--output-column)")
+    out = pd.DataFrame({k: pd.to_numeric(df[c], errors="coerce") for k, c in wanted.items()})
+    if out.empty:
+        raise UserError(f"'{cfg.csv}' has no rows")
+    bad = out.isna().any(axis=1) | ~np.isfinite(out.to_numpy(dtype=float)).all(axis=1)
+    if bad.all():
+        raise UserError(f"'{cfg.csv}' has no row with numeric, finite values in {', '.join(wanted.values())}")
+    out = out[~bad]
+    if (out[["grad_input_norm", "grad_output_norm"]] < 0).any().any():
+        raise UserError(f"'{cfg.csv}' has negative gradient norms")
+    out = out.sort_values("step").drop_duplicates("step", keep="last")
+    out["step"] = out["step"].astype(np.int64)
+    total = out["grad_input_norm"] + out["grad_output_norm"]
+    out["output_share"] = np.where(total > 0, out["grad_output_norm"] / total.where(total > 0, 1), np.nan)
+    out["grad_total_norm"] = np.nan  # the two parts' vector sum is not in the log
+    if "loss" not in out:
+        out["loss"] = np.nan
+    return out
+
+
+def run_grads(cfg: GradsConfig) -> Path:
+    name = _name_ok(cfg.name)
+    path = cache_path(cfg.cache_dir, name)
+    writer = CacheWriter(path, force=True, meta={"name": name, "kind": "provenance", "command": cfg.command,
+                                                  "csv": str(cfg.csv)})
+    t0 = time.perf_counter()
+    log = read_provenance_csv(cfg)
+    run = cfg.run or Path(cfg.csv).stem
+    runs = pd.DataFrame([{"run": run, "variant": "imported", "seed": None, "input_grad_scale": None,
+                          "steps": int(log["step"].max()), "final_loss": float(log["loss"].iloc[-1]),
+                          "eval_loss": None, "seconds": None, "source": str(cfg.csv),
+                          "settings": json.dumps({"columns": [cfg.step_column, cfg.input_column, cfg.output_column]})}])
+    writer.write_stage("training", {"csv": str(cfg.csv), "rows": len(log)},
+                       {"runs": runs, "train_log": log.assign(run=run)}, seconds=time.perf_counter() - t0)
+    return path

@@ -1,0 +1,247 @@
+"""`precompute demo`: the toy lab. Train tied and untied twins here, analyse them like a real pair.
+
+Steps: corpus -> byte-level BPE -> twins (tied, untied, tied with the input-side gradient
+scaled) for each seed -> `precompute pair` on (tied, untied) of the first seed, with token
+frequencies from the corpus -> the training-dynamics stage (gradient provenance,
+embedding evolution, input-gradient scaling, per-seed headline numbers).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from precompute.pair import PairConfig, PairRun
+from tying.errors import UserError
+from tying.store import CacheWriter, cache_path, params_hash
+from tying.summary import output_share
+
+
+@dataclass
+class DemoConfig:
+    """What `precompute demo` does; each field is a CLI option of the same name."""
+
+    name: str = "demo"
+    cache_dir: str = "cache"
+    work_dir: str | None = None  # models and tokenizer (default: <cache_dir>/toylab/<name>)
+    corpus: str = "python-docs"  # 'python-docs', a text file, or 'hf:<dataset>' (online)
+    max_chars: int = 1_200_000
+    vocab_size: int = 2048
+    d_model: int = 128
+    n_layers: int = 4
+    n_heads: int = 4
+    context: int = 64
+    batch_size: int = 16
+    steps: int = 300
+    lr: float = 3e-3
+    input_grad_scale: list[float] = field(default_factory=lambda: [5.0])
+    seeds: int = 1
+    checkpoints: int = 12
+    skip: list[str] = field(default_factory=list)
+    force: bool = False
+    device: str | None = None
+    command: str | None = None
+
+
+def validate(cfg: DemoConfig) -> None:
+    if not cfg.input_grad_scale or any(f <= 0 for f in cfg.input_grad_scale):
+        raise UserError(f"--input-grad-scale must be > 0, got {','.join(f'{f:g}' for f in cfg.input_grad_scale)}")
+    for key in ("vocab_size", "d_model", "n_layers", "n_heads", "context", "batch_size", "steps", "seeds",
+                "checkpoints", "max_chars"):
+        if getattr(cfg, key) < 1:
+            raise UserError(f"--{key.replace('_', '-')} must be a positive integer, got {getattr(cfg, key)}")
+    if cfg.vocab_size <= 256:
+        raise UserError(f"--vocab-size must exceed the 256 byte tokens, got {cfg.vocab_size}")
+    if cfg.d_model % cfg.n_heads:
+        raise UserError(f"--d-model {cfg.d_model} is not divisible by --n-heads {cfg.n_heads}")
+    if cfg.checkpoints + 1 > cfg.steps:
+        raise UserError(f"--steps {cfg.steps} is too few for {cfg.checkpoints} log-spaced checkpoints")
+
+
+def load_corpus(spec: str, max_chars: int) -> str:
+    from tying.toylab import corpus
+
+    if spec == "python-docs":
+        text = corpus.python_docs_corpus(max_chars=max_chars)
+    elif spec.startswith("hf:"):
+        text = corpus.load_hf_dataset_text(spec[3:], max_chars=max_chars)
+    else:
+        if not Path(spec).is_file():
+            raise UserError(f"corpus file '{spec}' does not exist (or use 'python-docs' or 'hf:<dataset>')")
+        text = corpus.read_text_corpus(spec, max_chars=max_chars)
+    return corpus.check_corpus(text)
+
+
+def run_id(variant: str, scale: float, seed: int) -> str:
+    name = f"tied_scaled_x{scale:g}" if variant == "tied_scaled" else variant
+    return f"{name}/seed{seed}"
+
+
+def _final(result) -> tuple[np.ndarray, np.ndarray]:
+    return result.checkpoints[max(result.checkpoints)]
+
+
+def compare_tied_to_twin(T: np.ndarray, I: np.ndarray, O: np.ndarray, seed: int, device=None) -> dict[str, float]:
+    """Headline numbers of one seed: cosine of T to I and O (identity and held-out linear), overlap@10."""
+    from tying.align import alignment_cosines, split_tokens
+    from tying.neighbours import knn, overlap_at_k
+
+    fit, ev = split_tokens(len(T), 0.2, seed)
+    out = {}
+    for src, name in ((I, "I->T"), (O, "O->T")):
+        out[f"{name} identity"] = float(np.mean(alignment_cosines(src, T, "identity", device=device)))
+        out[f"{name} linear held-out"] = float(np.mean(
+            alignment_cosines(src, T, "linear", fit_idx=fit, eval_idx=ev, device=device)))
+    ids = {k: knn(m, 10, device=device)[0] for k, m in (("T", T), ("I", I), ("O", O))}
+    for a, b in (("T", "I"), ("T", "O"), ("I", "O")):
+        out[f"overlap@10 {a}~{b}"] = float(np.mean(overlap_at_k(ids[a], ids[b], 10)))
+    return out
+
+
+class DemoRun:
+    def __init__(self, cfg: DemoConfig):
+        validate(cfg)
+        self.cfg = cfg
+        self.path = cache_path(cfg.cache_dir, cfg.name)
+        self.work = Path(cfg.work_dir or Path(cfg.cache_dir) / "toylab" / cfg.name)
+
+    def training_params(self, corpus_digest: str) -> dict:
+        c = asdict(self.cfg)
+        for k in ("name", "cache_dir", "work_dir", "skip", "force", "device", "command"):
+            c.pop(k)
+        return {"stage": "training", "corpus_sha256": corpus_digest, **c}
+
+    def run_dir(self, rid: str) -> Path:
+        return self.work / rid.replace("/", "-")
+
+    def model_dir(self, variant: str, scale: float, seed: int) -> Path:
+        return self.run_dir(run_id(variant, scale, seed))
+
+    def run(self) -> Path:
+        from tying.toylab.tokenizer import encode_corpus, train_bpe
+        from tying.toylab.train import save_model, train_twins
+
+        cfg = self.cfg
+        t_start = time.perf_counter()
+        log = lambda msg: tqdm.write(msg, file=sys.stderr)  # noqa: E731
+        # validate the cache location before any work
+        CacheWriter(self.path, force=cfg.force)
+        text = load_corpus(cfg.corpus, cfg.max_chars)
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        self.work.mkdir(parents=True, exist_ok=True)
+        corpus_file = self.work / "corpus.txt"
+        corpus_file.write_text(text, encoding="utf-8")
+        log(f"corpus: {len(text):,} characters ({cfg.corpus})")
+        tokenizer = train_bpe(text, cfg.vocab_size, self.work / "tokenizer")
+        tokens = encode_corpus(tokenizer, text)
+        log(f"tokenizer: {len(tokenizer)} tokens; corpus: {len(tokens):,} tokens")
+
+        scales = list(dict.fromkeys(cfg.input_grad_scale))
+        phash = params_hash(self.training_params(digest))
+        writer = CacheWriter(self.path, force=cfg.force)
+        runs = [run_id(v, f, s) for s in range(cfg.seeds) for v, f in
+                [("tied", 1.0), ("untied", 1.0)] + [("tied_scaled", f) for f in scales]]
+        if writer.is_done("training", phash) and all((self.run_dir(r) / "config.json").is_file()
+                                                      for r in runs):
+            log("training: cached (same corpus and settings); use --force to retrain")
+            self.run_pair(corpus_file)
+            log(f"demo finished in {time.perf_counter() - t_start:.0f} s")
+            return self.path
+        results: dict[str, object] = {}
+        total = cfg.steps * cfg.seeds * (2 + len(scales))
+        with tqdm(total=total, desc="training twins", unit="step", file=sys.stderr, disable=None) as bar:
+            def progress(variant, step, steps, loss):
+                bar.update(1)
+                if step % 25 == 0 or step == steps:
+                    bar.set_postfix_str(f"{variant} loss {loss:.3f}")
+
+            common = dict(vocab_size=len(tokenizer), d_model=cfg.d_model, n_layers=cfg.n_layers,
+                          n_heads=cfg.n_heads, context=cfg.context, batch_size=cfg.batch_size, steps=cfg.steps,
+                          lr=cfg.lr, checkpoint_steps=cfg.checkpoints, progress=progress, device=cfg.device)
+            for seed in range(cfg.seeds):
+                first = train_twins(tokens, variants=("tied", "untied", "tied_scaled"),
+                                    input_grad_scale=scales[0], seed=seed, **common)
+                for variant, res in first.items():
+                    results[run_id(variant, res.input_grad_scale, seed)] = res
+                for f in scales[1:]:
+                    res = train_twins(tokens, variants=("tied_scaled",), input_grad_scale=f, seed=seed,
+                                      **common)["tied_scaled"]
+                    results[run_id("tied_scaled", f, seed)] = res
+        for rid, res in results.items():
+            save_model(res.model, tokenizer, self.run_dir(rid))
+
+        self.run_pair(corpus_file)
+
+        t0 = time.perf_counter()
+        tables = self.training_tables(results, scales)
+        writer = CacheWriter(self.path, meta={"kind": "toylab", "toylab": asdict(cfg),
+                                              "corpus_chars": len(text), "corpus_tokens": int(len(tokens))})
+        writer.write_stage("training", self.training_params(digest), tables,
+                           seconds=time.perf_counter() - t0 + sum(r.seconds for r in results.values()))
+        log(f"demo finished in {time.perf_counter() - t_start:.0f} s")
+        return self.path
+
+    def run_pair(self, corpus_file: Path) -> None:
+        """The pair analyses on seed 0's twins, with token frequencies from the corpus."""
+        cfg = self.cfg
+        PairRun(PairConfig(
+            tied=str(self.model_dir("tied", 1.0, 0)), untied=str(self.model_dir("untied", 1.0, 0)), name=cfg.name,
+            cache_dir=cfg.cache_dir, text=str(corpus_file), skip=[s for s in cfg.skip if s != "lens"],
+            force=cfg.force, device=cfg.device, kind="toylab", command=cfg.command,
+        )).run()
+
+    def training_tables(self, results: dict, scales: list[float]) -> dict[str, pd.DataFrame]:
+        from tying.align import alignment_cosines, split_tokens
+        from tying.toylab.train import embedding_evolution
+
+        cfg = self.cfg
+        runs, logs, evo, scaling, metrics = [], [], [], [], []
+        for rid, res in results.items():
+            seed = res.settings.get("seed", 0)
+            runs.append({"run": rid, "variant": res.variant, "seed": seed, "input_grad_scale": res.input_grad_scale,
+                         "steps": int(res.settings.get("steps", cfg.steps)),
+                         "final_loss": float(res.log["loss"].iloc[-1]), "eval_loss": float(res.eval_loss),
+                         "seconds": float(res.seconds), "source": str(self.run_dir(rid)),
+                         "settings": json.dumps(res.settings, default=str)})
+            logs.append(res.log.drop(columns=[c for c in res.log.columns if c == "lr"]).assign(run=rid))
+            e = embedding_evolution(res.checkpoints)
+            evo.append(e.assign(run=rid, label=e["step"].astype(str)))
+        for seed in range(cfg.seeds):
+            I, O = _final(results[run_id("untied", 1.0, seed)])
+            fit, ev = split_tokens(len(I), 0.2, seed)
+            tied_runs = [run_id("tied", 1.0, seed)] + [run_id("tied_scaled", f, seed) for f in scales]
+            for rid in tied_runs:
+                T = _final(results[rid])[0]
+                for target, M in (("I", I), ("O", O)):
+                    ident = float(np.mean(alignment_cosines(T, M, "identity", device=cfg.device)))
+                    lin = float(np.mean(alignment_cosines(T, M, "linear", fit_idx=fit, eval_idx=ev,
+                                                          device=cfg.device)))
+                    scaling += [
+                        {"run": rid, "seed": seed, "input_grad_scale": results[rid].input_grad_scale,
+                         "target": target, "method": "identity", "mean_cosine": ident},
+                        {"run": rid, "seed": seed, "input_grad_scale": results[rid].input_grad_scale,
+                         "target": target, "method": "linear held-out", "mean_cosine": lin},
+                    ]
+            T = _final(results[run_id("tied", 1.0, seed)])[0]
+            m = compare_tied_to_twin(T, I, O, seed, device=cfg.device)
+            share = output_share(results[run_id("tied", 1.0, seed)].log)
+            m["output share early"], m["output share overall"] = share["early"], share["overall"]
+            for rid in [run_id("untied", 1.0, seed)] + tied_runs:
+                m[f"eval loss {rid.split('/')[0]}"] = float(results[rid].eval_loss)
+            metrics += [{"seed": seed, "metric": k, "value": v} for k, v in m.items()]
+        return {
+            "runs": pd.DataFrame(runs),
+            "train_log": pd.concat(logs, ignore_index=True),
+            "evolution": pd.concat(evo, ignore_index=True),
+            "scaling": pd.DataFrame(scaling),
+            "seed_metrics": pd.DataFrame(metrics),
+        }
