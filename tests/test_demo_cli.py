@@ -1,0 +1,144 @@
+"""`precompute demo`, `evolution` and `grads` end to end (a shortened toy lab)."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from precompute.cli import main
+from tying.store import open_cache, query_df
+
+SHORT = ["--steps", "60", "--checkpoints", "5", "--vocab-size", "512", "--d-model", "64", "--n-layers", "2",
+         "--max-chars", "300000", "--skip", "umap,spectral"]
+
+
+def _run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    import io
+    import contextlib
+
+    root = tmp_path_factory.mktemp("demo")
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        code = main(["demo", "--cache-dir", str(root), *SHORT, "--input-grad-scale", "2,5", "--seeds", "2"])
+    assert code == 0, err.getvalue()
+    return root
+
+
+def test_demo_summary_reproduces_the_papers_directions(demo, capsys):
+    """The scientific check on a shortened run: the direction of every headline number."""
+    code, out, _ = _run(capsys, "summary", demo / "demo.duckdb", "--json")
+    assert code == 0
+    s = json.loads(out)
+    assert s["kind"] == "toylab"
+    lin = s["alignment"]
+    assert lin["O->T"]["linear"]["held_out"] > lin["I->T"]["linear"]["held_out"]
+    assert s["overlap_at_10"]["T~O"] > s["overlap_at_10"]["T~I"]
+    early = s["gradient_provenance"]["tied/seed0"]["early"]
+    assert early > 0.5
+    assert s["seeds"]["output share early"]["n"] == 2
+    # Table 2: all three tied runs of both seeds, against I and O
+    runs = s["table2"]["identity"]
+    assert set(runs) == {f"{r}/seed{i}" for r in ("tied", "tied_scaled_x2", "tied_scaled_x5") for i in (0, 1)}
+    assert all(0 < runs[r]["I"] <= 1 and 0 < runs[r]["O"] <= 1 for r in runs)
+    # frequencies were counted on the corpus (norm vs frequency)
+    con = open_cache(demo / "demo.duckdb")
+    try:
+        freq = query_df(con, "SELECT sum(freq_tied) AS n, count(*) FILTER (WHERE freq_tied > 0) AS seen FROM tokens")
+        assert freq["n"][0] > 10_000 and freq["seen"][0] > 256
+        evo = query_df(con, "SELECT run, step, matrix, cos_init, cos_prev FROM evolution ORDER BY run, matrix, step")
+    finally:
+        con.close()
+    first = evo.groupby(["run", "matrix"]).head(1)
+    np.testing.assert_allclose(first["cos_init"], 1.0, atol=1e-6)
+    assert set(evo[evo.run == "tied/seed0"].matrix) == {"T"}
+    assert set(evo[evo.run == "untied/seed0"].matrix) == {"I", "O"}
+
+
+def test_demo_rerun_skips_training(demo, capsys):
+    con = open_cache(demo / "demo.duckdb")
+    before = dict(con.execute("SELECT stage, finished_at FROM stages").fetchall())
+    con.close()
+    code, _, err = _run(capsys, "demo", "--cache-dir", demo, *SHORT, "--input-grad-scale", "2,5", "--seeds", "2")
+    assert code == 0, err
+    assert "training: cached" in err
+    con = open_cache(demo / "demo.duckdb")
+    after = dict(con.execute("SELECT stage, finished_at FROM stages").fetchall())
+    con.close()
+    assert after == before
+
+
+def test_evolution_of_local_checkpoints(demo, tmp_path, capsys):
+    """Checkpoint 'step0' is the initial copy: cos_init there is 1; an identical copy has cos_prev 1."""
+    work = demo / "toylab" / "demo"
+    ckpts = tmp_path / "ckpts"
+    shutil.copytree(work / "untied-seed0", ckpts / "step100")
+    shutil.copytree(work / "untied-seed1", ckpts / "step0")
+    shutil.copytree(work / "untied-seed0", ckpts / "step200")
+    code, _, err = _run(capsys, "evolution", "--model", ckpts, "--revisions", "step0,step100,step200",
+                        "--cache-dir", tmp_path, "--name", "evo")
+    assert code == 0, err
+    s = json.loads(_run(capsys, "summary", tmp_path / "evo.duckdb", "--json")[1])
+    assert s["kind"] == "evolution"
+    series = s["evolution"][str(ckpts)]
+    assert series["I"]["steps"] == [0, 100, 200]
+    assert series["I"]["cos_init"][0] == pytest.approx(1.0)
+    assert series["O"]["cos_init"][1] < 0.999  # another seed's weights
+    con = open_cache(tmp_path / "evo.duckdb")
+    prev = con.execute("SELECT cos_prev FROM evolution WHERE step = 200").fetchall()
+    con.close()
+    assert all(v == pytest.approx(1.0) for (v,) in prev)
+
+
+def test_grads_csv_import(tmp_path, capsys):
+    csv = tmp_path / "olmo.csv"
+    rows = ["step,embedding_grad_l2_norm,output_proj_grad_l2_norm"]
+    rows += [f"{s},{1.0},{3.0 if s <= 10 else 1.0}" for s in range(1, 101)]
+    csv.write_text("\n".join(rows) + "\n")
+    code, out, err = _run(capsys, "grads", "--csv", csv, "--name", "olmo-grads", "--cache-dir", tmp_path)
+    assert code == 0, err
+    s = json.loads(_run(capsys, "summary", tmp_path / "olmo-grads.duckdb", "--json")[1])
+    p = s["gradient_provenance"]["olmo"]
+    assert p["early"] == pytest.approx(0.75) and p["early_steps"] == 10
+    assert p["overall"] == pytest.approx((30 + 90) / (100 + 30 + 90))
+    # user-named columns
+    csv2 = tmp_path / "named.csv"
+    csv2.write_text("it,in,out\n1,1,1\n2,1,3\n")
+    code, _, err = _run(capsys, "grads", "--csv", csv2, "--name", "n", "--cache-dir", tmp_path,
+                        "--step-column", "it", "--input-column", "in", "--output-column", "out")
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("case", ["tiny-corpus", "empty-corpus", "vocab-too-large", "factor", "steps",
+                                  "csv-columns", "csv-missing", "csv-junk"])
+def test_bad_input_one_line_exit_2(tmp_path, capsys, case):
+    small = tmp_path / "small.txt"
+    small.write_text("hello world. " * 50)
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    junk = tmp_path / "junk.csv"
+    junk.write_text("step,embedding_grad_l2_norm,output_proj_grad_l2_norm\na,b,c\n")
+    argv = {
+        "tiny-corpus": ["demo", "--corpus", small],
+        "empty-corpus": ["demo", "--corpus", empty],
+        "vocab-too-large": ["demo", "--max-chars", "30000", "--vocab-size", "60000"],
+        "factor": ["demo", "--input-grad-scale", "-1"],
+        "steps": ["demo", "--steps", "5", "--checkpoints", "12"],
+        "csv-columns": ["grads", "--csv", small, "--name", "x"],
+        "csv-missing": ["grads", "--csv", tmp_path / "nope.csv", "--name", "x"],
+        "csv-junk": ["grads", "--csv", junk, "--name", "x"],
+    }[case]
+    code, _, err = _run(capsys, *argv, "--cache-dir", tmp_path / "c")
+    assert code == 2, err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    # progress lines may precede it; the error itself is one line, the last
+    assert lines[-1].startswith("error: ") and sum("error" in ln for ln in lines) == 1, err
+    assert "Traceback" not in err
+    assert not list((tmp_path / "c").glob("*.duckdb")) if (tmp_path / "c").exists() else True
