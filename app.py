@@ -1,42 +1,51 @@
 """Weight-tying explorer: ``streamlit run app.py``.
 
-For now the app lists the pair caches in ``cache/`` and their headline numbers; the
-multipage explorer builds on this.
+The shared frame around every page: the pair picker and presentation mode in the
+sidebar, the view's state in the URL, and ``st.navigation`` over the pages in ``pages/``.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import streamlit as st
 
-from tying.store import CacheError, list_caches, open_cache
-from tying.summary import format_summary, summarize
+from explorer import data, state
 
-CACHE_DIR = Path(os.environ.get("TYING_CACHE_DIR", Path(__file__).parent / "cache"))
+HERE = Path(__file__).resolve().parent
 
-st.set_page_config(page_title="Weight-tying explorer", layout="wide")
-st.title("Weight-tying explorer")
-st.caption("Does a tied embedding matrix look like an untied input or output matrix?")
+st.set_page_config(page_title="Weight-tying explorer", page_icon="🪢", layout="wide")
 
-caches = list_caches(CACHE_DIR)
-if not caches:
-    st.info(f"No caches in `{CACHE_DIR}`. Build one with `python -m precompute pair --tied A --untied B`.")
-    st.stop()
+PAGES = [
+    st.Page(HERE / "pages" / "overview.py", title="Overview", icon="🏠", default=True, url_path="overview"),
+    st.Page(HERE / "pages" / "alignment.py", title="Alignment", icon="📐", url_path="alignment"),
+    st.Page(HERE / "pages" / "neighbours.py", title="Neighbours", icon="🧭", url_path="neighbours"),
+    st.Page(HERE / "pages" / "projection.py", title="Projection", icon="🗺️", url_path="projection"),
+    st.Page(HERE / "pages" / "lens.py", title="Lens", icon="🔎", url_path="lens"),
+    st.Page(HERE / "pages" / "dynamics.py", title="Training dynamics", icon="📈", url_path="dynamics"),
+]
+page = st.navigation(PAGES)
 
-for info in caches:
-    with st.expander(info.name, expanded=True):
-        if info.error:
-            st.error(info.error)
-            st.code(info.rebuild or "", language="bash")
-            continue
-        try:
-            con = open_cache(info.path)
-        except CacheError as exc:
-            st.error(exc.message)
-            continue
-        try:
-            st.code(format_summary(summarize(con)), language=None)
-        finally:
-            con.close()
+notes = state.load_from_url()
+listing = data.caches(str(data.cache_dir()))
+
+with st.sidebar:
+    st.markdown("### Weight-tying explorer")
+    st.caption("Does a tied embedding look like an untied input or output matrix? "
+               "T = tied, I = untied input, O = untied output.")
+    if listing:
+        names = [c.name for c in listing]
+        default = "demo" if "demo" in names else names[0]
+        st.selectbox("Model pair (cache)", names, key=state.widget_key("pair", default, lambda v: v in names),
+                     on_change=state.sync, args=("pair",),
+                     format_func=lambda n: n + ("  ⚠" if next(c for c in listing if c.name == n).error else ""))
+        state.sync("pair")
+    st.toggle("Presentation mode", key="presentation", help="Large fonts in every chart and text, for talks.")
+    for note in notes:
+        st.caption(f"⚠ {note}")
+
+if st.session_state.get("presentation"):
+    st.html("<style>.stMainBlockContainer p, .stMainBlockContainer li, .stMainBlockContainer td "
+            "{font-size: 1.35rem !important;} h1 {font-size: 3rem !important;}</style>")
+
+page.run()

@@ -122,6 +122,35 @@ TABLES: dict[str, str] = {
         x REAL,
         y REAL
     """,
+    # --- lens (layerwise KL): model 'tied' | 'untied', lens 'tuned' | 'logit',
+    # layer 0 = the embedding output ("input"), 1..L = each block's output
+    "lens_kl": """
+        model VARCHAR,
+        lens VARCHAR,
+        layer INTEGER,
+        kl_mean DOUBLE,
+        kl_std DOUBLE,
+        n_tokens INTEGER
+    """,
+    # tuned-lens training curves: KL (bits) on the training batches per step and layer
+    "lens_curve": """
+        model VARCHAR,
+        step INTEGER,
+        layer INTEGER,
+        kl_bits DOUBLE
+    """,
+    # prediction trajectories of a few sample texts: top-k predictions per position and layer
+    "lens_trajectory": """
+        model VARCHAR,
+        sample INTEGER,
+        position INTEGER,
+        token VARCHAR,
+        layer INTEGER,
+        lens VARCHAR,
+        rank INTEGER,
+        prediction VARCHAR,
+        prob DOUBLE
+    """,
     # --- training dynamics (toy lab, imported provenance logs, checkpoint evolution) -------
     # one row per training run or checkpoint series: variant 'tied' | 'untied' | 'tied_scaled'
     # (toy lab), 'imported' (a provenance CSV), 'checkpoints' (evolution of a real model)
@@ -183,6 +212,7 @@ STAGE_TABLES: dict[str, tuple[str, ...]] = {
     "neighbours": ("neighbours", "overlap_curve"),
     "spectral": ("spectral",),
     "umap": ("umap",),
+    "lens": ("lens_kl", "lens_curve", "lens_trajectory"),
     "training": ("runs", "train_log", "evolution", "scaling", "seed_metrics"),
 }
 

@@ -79,6 +79,8 @@ def _summarize(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
         {k: int(sp.iloc[0][k]) for k in ("graph_k", "n_components", "n_tokens")} if len(sp) else {}
     )
 
+    if _table_exists(con, "lens_kl"):
+        out["lens"] = lens_summary(con)
     if meta.get("kind") in ("toylab", "provenance", "evolution"):
         out.update(training_summary(con))
 
@@ -116,6 +118,22 @@ def output_share(log, early_fraction: float = 0.1) -> dict[str, float | None]:
 
     return {"early": share(log.iloc[:n_early]), "overall": share(log), "early_steps": int(n_early),
             "steps": int(len(log))}
+
+
+EARLY_LAYERS = 2  # "early" hidden states for the KL gap: the input embedding and the first block
+
+
+def lens_summary(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    """Per-layer KL series (bits) by model and lens, and the early-layer tuned-lens gap."""
+    df = query_df(con, "SELECT model, lens, layer, kl_mean FROM lens_kl ORDER BY model, lens, layer")
+    out: dict[str, Any] = {"kl": {}}
+    for (model, lens), g in df.groupby(["model", "lens"]):
+        out["kl"].setdefault(model, {})[lens] = [_num(x) for x in g["kl_mean"]]
+    tuned = {m: v.get("tuned") for m, v in out["kl"].items()}
+    if tuned.get("tied") and tuned.get("untied"):
+        out["gap"] = {m: sum(x or 0 for x in tuned[m][:EARLY_LAYERS]) / EARLY_LAYERS for m in ("tied", "untied")}
+        out["gap"]["layers"] = EARLY_LAYERS
+    return out
 
 
 def training_summary(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:

@@ -1,0 +1,269 @@
+"""Chart builders: each takes DataFrames and returns an Altair chart (tests can inspect them).
+
+Colours follow the paper's roles everywhere: T (tied) purple, I (untied input) blue,
+O (untied output) orange.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from tying.schema import MATRIX_NAMES
+
+COLOURS = {"T": "#7b3294", "I": "#2c7bb6", "O": "#e66101", "tied": "#7b3294", "untied": "#2c7bb6",
+           "O->T": "#e66101", "I->T": "#2c7bb6", "I->O": "#999999",
+           "T~O": "#e66101", "T~I": "#2c7bb6", "I~O": "#999999"}
+SAMPLE_POINTS = 12_000  # most points a projection scatter draws (the rest: density or a sample)
+
+
+def _scale(keys) -> alt.Scale:
+    keys = list(keys)
+    return alt.Scale(domain=keys, range=[COLOURS.get(k, "#555555") for k in keys])
+
+
+def style(chart: alt.TopLevelMixin, *, presentation: bool = False) -> alt.TopLevelMixin:
+    """Fonts for the screen, or large ones for talks (presentation mode)."""
+    size = 20 if presentation else 12
+    return (chart.configure_axis(labelFontSize=size, titleFontSize=size + 2)
+            .configure_legend(labelFontSize=size, titleFontSize=size + 1, symbolSize=12 * size)
+            .configure_title(fontSize=size + 6, anchor="start")
+            .configure_header(labelFontSize=size + 1, titleFontSize=size + 2)
+            .configure_view(strokeWidth=0))
+
+
+# -- alignment -----------------------------------------------------------------------------
+
+def cosine_histogram(df: pd.DataFrame, *, comparisons=("O->T", "I->T"), title: str = "") -> alt.Chart:
+    """Histogram of per-token cosine by comparison (the paper's Figure 1).
+
+    ``df``: columns comparison, cosine (one row per token and comparison).
+    """
+    data = df[df["comparison"].isin(comparisons)]
+    bins = np.linspace(-0.2 if len(data) == 0 else min(-0.2, float(data["cosine"].min())), 1.0, 49)
+    rows = []
+    for comp, g in data.groupby("comparison"):
+        counts, edges = np.histogram(g["cosine"], bins=bins)
+        rows.append(pd.DataFrame({"comparison": comp, "lo": edges[:-1], "hi": edges[1:],
+                                  "share": counts / max(1, len(g))}))
+    hist = pd.concat(rows) if rows else pd.DataFrame(columns=["comparison", "lo", "hi", "share"])
+    means = data.groupby("comparison", as_index=False)["cosine"].mean()
+    bars = alt.Chart(hist).mark_bar(opacity=0.55, binSpacing=0).encode(
+        x=alt.X("lo:Q", title="per-token cosine", scale=alt.Scale(domain=[float(bins[0]), 1.0])),
+        x2="hi:Q",
+        y=alt.Y("share:Q", title="share of tokens", stack=None),
+        color=alt.Color("comparison:N", scale=_scale(comparisons), title="comparison"),
+        tooltip=["comparison", alt.Tooltip("lo:Q", format=".2f"), alt.Tooltip("share:Q", format=".3f")],
+    )
+    rules = alt.Chart(means).mark_rule(strokeDash=[4, 3], size=2).encode(
+        x="cosine:Q", color=alt.Color("comparison:N", scale=_scale(comparisons)),
+        tooltip=["comparison", alt.Tooltip("cosine:Q", title="mean", format=".3f")])
+    return (bars + rules).properties(title=title, width="container", height=280)
+
+
+def norm_vs_frequency(df: pd.DataFrame) -> alt.Chart:
+    """Per-token L2 norm against corpus frequency for T, I and O (the paper's Figure 5).
+
+    ``df``: columns matrix, token, norm, freq (freq > 0 rows are drawn, log scale).
+    """
+    data = df[df["freq"].fillna(0) > 0].copy()
+    data["matrix_name"] = data["matrix"].map(lambda m: f"{m} ({MATRIX_NAMES[m]})")
+    if len(data) > 3 * SAMPLE_POINTS:
+        data = data.sample(3 * SAMPLE_POINTS, random_state=0)
+    return alt.Chart(data).mark_circle(size=10, opacity=0.35).encode(
+        x=alt.X("freq:Q", scale=alt.Scale(type="log"), title="corpus frequency (count)"),
+        y=alt.Y("norm:Q", title="L2 norm"),
+        color=alt.Color("matrix:N", scale=_scale(["T", "I", "O"]), legend=None),
+        tooltip=["token:Q", "freq:Q", alt.Tooltip("norm:Q", format=".3f")],
+    ).properties(width=260, height=240).facet(column=alt.Column("matrix_name:N", title=None,
+                                                                 sort=["T (tied)", "I (untied input)"]))
+
+
+# -- neighbours ------------------------------------------------------------------------------
+
+def overlap_histogram(df: pd.DataFrame, k: int) -> alt.Chart:
+    """Distribution over the vocabulary of overlap@k. ``df``: columns pair, overlap."""
+    counts = (df.groupby(["pair", "overlap"]).size() / df.groupby("pair").size()).rename("share").reset_index()
+    pairs = list(dict.fromkeys(df["pair"]))
+    return alt.Chart(counts).mark_bar(opacity=0.8).encode(
+        x=alt.X("overlap:O", title=f"overlap@{k}", axis=alt.Axis(format=".1f")),
+        xOffset="pair:N",
+        y=alt.Y("share:Q", title="share of tokens"),
+        color=alt.Color("pair:N", scale=_scale(pairs), title="matrices"),
+        tooltip=["pair", alt.Tooltip("overlap:Q", format=".2f"), alt.Tooltip("share:Q", format=".3f")],
+    ).properties(width="container", height=260)
+
+
+def overlap_curve(df: pd.DataFrame, paper: dict | None = None, k: int | None = None) -> alt.Chart:
+    """Mean overlap@k against k for T~I, T~O, I~O; the paper's Table 5 values at k=10 as diamonds."""
+    pairs = list(dict.fromkeys(df["pair"]))
+    line = alt.Chart(df).mark_line(point=alt.OverlayMarkDef(size=18)).encode(
+        x=alt.X("k:Q", title="k"), y=alt.Y("mean_overlap:Q", title="mean overlap@k", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("pair:N", scale=_scale(pairs), title="matrices"),
+        tooltip=["pair", "k", alt.Tooltip("mean_overlap:Q", format=".3f")])
+    layers = [line]
+    if k is not None:
+        layers.append(alt.Chart(pd.DataFrame({"k": [k]})).mark_rule(strokeDash=[2, 2], color="#888").encode(x="k:Q"))
+    if paper:
+        ref = pd.DataFrame({"pair": list(paper), "k": 10, "mean_overlap": list(paper.values())})
+        layers.append(alt.Chart(ref).mark_point(shape="diamond", size=120, filled=False, strokeWidth=2).encode(
+            x="k:Q", y="mean_overlap:Q", color=alt.Color("pair:N", scale=_scale(pairs)),
+            tooltip=["pair", alt.Tooltip("mean_overlap:Q", title="paper (Table 5)")]))
+    return alt.layer(*layers).properties(width="container", height=260)
+
+
+# -- projection ------------------------------------------------------------------------------
+
+def projection(df: pd.DataFrame, highlight: pd.DataFrame, *, mode: str = "side by side",
+               density: bool = False) -> alt.Chart:
+    """UMAP coordinates of T, I, O with highlighted tokens drawn on top in every view.
+
+    ``df``: matrix, token, x, y, shown (already sampled by the caller);
+    ``highlight``: the same columns plus ``role`` ('picked' or 'neighbour').
+    """
+    order = ["I", "T", "O"]
+    base = alt.Chart(df)
+    if density:
+        points = base.mark_rect().encode(
+            x=alt.X("x:Q", bin=alt.Bin(maxbins=60), title=None, axis=None),
+            y=alt.Y("y:Q", bin=alt.Bin(maxbins=60), title=None, axis=None),
+            color=alt.Color("count():Q", scale=alt.Scale(scheme="greys", type="log"), legend=None))
+    else:
+        points = base.mark_circle(size=6, opacity=0.35).encode(
+            x=alt.X("x:Q", title=None, axis=None), y=alt.Y("y:Q", title=None, axis=None),
+            color=alt.Color("matrix:N", scale=_scale(order), title="matrix"),
+            tooltip=["shown:N", "token:Q", "matrix:N"])
+    marks = alt.Chart(highlight).mark_point(filled=True, stroke="black", strokeWidth=1).encode(
+        x="x:Q", y="y:Q",
+        size=alt.Size("role:N", scale=alt.Scale(domain=["picked", "neighbour"], range=[220, 70]), legend=None),
+        shape=alt.Shape("role:N", scale=alt.Scale(domain=["picked", "neighbour"], range=["diamond", "circle"])),
+        color=alt.value("#ffd92f"), tooltip=["shown:N", "token:Q", "matrix:N", "role:N"])
+    labels = alt.Chart(highlight[highlight["role"] == "picked"]).mark_text(dy=-14, fontWeight="bold").encode(
+        x="x:Q", y="y:Q", text="shown:N")
+    layered = alt.layer(points, marks, labels)
+    if mode == "overlaid" and not density:
+        return layered.properties(width="container", height=520)
+    return _facet_layers(df, highlight, points, marks, labels, order)
+
+
+def _facet_layers(df, highlight, points, marks, labels, order):
+    """One view per matrix, side by side (separate charts so each view keeps its own data)."""
+    views = []
+    for m in order:
+        sub = df[df["matrix"] == m]
+        hi = highlight[highlight["matrix"] == m]
+        v = alt.layer(points.properties(data=sub), marks.properties(data=hi),
+                      labels.properties(data=hi[hi["role"] == "picked"]))
+        views.append(v.properties(width=300, height=300, title=f"{m} ({MATRIX_NAMES[m]})"))
+    return alt.hconcat(*views).resolve_scale(color="shared")
+
+
+# -- lens ----------------------------------------------------------------------------------
+
+def kl_curves(df: pd.DataFrame, paper: pd.DataFrame | None = None) -> alt.Chart:
+    """Mean KL (bits) per hidden state for tuned and logit lens, tied and untied.
+
+    ``df``: model ('tied'|'untied'), lens ('tuned'|'logit'), layer, kl_mean, kl_std;
+    ``paper``: model, layer, kl_mean (drawn dashed and grey-edged, labelled 'paper').
+    """
+    data = df.assign(label=df["model"] + " · " + df["lens"] + " lens",
+                     lo=(df["kl_mean"] - df["kl_std"]).clip(lower=0), hi=df["kl_mean"] + df["kl_std"])
+    enc = dict(x=alt.X("layer:O", title="hidden state (0 = input embedding)"),
+               color=alt.Color("model:N", scale=_scale(["tied", "untied"]), title="model"))
+    lines = alt.Chart(data).mark_line(point=True).encode(
+        y=alt.Y("kl_mean:Q", title="KL to final output (bits)"),
+        strokeDash=alt.StrokeDash("lens:N", scale=alt.Scale(domain=["tuned", "logit"], range=[[1, 0], [5, 3]]),
+                                  title="lens"),
+        tooltip=["model", "lens", "layer", alt.Tooltip("kl_mean:Q", format=".3f"),
+                 alt.Tooltip("kl_std:Q", format=".3f")], **enc)
+    band = alt.Chart(data[data["lens"] == "tuned"]).mark_area(opacity=0.12).encode(y="lo:Q", y2="hi:Q", **enc)
+    layers = [band, lines]
+    if paper is not None and len(paper):
+        layers.append(alt.Chart(paper.assign(source="paper (OLMo, Table)")).mark_point(
+            shape="triangle-up", size=60, filled=False).encode(
+            x="layer:O", y="kl_mean:Q", color=alt.Color("model:N", scale=_scale(["tied", "untied"])),
+            tooltip=["source", "model", "layer", "kl_mean"]))
+    return alt.layer(*layers).properties(width="container", height=320)
+
+
+def lens_training_curve(df: pd.DataFrame) -> alt.Chart:
+    """Tuned-lens training KL per step: model, step, layer, kl_bits."""
+    return alt.Chart(df).mark_line(opacity=0.8).encode(
+        x=alt.X("step:Q"), y=alt.Y("kl_bits:Q", title="training KL (bits)"),
+        color=alt.Color("layer:O", scale=alt.Scale(scheme="viridis")), tooltip=["model", "layer", "step", "kl_bits"],
+    ).properties(width=320, height=220).facet(column=alt.Column("model:N", title=None))
+
+
+def trajectory(df: pd.DataFrame) -> alt.Chart:
+    """Top-1 prediction of every layer at every position: a heat map of probability with the text."""
+    top = df[df["rank"] == 1]
+    base = alt.Chart(top).encode(
+        x=alt.X("position:O", title="position (input token)",
+                axis=alt.Axis(labelExpr="datum.label")),
+        y=alt.Y("layer:O", sort="descending", title="hidden state"))
+    rect = base.mark_rect().encode(color=alt.Color("prob:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]),
+                                                   title="top-1 prob"),
+                                   tooltip=["token:N", "layer:O", "prediction:N", alt.Tooltip("prob:Q", format=".2f")])
+    text = base.mark_text(fontSize=9).encode(text="prediction:N",
+                                              color=alt.condition("datum.prob > 0.5", alt.value("white"),
+                                                                  alt.value("black")))
+    return (rect + text).properties(width="container", height=22 * max(1, top["layer"].nunique()))
+
+
+# -- training dynamics ----------------------------------------------------------------------
+
+def gradient_norms(df: pd.DataFrame) -> alt.Chart:
+    """Gradient L2 norms per step, input side vs output side (the paper's Figure 4).
+
+    ``df``: run, step, grad_input_norm, grad_output_norm.
+    """
+    long = df.melt(id_vars=["run", "step"], value_vars=["grad_input_norm", "grad_output_norm"],
+                   var_name="side", value_name="norm")
+    long["side"] = long["side"].map({"grad_input_norm": "input lookup", "grad_output_norm": "output projection"})
+    return alt.Chart(long).mark_line(opacity=0.85).encode(
+        x=alt.X("step:Q"), y=alt.Y("norm:Q", scale=alt.Scale(type="log"), title="gradient L2 norm"),
+        color=alt.Color("side:N", scale=alt.Scale(domain=["input lookup", "output projection"],
+                                                  range=[COLOURS["I"], COLOURS["O"]])),
+        detail="run:N", tooltip=["run", "step", "side", alt.Tooltip("norm:Q", format=".4g")],
+    ).properties(width="container", height=260)
+
+
+def output_share(df: pd.DataFrame, window: int = 10) -> alt.Chart:
+    """Output side's share per step (rolling mean over ``window`` steps), with the 0.5 line."""
+    d = df.sort_values(["run", "step"]).copy()
+    d["share"] = d.groupby("run")["output_share"].transform(lambda s: s.rolling(window, min_periods=1).mean())
+    line = alt.Chart(d).mark_line().encode(
+        x="step:Q", y=alt.Y("share:Q", title=f"output share (rolling {window})", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("run:N", title="run"), tooltip=["run", "step", alt.Tooltip("share:Q", format=".3f")])
+    half = alt.Chart(pd.DataFrame({"y": [0.5]})).mark_rule(strokeDash=[4, 4], color="#888").encode(y="y:Q")
+    return (line + half).properties(width="container", height=240)
+
+
+def evolution(df: pd.DataFrame, column: str = "cos_init") -> alt.Chart:
+    """Mean per-token cosine to the initial (or previous) checkpoint against step (Figure 3)."""
+    d = df.copy()
+    d["step_plot"] = d["step"].clip(lower=1)
+    title = "cosine to initial" if column == "cos_init" else "cosine to previous checkpoint"
+    return alt.Chart(d).mark_line(point=True).encode(
+        x=alt.X("step_plot:Q", scale=alt.Scale(type="log"), title="step (log)"),
+        y=alt.Y(f"{column}:Q", title=title),
+        color=alt.Color("matrix:N", scale=_scale(["T", "I", "O"]), title="matrix"),
+        detail="run:N", tooltip=["run", "label", "matrix", alt.Tooltip(f"{column}:Q", format=".3f")],
+    ).properties(width="container", height=260)
+
+
+def scaling(df: pd.DataFrame) -> alt.Chart:
+    """Table 2: mean cosine of each tied run's matrix to the untied I and O, by input-gradient factor.
+
+    ``df``: input_grad_scale, target ('I'|'O'), mean, std (over seeds).
+    """
+    d = df.assign(factor=df["input_grad_scale"].map(lambda f: f"x{f:g}"),
+                  lo=df["mean"] - df["std"].fillna(0), hi=df["mean"] + df["std"].fillna(0))
+    enc = dict(x=alt.X("factor:N", title="input-gradient factor", sort=sorted(d["factor"].unique(), key=lambda s: float(s[1:]))),
+               xOffset="target:N", color=alt.Color("target:N", scale=_scale(["I", "O"]), title="vs untied"))
+    bars = alt.Chart(d).mark_bar().encode(y=alt.Y("mean:Q", title="mean per-token cosine"),
+                                          tooltip=["factor", "target", alt.Tooltip("mean:Q", format=".3f"),
+                                                   alt.Tooltip("std:Q", format=".3f")], **enc)
+    err = alt.Chart(d).mark_rule(color="black").encode(y="lo:Q", y2="hi:Q", **enc)
+    return (bars + err).properties(width="container", height=260)

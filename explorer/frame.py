@@ -1,0 +1,45 @@
+"""What every page starts with: the picked cache, or a clear message and a stop."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from explorer import data, state
+
+DEMO_COMMAND = "python -m precompute demo"
+
+
+def current() -> data.CacheRef:
+    """The cache picked in the sidebar; stops the page with a message when there is none."""
+    listing = data.caches(str(data.cache_dir()))
+    if not listing:
+        st.info(f"No caches in `{data.cache_dir()}` yet. Build the toy lab with `{DEMO_COMMAND}`, "
+                "or a real pair with `python -m precompute pair --tied A --untied B`.")
+        st.stop()
+    names = [c.name for c in listing]
+    name = state.get("pair")
+    entry = listing[names.index(name)] if name in names else listing[0]
+    if entry.error is None:
+        try:
+            ref = data.CacheRef.of(Path(entry.path))
+            err = data.open_error(ref)
+        except FileNotFoundError:
+            ref, err = None, None
+            entry = data.CacheListing(entry.name, entry.path, "the cache file disappeared", DEMO_COMMAND)
+        if err is None and ref is not None:
+            return ref
+        if err is not None:
+            entry = data.CacheListing(entry.name, entry.path, err.message, err.rebuild)
+    st.error(f"Cannot open the cache '{entry.name}': {entry.error}")
+    st.markdown("Rebuild it with:")
+    st.code(entry.rebuild or DEMO_COMMAND, language="bash")
+    st.stop()
+
+
+def require(ref: data.CacheRef, table: str, what: str, command: str) -> None:
+    """Stop the page with a note when the cache has no rows in ``table``."""
+    if not data.has_rows(ref, table):
+        st.info(f"The cache '{ref.name}' has no {what}. Add it with `{command}`.")
+        st.stop()

@@ -1,0 +1,154 @@
+"""A deterministic synthetic cache, for the app's tests, benchmarks and demos without models.
+
+The matrices are random but built to show the paper's pattern: O = T + small noise, I
+unrelated to both except through a shared part. Alignment and neighbours are computed
+with the real numerics; the 2-D coordinates are a PCA (not UMAP: a fixture must be fast);
+lens and training tables are synthetic curves. Every value is reproducible from the seed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from tying.align import run_alignment
+from tying.neighbours import knn, overlap_curve
+from tying.schema import MATRICES, MATRIX_PAIRS, pair_label
+from tying.store import CacheWriter, cache_path
+
+SAMPLE_WORDS = ["the", "of", "and", "to", "in", "is", "that", "for", "it", "with", "as", "was", "on", "be",
+                "by", "this", "are", "or", "from", "at", "an", "which", "not", "import", "def", "class", "return"]
+
+
+def _token_strings(n: int, rng: np.random.Generator) -> tuple[list[str], list[str]]:
+    raws, texts = [], []
+    for i in range(n):
+        if i < 256:
+            text = chr(i) if 32 <= i < 127 else "\ufffd"
+            raw = f"<0x{i:02X}>" if text == "\ufffd" else text
+        else:
+            w = SAMPLE_WORDS[i % len(SAMPLE_WORDS)] + ("" if i < 256 + len(SAMPLE_WORDS) else str(i))
+            lead = " " if i % 2 else ""
+            text, raw = lead + w, ("Ġ" if lead else "") + w
+        raws.append(raw)
+        texts.append(text)
+    texts[300 % n] = "<script>alert('x')</script>"  # escaping must hold wherever tokens are shown
+    raws[300 % n] = texts[300 % n]
+    return raws, texts
+
+
+def build_synthetic_cache(cache_dir, name: str = "synthetic", *, n_tokens: int = 600, d: int = 32, k: int = 20,
+                          seed: int = 0, n_layers: int = 4, lens: bool = True, training: bool = True) -> Path:
+    """Write ``cache_dir/<name>.duckdb`` with every table filled; return its path."""
+    rng = np.random.default_rng(seed)
+    shared = rng.standard_normal((n_tokens, d)).astype(np.float32)
+    T = shared + 0.3 * rng.standard_normal((n_tokens, d)).astype(np.float32)
+    O = T + 0.4 * rng.standard_normal((n_tokens, d)).astype(np.float32)
+    I = 0.5 * shared + rng.standard_normal((n_tokens, d)).astype(np.float32)
+    mats = {"T": T, "I": I, "O": O}
+    raws, texts = _token_strings(n_tokens, rng)
+    freq = np.maximum(0, (1e5 / (np.arange(n_tokens) + 10) * rng.uniform(0.5, 1.5, n_tokens))).astype(np.int64)
+    path = cache_path(cache_dir, name)
+    meta = {"name": name, "kind": "toylab" if training else "pair", "command": f"python -m precompute demo --name {name}",
+            "vocabulary": {"n_common": n_tokens, "n_tied": n_tokens, "n_untied": n_tokens, "coverage_tied": 1.0,
+                           "coverage_untied": 1.0, "identical": True}, "synthetic": True}
+    w = CacheWriter(path, force=True, meta=meta)
+    models = pd.DataFrame([
+        {"role": role, "source": f"synthetic/{role}", "revision": None, "commit_sha": None, "model_type": "llama",
+         "tied_in_weights": role == "tied", "d_model": d, "n_vocab": n_tokens, "n_rows_stored": n_tokens,
+         "n_params": 10 * n_tokens * d, "n_embedding_params": (1 if role == "tied" else 2) * n_tokens * d,
+         "embedding_share": (1 if role == "tied" else 2) / 10, "dtype": "F32", "input_key": "model.embed_tokens.weight",
+         "output_key": None if role == "tied" else "lm_head.weight", "fingerprint": json.dumps({"seed": seed}),
+         "files": "[]", "load_seconds": 0.0} for role in ("tied", "untied")])
+    toks = pd.DataFrame({"token": np.arange(n_tokens, dtype=np.int32), "raw": raws, "text": texts,
+                         "tied_id": np.arange(n_tokens, dtype=np.int32), "untied_id": np.arange(n_tokens, dtype=np.int32),
+                         "freq_tied": freq, "freq_untied": freq})
+    norms = pd.concat([pd.DataFrame({"matrix": m, "token": np.arange(n_tokens, dtype=np.int32),
+                                     "norm": np.linalg.norm(x, axis=1)}) for m, x in mats.items()])
+    w.write_stage("load", {"seed": seed}, {"models": models, "tokens": toks, "norms": norms}, seconds=0.0)
+
+    results = run_alignment(mats, held_out_fraction=0.2, seed=seed)
+    al = [pd.DataFrame({"comparison": r["comparison"], "method": r["method"], "split": r["split"],
+                        "token": r["token_idx"].astype(np.int32), "cosine": r["cosine"]}) for r in results if r["applicable"]]
+    summ = pd.DataFrame([{k: r[k] for k in ("comparison", "method", "split", "applicable", "note")}
+                         | {"n_tokens": len(r["cosine"]), "mean": r["mean"], "std": r["std"]} for r in results])
+    w.write_stage("alignment", {"seed": seed}, {"alignment": pd.concat(al), "alignment_summary": summ}, seconds=0.0)
+
+    ids = {}
+    frames = []
+    for m in MATRICES:
+        i, s = knn(mats[m], k)
+        ids[m] = i
+        frames.append(pd.DataFrame({"matrix": m, "token": np.repeat(np.arange(n_tokens, dtype=np.int32), k),
+                                    "rank": np.tile(np.arange(1, k + 1, dtype=np.int16), n_tokens),
+                                    "neighbour": i.reshape(-1), "score": s.reshape(-1)}))
+    curves = pd.concat([pd.DataFrame({"pair": pair_label(a, b), "k": np.arange(1, k + 1),
+                                      "mean_overlap": overlap_curve(ids[a], ids[b], k)}) for a, b in MATRIX_PAIRS])
+    w.write_stage("neighbours", {"k": k}, {"neighbours": pd.concat(frames), "overlap_curve": curves}, seconds=0.0)
+    w.write_stage("spectral", {}, {"spectral": pd.DataFrame(
+        {"pair": [pair_label(a, b) for a, b in MATRIX_PAIRS], "graph_k": 16, "n_components": 16,
+         "n_tokens": n_tokens, "distance": [0.6, 0.2, 0.65]})}, seconds=0.0)
+
+    coords = []
+    for m, x in mats.items():
+        xc = x - x.mean(0)
+        _, _, vt = np.linalg.svd(xc[: min(n_tokens, 5000)], full_matrices=False)
+        xy = xc @ vt[:2].T
+        coords.append(pd.DataFrame({"matrix": m, "token": np.arange(n_tokens, dtype=np.int32),
+                                    "x": xy[:, 0].astype(np.float32), "y": xy[:, 1].astype(np.float32)}))
+    w.write_stage("umap", {}, {"umap": pd.concat(coords)}, seconds=0.0)
+
+    if lens:
+        rows, curve, traj = [], [], []
+        for model, bump in (("tied", 2.0), ("untied", 0.0)):
+            for layer in range(n_layers + 1):
+                base = 6.0 * (1 - layer / n_layers) + (bump if layer <= 1 else 0.0)
+                rows.append({"model": model, "lens": "tuned", "layer": layer, "kl_mean": base, "kl_std": 0.5,
+                             "n_tokens": 1000})
+                rows.append({"model": model, "lens": "logit", "layer": layer, "kl_mean": base * 1.5 + 1,
+                             "kl_std": 0.8, "n_tokens": 1000})
+                curve += [{"model": model, "step": st, "layer": layer, "kl_bits": base + 3 / st} for st in (1, 10, 50)]
+            words = ["def", " f", "(", "x", "):", " return"]
+            for pos, tok in enumerate(words):
+                for layer in range(n_layers + 1):
+                    for lens_name in ("tuned", "logit"):
+                        for rank in (1, 2, 3):
+                            traj.append({"model": model, "sample": 0, "position": pos, "token": tok, "layer": layer,
+                                         "lens": lens_name, "rank": rank,
+                                         "prediction": words[(pos + rank) % len(words)],
+                                         "prob": round(0.9 * layer / n_layers / rank, 3)})
+        w.write_stage("lens", {}, {"lens_kl": pd.DataFrame(rows), "lens_curve": pd.DataFrame(curve),
+                                   "lens_trajectory": pd.DataFrame(traj)}, seconds=0.0)
+    if training:
+        steps = np.arange(1, 101)
+        runs, logs, evo, scal, seeds = [], [], [], [], []
+        for variant, scale in (("tied", 1.0), ("untied", 1.0), ("tied_scaled", 5.0)):
+            run = f"{variant if variant != 'tied_scaled' else 'tied_scaled_x5'}/seed0"
+            runs.append({"run": run, "variant": variant, "seed": 0, "input_grad_scale": scale, "steps": 100,
+                         "final_loss": 3.0, "eval_loss": 3.1, "seconds": 1.0, "source": "synthetic", "settings": "{}"})
+            gin = scale * (0.2 + 0.8 * np.exp(-steps / 30))
+            gout = 1.0 + 0.5 * np.exp(-steps / 20)
+            logs.append(pd.DataFrame({"run": run, "step": steps, "loss": 5 - np.log1p(steps) / 2, "grad_input_norm": gin,
+                                      "grad_output_norm": gout, "grad_total_norm": np.hypot(gin, gout),
+                                      "output_share": gout / (gin + gout)}))
+            for m in (("T",) if variant != "untied" else ("I", "O")):
+                ck = [0, 1, 3, 10, 30, 100]
+                drift = {"T": 0.6, "I": 0.9, "O": 0.55}[m]
+                cos = [1.0] + [drift + (1 - drift) * np.exp(-c / 20) for c in ck[1:]]
+                evo.append(pd.DataFrame({"run": run, "step": ck, "label": [str(c) for c in ck], "matrix": m,
+                                         "cos_init": cos, "cos_prev": [np.nan] + [0.95] * (len(ck) - 1)}))
+            if variant != "untied":
+                for target, base in (("I", 0.3), ("O", 0.6)):
+                    shift = 0.05 * (scale - 1) / 4
+                    val = base + shift if target == "I" else base - shift
+                    scal.append({"run": run, "seed": 0, "input_grad_scale": scale, "target": target,
+                                 "method": "identity", "mean_cosine": val})
+        seeds = [{"seed": 0, "metric": "output share early", "value": 0.62},
+                 {"seed": 0, "metric": "O->T linear held-out", "value": 0.8}]
+        w.write_stage("training", {}, {"runs": pd.DataFrame(runs), "train_log": pd.concat(logs),
+                                       "evolution": pd.concat(evo), "scaling": pd.DataFrame(scal),
+                                       "seed_metrics": pd.DataFrame(seeds)}, seconds=0.0)
+    return path
