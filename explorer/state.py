@@ -48,9 +48,10 @@ PARSERS: dict[str, Callable[[str], Any]] = {
 
 
 def load_from_url() -> list[str]:
-    """Copy valid URL parameters into the session state once per session; return notes on junk."""
+    """Copy valid URL parameters into the session state once per session; return notes on junk
+    (kept for the session, so every page shows them)."""
     if st.session_state.get("_url_loaded"):
-        return []
+        return st.session_state.get("_url_notes", [])
     notes = []
     for name, parse in PARSERS.items():
         raw = st.query_params.get(name)
@@ -61,6 +62,7 @@ def load_from_url() -> list[str]:
         except (ValueError, TypeError):
             notes.append(f"ignored the link's {name}={str(raw)[:40]!r}")
     st.session_state["_url_loaded"] = True
+    st.session_state["_url_notes"] = notes
     return notes
 
 

@@ -1,0 +1,164 @@
+"""The Streamlit app, in-process (AppTest), on caches built by the project's fixture builder."""
+
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tying.fixtures import build_synthetic_cache
+from tying.store import open_cache
+from tying.summary import summarize
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+PAGES = ["overview", "alignment", "neighbours", "projection", "lens", "dynamics"]
+
+
+@pytest.fixture(scope="module")
+def caches(tmp_path_factory):
+    d = tmp_path_factory.mktemp("caches")
+    build_synthetic_cache(d, "synthetic", seed=0)
+    build_synthetic_cache(d, "other", seed=1, n_tokens=400, lens=False, training=False)
+    return d
+
+
+def _app(cache_dir, monkeypatch, page="overview", **params):
+    monkeypatch.setenv("TYING_CACHE_DIR", str(cache_dir))
+    at = AppTest.from_file(APP, default_timeout=60)
+    for k, v in params.items():
+        at.query_params[k] = str(v)
+    at.run()
+    if page != "overview":
+        at.switch_page(f"pages/{page}.py").run()
+    return at
+
+
+def _text(at) -> str:
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption] + [t.value for t in at.title]
+    return "\n".join(str(p) for p in parts)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_renders(caches, monkeypatch, page):
+    at = _app(caches, monkeypatch, page, pair="synthetic")
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error
+    assert any("synthetic" in t.value for t in at.title)
+
+
+def test_overview_numbers_equal_the_cache(caches, monkeypatch):
+    at = _app(caches, monkeypatch, pair="synthetic")
+    con = open_cache(caches / "synthetic.duckdb")
+    s = summarize(con)
+    con.close()
+    table1 = next(df.value for df in at.dataframe if "comparison" in df.value.columns)
+    row = table1[table1["comparison"] == "O→T"].iloc[0]
+    assert row["linear"] == pytest.approx(s["alignment"]["O->T"]["linear"]["in_sample"])
+    assert row["linear (held-out)"] == pytest.approx(s["alignment"]["O->T"]["linear"]["held_out"])
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["overlap@10 T~O"] == f"{s['overlap_at_10']['T~O']:.3f}"
+    assert metrics["spectral T~I"] == f"{s['spectral']['T~I']:.3f}"
+
+
+def test_neighbours_token_and_k_from_the_url(caches, monkeypatch):
+    at = _app(caches, monkeypatch, "neighbours", pair="synthetic", token=300, k=5)
+    assert not at.exception
+    # the planted token is shown escaped, never as markup
+    heading = [m.value for m in at.markdown if m.value.startswith("### ")][0]
+    assert "<script>" not in heading and "&lt;script&gt;" in heading
+    tables = [df.value for df in at.dataframe if "neighbour" in getattr(df.value, "columns", [])]
+    assert len(tables) == 3 and all(len(t) == 5 for t in tables)
+    con = duckdb.connect(str(caches / "synthetic.duckdb"), read_only=True)
+    ids = {m: np.array(con.execute("SELECT neighbour FROM neighbours WHERE matrix=? ORDER BY token, rank",
+                                   [m]).fetchnumpy()["neighbour"]).reshape(600, -1) for m in ("T", "I", "O")}
+    con.close()
+    expected = np.mean([len(set(a[:5]) & set(b[:5])) / 5 for a, b in zip(ids["T"], ids["O"])])
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["mean overlap@5 T~O"] == f"{expected:.3f}"
+    # change k: the tables follow and the URL records it
+    at.slider(key="w_k").set_value(12).run()
+    assert not at.exception
+    tables = [df.value for df in at.dataframe if "neighbour" in getattr(df.value, "columns", [])]
+    assert all(len(t) == 12 for t in tables)
+    assert at.query_params["k"] == ["12"] or at.query_params["k"] == "12"
+
+
+def test_pick_a_token_by_search(caches, monkeypatch):
+    at = _app(caches, monkeypatch, "neighbours", pair="synthetic")
+    at.text_input(key="token_query").set_value("import").run()
+    assert not at.exception
+    picked = at.selectbox(key="token_hits").value
+    heading = [m.value for m in at.markdown if m.value.startswith("### ")][0]
+    assert "import" in heading
+    assert str(picked) in [str(v) for v in np.atleast_1d(at.query_params.get("token"))]
+
+
+def test_change_pair(caches, monkeypatch):
+    at = _app(caches, monkeypatch, pair="synthetic")
+    at.selectbox(key="w_pair").set_value("other").run()
+    assert not at.exception
+    assert any("other" in t.value for t in at.title)
+    # the 'other' cache has no lens: the lens page says so and how to add it
+    at.switch_page("pages/lens.py").run()
+    assert not at.exception
+    assert any("python -m precompute lens" in i.value for i in at.info)
+
+
+def test_junk_url_parameters_are_ignored(caches, monkeypatch):
+    at = _app(caches, monkeypatch, "overview", pair="nope", token="abc", k="-5", method="bogus")
+    assert not at.exception
+    notes = " ".join(c.value for c in at.sidebar.caption)
+    assert "token" in notes and "k=" in notes and "method" in notes
+    for page in PAGES[1:]:
+        at.switch_page(f"pages/{page}.py").run()
+        assert not at.exception, page
+    at = _app(caches, monkeypatch, "neighbours", pair="synthetic", token=10 ** 6)
+    assert not at.exception
+
+
+def test_error_states(tmp_path, monkeypatch, caches):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    at = _app(empty, monkeypatch)
+    assert not at.exception
+    assert any("python -m precompute demo" in i.value for i in at.info)
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "broken.duckdb").write_bytes(b"\0" * 4096)
+    con = duckdb.connect(str(bad / "old.duckdb"))
+    con.execute("CREATE TABLE meta (key VARCHAR, value VARCHAR)")
+    con.execute("INSERT INTO meta VALUES ('schema_version', '0'), ('command', 'python -m precompute demo --force')")
+    con.close()
+    for name, expected in (("broken", "precompute pair"), ("old", "python -m precompute demo --force")):
+        for page in PAGES:
+            at = _app(bad, monkeypatch, page, pair=name)
+            assert not at.exception, (name, page)
+            assert at.error and name in at.error[0].value
+            assert any(expected in c.value for c in at.code)
+
+
+def test_presentation_mode_enlarges_chart_fonts():
+    import altair as alt
+    import pandas as pd
+
+    from explorer.charts import style
+
+    chart = alt.Chart(pd.DataFrame({"x": [1]})).mark_point().encode(x="x")
+    small = style(chart).to_dict()["config"]["axis"]["labelFontSize"]
+    large = style(chart, presentation=True).to_dict()["config"]["axis"]["labelFontSize"]
+    assert large > small
+
+
+def test_exports_render_png_svg(caches):
+    import pandas as pd
+
+    from explorer import charts, export
+
+    df = pd.DataFrame({"comparison": ["O->T"] * 50 + ["I->T"] * 50,
+                       "cosine": np.r_[np.linspace(0.5, 1, 50), np.linspace(-0.1, 0.4, 50)]})
+    chart = charts.cosine_histogram(df)
+    png = export.to_png(chart)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 2000
+    svg = export.to_svg(chart, presentation=True)
+    assert svg.lstrip().startswith("<svg") and "per-token cosine" in svg
