@@ -69,8 +69,8 @@ def norm_vs_frequency(df: pd.DataFrame) -> alt.Chart:
     """
     data = df[df["freq"].fillna(0) > 0].copy()
     data["matrix_name"] = data["matrix"].map(lambda m: f"{m} ({MATRIX_NAMES[m]})")
-    if len(data) > 3 * SAMPLE_POINTS:
-        data = data.sample(3 * SAMPLE_POINTS, random_state=0)
+    if len(data) > SAMPLE_POINTS:
+        data = data.sample(SAMPLE_POINTS, random_state=0)
     return alt.Chart(data).mark_circle(size=10, opacity=0.35).encode(
         x=alt.X("freq:Q", scale=alt.Scale(type="log"), title="corpus frequency (count)"),
         y=alt.Y("norm:Q", title="L2 norm"),
@@ -82,10 +82,10 @@ def norm_vs_frequency(df: pd.DataFrame) -> alt.Chart:
 
 # -- neighbours ------------------------------------------------------------------------------
 
-def overlap_histogram(df: pd.DataFrame, k: int) -> alt.Chart:
-    """Distribution over the vocabulary of overlap@k. ``df``: columns pair, overlap."""
-    counts = (df.groupby(["pair", "overlap"]).size() / df.groupby("pair").size()).rename("share").reset_index()
-    pairs = list(dict.fromkeys(df["pair"]))
+def overlap_histogram(counts: pd.DataFrame, k: int) -> alt.Chart:
+    """Distribution over the vocabulary of overlap@k. ``counts``: columns pair, overlap, count."""
+    counts = counts.assign(share=counts["count"] / counts.groupby("pair")["count"].transform("sum"))
+    pairs = sorted(counts["pair"].unique(), key=["T~I", "T~O", "I~O"].index)
     return alt.Chart(counts).mark_bar(opacity=0.8).encode(
         x=alt.X("overlap:O", title=f"overlap@{k}", axis=alt.Axis(format=".1f")),
         xOffset="pair:N",

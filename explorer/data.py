@@ -142,6 +142,26 @@ def overlap_per_token(ref: CacheRef, a: str, b: str, k: int) -> np.ndarray:
     return overlap_at_k(neighbour_ids(ref, a), neighbour_ids(ref, b), k)
 
 
+@st.cache_data(max_entries=32, show_spinner=False)
+def overlap_table(ref: CacheRef, k: int) -> pd.DataFrame:
+    """overlap@k of every token for each matrix pair: columns token, T~I, T~O, I~O."""
+    from tying.schema import MATRIX_PAIRS, pair_label
+
+    out = {"token": np.arange(len(neighbour_ids(ref, "T")))}
+    for a, b in MATRIX_PAIRS:
+        out[pair_label(a, b)] = overlap_per_token(ref, a, b, k)
+    return pd.DataFrame(out)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def overlap_counts(ref: CacheRef, k: int) -> pd.DataFrame:
+    """Distribution of overlap@k over the vocabulary: columns pair, overlap, count."""
+    wide = overlap_table(ref, k)
+    long = wide.drop(columns="token").melt(var_name="pair", value_name="overlap")
+    long["overlap"] = long["overlap"].round(4)
+    return long.groupby(["pair", "overlap"], sort=True).size().rename("count").reset_index()
+
+
 @st.cache_data(max_entries=16, show_spinner=False)
 def overlap_curve(ref: CacheRef) -> pd.DataFrame:
     return query(ref, "SELECT pair, k, mean_overlap FROM overlap_curve ORDER BY pair, k")

@@ -42,7 +42,7 @@ if query:
 b1, b2, _ = st.columns([1, 2, 3])
 if b1.button("🎲 Random token", key="random"):
     token = int(np.random.default_rng().integers(n_tokens))
-changed = data.overlap_per_token(ref, "T", "O", k) - data.overlap_per_token(ref, "T", "I", k)
+changed = (data.overlap_table(ref, k)["T~O"] - data.overlap_table(ref, k)["T~I"]).to_numpy()
 with b2.popover("Most-changed tokens"):
     st.caption(f"Tokens whose neighbourhood in T differs most between the I and the O views "
                f"(overlap@{k} T~O minus T~I, both extremes).")
@@ -74,14 +74,12 @@ st.caption(f"Shared neighbours are highlighted; 'also in' names the other matric
            f"overlap@{k}: " + ", ".join(f"{p} {v:.2f}" for p, v in ov.items()))
 
 st.subheader(f"overlap@{k} over the vocabulary")
-dist = pd.concat([pd.DataFrame({"pair": pair_label(a, b), "overlap": data.overlap_per_token(ref, a, b, k)})
-                  for a, b in MATRIX_PAIRS], ignore_index=True)
-dist["overlap"] = dist["overlap"].round(4)
-means = dist.groupby("pair")["overlap"].mean()
+table = data.overlap_table(ref, k)
 mc = st.columns(3)
 for col, (a, b) in zip(mc, MATRIX_PAIRS):
-    col.metric(f"mean overlap@{k} {pair_label(a, b)}", f"{means[pair_label(a, b)]:.3f}")
-export.show(charts.overlap_histogram(dist, k), dist, f"overlap-at-{k}-{ref.name}", key="ovhist")
+    col.metric(f"mean overlap@{k} {pair_label(a, b)}", f"{table[pair_label(a, b)].mean():.3f}")
+export.show(charts.overlap_histogram(data.overlap_counts(ref, k), k), table, f"overlap-at-{k}-{ref.name}",
+            key="ovhist")
 curve = data.overlap_curve(ref)
 paper = (data.summary(ref).get("paper") or {}).get("table5")
 export.show(charts.overlap_curve(curve, paper, k), curve, f"overlap-curve-{ref.name}", key="ovcurve")
