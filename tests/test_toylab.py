@@ -1,0 +1,347 @@
+"""The toy lab's training core: corpus, tokenizer, twins, gradient provenance, training, evolution."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tying.errors import UserError
+from tying.toylab.corpus import check_corpus, python_docs_corpus, read_text_corpus
+from tying.toylab.model import build_twins, embedding_matrices, toy_config
+from tying.toylab.provenance import GradientProvenance, check_scale
+from tying.toylab.tokenizer import encode_corpus, train_bpe
+from tying.toylab.train import (
+    LOG_COLUMNS,
+    batch_offsets,
+    embedding_evolution,
+    log_spaced_steps,
+    save_model,
+    train_twins,
+)
+
+TINY = dict(vocab_size=300, d_model=32, n_layers=2, n_heads=4, context=16)
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return python_docs_corpus(max_chars=60_000)
+
+
+@pytest.fixture(scope="module")
+def tokenized(corpus, tmp_path_factory):
+    tok = train_bpe(corpus, 400, tmp_path_factory.mktemp("bpe"))
+    return tok, encode_corpus(tok, corpus)
+
+
+def _loss(model, ids):
+    logits = model(input_ids=ids[:, :-1]).logits
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
+
+
+def _batch(seed=0, vocab=300, shape=(3, 17)):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, vocab, shape, generator=g)
+
+
+# ------------------------------------------------------------------ corpus and tokenizer
+
+
+def test_python_docs_corpus_is_deterministic_and_bounded(corpus):
+    assert 50_000 < len(corpus) <= 60_000
+    assert corpus == python_docs_corpus(max_chars=60_000)
+    assert "\n\n\n" not in corpus and not corpus.startswith("\n")
+
+
+def test_read_text_corpus(tmp_path):
+    path = tmp_path / "t.txt"
+    path.write_text("one\n\n\n\ntwo  \nlines\n", encoding="utf-8")
+    assert read_text_corpus(path) == "one\n\ntwo\nlines"
+    with pytest.raises(UserError, match="not found"):
+        read_text_corpus(tmp_path / "missing.txt")
+
+
+def test_tiny_corpus_refused():
+    for text in ("", "   ", "a few words"):
+        with pytest.raises(UserError, match=r"corpus too small: \d+ characters \(need at least 20000\)"):
+            check_corpus(text)
+    assert check_corpus("x" * 20_000) == "x" * 20_000
+
+
+def test_bpe_roundtrip_and_eos(tokenized, tmp_path):
+    from transformers import AutoTokenizer
+
+    tok, ids = tokenized
+    assert len(tok) == 400 and ids.dtype == np.int32
+    assert ids.max() < 400 and ids[-1] == tok.eos_token_id
+    save_dir = tmp_path / "tok"
+    tok.save_pretrained(save_dir)
+    loaded = AutoTokenizer.from_pretrained(save_dir)
+    assert loaded.encode("the value", add_special_tokens=False) == tok.encode("the value", add_special_tokens=False)
+    text = "First paragraph.\n\nSecond one."
+    ids2 = encode_corpus(tok, text)
+    assert (ids2 == tok.eos_token_id).sum() == 2
+    assert tok.decode(ids2) == "First paragraph.<|endoftext|>Second one.<|endoftext|>"
+
+
+def test_hub_dataset_without_datasets_package(monkeypatch):
+    import sys
+
+    from tying.toylab.corpus import load_hf_dataset_text
+
+    monkeypatch.setitem(sys.modules, "datasets", None)  # import fails as if not installed
+    with pytest.raises(UserError, match="needs the 'datasets' package"):
+        load_hf_dataset_text("wikitext")
+
+
+def test_vocab_larger_than_corpus_supports(tmp_path):
+    with pytest.raises(UserError, match=r"vocabulary of 5000 tokens asked, the corpus supports only \d+"):
+        train_bpe("a small text with few distinct pairs " * 50, 5000, tmp_path)
+
+
+# ------------------------------------------------------------------ twins
+
+
+def test_twins_share_init():
+    twins = build_twins(TINY, seed=3, variants=("tied", "untied", "tied_scaled"))
+    tied, untied = twins["tied"], twins["untied"]
+    w = tied.get_input_embeddings().weight
+    i, o = embedding_matrices(untied)
+    assert w is tied.get_output_embeddings().weight and i is not o
+    assert torch.equal(w, i) and torch.equal(w, o)
+    assert toy_config(300, tied=True).tie_word_embeddings and not untied.config.tie_word_embeddings
+    body_t = {n: p for n, p in tied.named_parameters() if p is not w}
+    body_u = {n: p for n, p in untied.named_parameters() if p is not i and p is not o}
+    assert body_t.keys() == body_u.keys() and body_t
+    assert all(torch.equal(body_t[n], body_u[n]) for n in body_t)
+    ids = _batch()
+    assert torch.equal(tied(input_ids=ids).logits, untied(input_ids=ids).logits)
+    other = build_twins(TINY, seed=4)["tied"]
+    assert not torch.equal(other.get_input_embeddings().weight, w)
+
+
+# ------------------------------------------------------------------ gradient provenance
+
+
+@pytest.mark.parametrize("scale", [1.0, 5.0])
+def test_gradient_split_adds_up_tied(scale):
+    model = build_twins(TINY, seed=0, variants=("tied",))["tied"]
+    ids = _batch(vocab=120)  # most rows get no input-side gradient
+    with GradientProvenance(model, input_grad_scale=scale) as prov:
+        _loss(model, ids).backward()
+    w = model.get_input_embeddings().weight
+    torch.testing.assert_close(w.grad, scale * prov.g_in + prov.g_out, rtol=1e-5, atol=1e-7)
+    assert torch.count_nonzero(prov.g_in[120:]) == 0 and torch.count_nonzero(prov.g_out[120:]) > 0
+    norms = prov.norms()
+    assert norms.input == pytest.approx(scale * prov.g_in.norm().item(), rel=1e-6)
+    assert norms.total == pytest.approx(w.grad.norm().item(), rel=1e-5)
+    assert norms.output_share == pytest.approx(norms.output / (norms.input + norms.output))
+
+
+def test_gradient_split_untied():
+    model = build_twins(TINY, seed=0, variants=("untied",))["untied"]
+    with GradientProvenance(model) as prov:
+        _loss(model, _batch()).backward()
+    i, o = embedding_matrices(model)
+    torch.testing.assert_close(i.grad, prov.g_in, rtol=1e-5, atol=1e-7)
+    torch.testing.assert_close(o.grad, prov.g_out, rtol=1e-5, atol=1e-7)
+    norms = prov.norms()
+    assert norms.input == pytest.approx(i.grad.norm().item(), rel=1e-5)
+    assert norms.output == pytest.approx(o.grad.norm().item(), rel=1e-5)
+
+
+def test_scaling_touches_only_the_input_side():
+    """With a factor, g_in and g_out are unchanged and every other parameter's gradient too."""
+    grads = {}
+    for scale in (1.0, 5.0):
+        model = build_twins(TINY, seed=1, variants=("tied",))["tied"]
+        with GradientProvenance(model, input_grad_scale=scale) as prov:
+            _loss(model, _batch(1)).backward()
+        grads[scale] = (prov.g_in.clone(), prov.g_out.clone(), {n: p.grad.clone() for n, p in model.named_parameters()})
+    (in1, out1, g1), (in5, out5, g5) = grads[1.0], grads[5.0]
+    torch.testing.assert_close(in1, in5)
+    torch.testing.assert_close(out1, out5)
+    for name in g1:
+        if name != "model.embed_tokens.weight":
+            torch.testing.assert_close(g1[name], g5[name])
+    torch.testing.assert_close(g5["model.embed_tokens.weight"] - g1["model.embed_tokens.weight"], 4 * in1,
+                               rtol=1e-4, atol=1e-6)
+
+
+def test_hooks_removed_and_accumulate():
+    model = build_twins(TINY, seed=0, variants=("tied",))["tied"]
+    prov = GradientProvenance(model, input_grad_scale=2.0).attach()
+    _loss(model, _batch(0)).backward()
+    _loss(model, _batch(1)).backward()  # accumulates like .grad
+    w = model.get_input_embeddings().weight
+    torch.testing.assert_close(w.grad, 2 * prov.g_in + prov.g_out, rtol=1e-5, atol=1e-7)
+    prov.detach()
+    prov.reset()
+    model.zero_grad()
+    _loss(model, _batch(0)).backward()
+    assert torch.count_nonzero(prov.g_in) == 0 and torch.count_nonzero(prov.g_out) == 0
+
+
+class _Generic(torch.nn.Module):
+    """Not a Hugging Face model: any module with the two accessors works, padding row included."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(20, 6, padding_idx=0)
+        self.body = torch.nn.Linear(6, 6)
+        self.head = torch.nn.Linear(6, 20, bias=False)
+        self.head.weight = self.emb.weight
+
+    def get_input_embeddings(self):
+        return self.emb
+
+    def get_output_embeddings(self):
+        return self.head
+
+    def forward(self, ids):
+        return self.head(torch.tanh(self.body(self.emb(ids))))
+
+
+def test_gradient_split_generic_module_with_padding():
+    torch.manual_seed(0)
+    model = _Generic()
+    ids = torch.tensor([[0, 3, 3, 7], [5, 0, 1, 3]])
+    with GradientProvenance(model, input_grad_scale=3.0) as prov:
+        model(ids).logsumexp(-1).sum().backward()
+    assert prov.tied and torch.count_nonzero(prov.g_in[0]) == 0
+    torch.testing.assert_close(model.emb.weight.grad, 3 * prov.g_in + prov.g_out, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), "x"])
+def test_bad_scale_refused(bad):
+    with pytest.raises(UserError, match="--input-grad-scale must be > 0"):
+        check_scale(bad)
+    with pytest.raises(UserError, match="--input-grad-scale must be > 0"):
+        train_twins(np.arange(2000) % 50, steps=2, input_grad_scale=bad)
+
+
+# ------------------------------------------------------------------ schedule of snapshots
+
+
+@pytest.mark.parametrize("total,n", [(1, 2), (5, 6), (10, 4), (100, 12), (3000, 20), (7, 3)])
+def test_log_spaced_steps(total, n):
+    steps = log_spaced_steps(total, n)
+    assert len(steps) == n and steps[0] == 0 and steps[-1] == total
+    assert steps == sorted(set(steps)) and all(isinstance(s, int) for s in steps)
+    if total >= 100:  # log spacing: more snapshots in the first tenth than in the last half
+        assert sum(s <= total / 10 for s in steps) > sum(s > total / 2 for s in steps)
+
+
+def test_bad_training_inputs():
+    tokens = np.arange(5000) % 50
+    with pytest.raises(UserError, match="unknown variant"):
+        train_twins(tokens, variants=("tied", "shared"), steps=2)
+    with pytest.raises(UserError, match="too few for a context"):
+        train_twins(np.arange(60) % 50, steps=2, context=64, variants=("tied",))
+    with pytest.raises(UserError, match="token ids must lie"):
+        train_twins(tokens, vocab_size=10, steps=2, variants=("tied",))
+
+
+def test_log_spaced_steps_too_few():
+    with pytest.raises(UserError, match="too few"):
+        log_spaced_steps(4, 10)
+    with pytest.raises(UserError, match="too few"):
+        train_twins(np.arange(5000) % 50, steps=3, checkpoint_steps=10, variants=("tied",))
+
+
+# ------------------------------------------------------------------ training
+
+
+def test_same_data_order():
+    a = batch_offsets(10_000, 20, 4, 16, seed=7)
+    assert a.shape == (20, 4) and a.min() >= 0 and a.max() + 16 + 1 <= 10_000
+    assert np.array_equal(a, batch_offsets(10_000, 20, 4, 16, seed=7))
+    assert not np.array_equal(a, batch_offsets(10_000, 20, 4, 16, seed=8))
+
+
+TRAIN = dict(d_model=32, n_layers=2, n_heads=4, context=16, batch_size=8, lr=1e-2, checkpoint_steps=5, device="cpu")
+
+
+THREADS_BEFORE = torch.get_num_threads()
+
+
+@pytest.fixture(scope="module")
+def trained(tokenized):
+    tok, ids = tokenized
+    return train_twins(ids, variants=("tied", "untied", "tied_scaled"), input_grad_scale=1.0, steps=40,
+                       vocab_size=len(tok), num_threads=1, **TRAIN)
+
+
+def test_training_lowers_loss_and_logs(trained):
+    assert list(trained) == ["tied", "untied", "tied_scaled"]
+    assert torch.get_num_threads() == THREADS_BEFORE  # num_threads=1 was restored
+    for name, result in trained.items():
+        log = result.log
+        assert list(log.columns) == list(LOG_COLUMNS) and list(log.step) == list(range(1, 41))
+        assert log.loss.iloc[-5:].mean() < log.loss.iloc[:5].mean() - 0.5, name
+        assert np.isfinite(result.eval_loss) and result.eval_loss < np.log(400)
+        assert sorted(result.checkpoints) == log_spaced_steps(40, 5)
+        assert ((log.output_share > 0) & (log.output_share < 1)).all()
+        inp, out = result.checkpoints[0]
+        assert inp.dtype == np.float32 and inp.shape == (400, 32)
+        assert (inp is out) == result.tied
+
+
+def test_same_init_and_data_give_same_run(trained):
+    """tied and tied_scaled with factor 1 see the same init and batches: identical runs."""
+    a, b = trained["tied"].log, trained["tied_scaled"].log
+    assert np.array_equal(a.loss.to_numpy(), b.loss.to_numpy())
+    assert np.array_equal(trained["tied"].checkpoints[40][0], trained["tied_scaled"].checkpoints[40][0])
+    # the untied twin starts at the same loss (same function at init), then differs
+    assert trained["untied"].log.loss.iloc[0] == pytest.approx(a.loss.iloc[0], rel=1e-6)
+    assert not np.array_equal(trained["untied"].log.loss.to_numpy(), a.loss.to_numpy())
+
+
+def test_scaled_run_differs(tokenized):
+    tok, ids = tokenized
+    runs = train_twins(ids, variants=("tied", "tied_scaled"), input_grad_scale=10.0, steps=5, vocab_size=len(tok),
+                       **dict(TRAIN, checkpoint_steps=2))
+    a, b = runs["tied"].log, runs["tied_scaled"].log
+    assert a.loss.iloc[0] == b.loss.iloc[0]
+    assert b.grad_input_norm.iloc[0] == pytest.approx(10 * a.grad_input_norm.iloc[0], rel=1e-5)
+    assert b.grad_output_norm.iloc[0] == pytest.approx(a.grad_output_norm.iloc[0], rel=1e-5)
+    assert runs["tied_scaled"].input_grad_scale == 10.0 and runs["tied"].input_grad_scale == 1.0
+
+
+def test_save_model(trained, tokenized, tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    out = save_model(trained["untied"].model, tokenized[0], tmp_path / "m")
+    assert (out / "model.safetensors").is_file() and (out / "tokenizer.json").is_file()
+    loaded = AutoModelForCausalLM.from_pretrained(out)
+    ids = _batch(vocab=400)
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(input_ids=ids).logits, trained["untied"].model(input_ids=ids).logits)
+
+
+# ------------------------------------------------------------------ embedding evolution
+
+
+def test_evolution_of_identical_checkpoints():
+    rng = np.random.default_rng(0)
+    i, o = rng.normal(size=(50, 8)).astype(np.float32), rng.normal(size=(50, 8)).astype(np.float32)
+    ev = embedding_evolution({0: (i, o), 3: (i.copy(), o.copy()), 9: (i, o)})
+    assert list(ev.columns) == ["step", "matrix", "cos_init", "cos_prev"]
+    assert list(ev.matrix) == ["I", "O"] * 3 and list(ev.step) == [0, 0, 3, 3, 9, 9]
+    np.testing.assert_allclose(ev.cos_init, 1.0, rtol=1e-12)
+    assert ev.cos_prev.iloc[:2].isna().all()
+    np.testing.assert_allclose(ev.cos_prev.iloc[2:], 1.0, rtol=1e-12)
+    tied = embedding_evolution({0: (i, i), 1: (-i, -i)})
+    assert list(tied.matrix) == ["T", "T"]
+    assert tied.cos_init.tolist() == pytest.approx([1.0, -1.0]) and tied.cos_prev.iloc[1] == pytest.approx(-1.0)
+
+
+def test_evolution_of_training(trained):
+    ev = embedding_evolution(trained["untied"].checkpoints)
+    first = ev[ev.step == 0]
+    np.testing.assert_allclose(first.cos_init, 1.0, rtol=1e-9)
+    last = ev[ev.step == 40].set_index("matrix")
+    assert (last.cos_init < 1).all()
+    tied = embedding_evolution(trained["tied"].checkpoints)
+    assert set(tied.matrix) == {"T"}

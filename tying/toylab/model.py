@@ -1,0 +1,124 @@
+"""Toy Llama models and their tied/untied twins.
+
+The twins share everything but the tying: the same architecture, the same initial value
+of every non-embedding parameter, and one initial embedding matrix ``W0`` that is the tied
+model's matrix *and* both the untied model's input matrix ``I0`` and output matrix ``O0``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from tying.errors import UserError
+
+TIED_VARIANTS = ("tied", "tied_scaled")
+"""Variants whose input and output matrices are one shared matrix."""
+
+VARIANTS = ("tied", "untied", "tied_scaled")
+"""Every variant the toy lab trains: tied, untied, and tied with a scaled input-side gradient."""
+
+
+def check_variant(name: str) -> bool:
+    """True if ``name`` is a tied variant, False if untied; UserError for an unknown name."""
+    if name not in VARIANTS:
+        raise UserError(f"unknown variant {name!r}; choose from {', '.join(VARIANTS)}")
+    return name in TIED_VARIANTS
+
+
+def toy_config(
+    vocab_size: int,
+    d_model: int = 128,
+    n_layers: int = 4,
+    n_heads: int = 4,
+    d_ff: int | None = None,
+    context: int = 64,
+    tied: bool = True,
+):
+    """A small ``LlamaConfig`` (pre-norm, RoPE, SwiGLU, no biases, no dropout).
+
+    Args:
+        vocab_size: rows of the embedding matrix.
+        d_model: residual width; must be divisible by ``n_heads``.
+        n_layers, n_heads: depth and attention heads (no grouped-query attention).
+        d_ff: width of the feed-forward layer; default ``4 * d_model``.
+        context: the longest sequence the model is used on (``max_position_embeddings``).
+        tied: ``tie_word_embeddings``: one matrix for input and output.
+    """
+    from transformers import LlamaConfig
+
+    if d_model % n_heads:
+        raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
+    return LlamaConfig(
+        vocab_size=vocab_size,
+        hidden_size=d_model,
+        intermediate_size=d_ff or 4 * d_model,
+        num_hidden_layers=n_layers,
+        num_attention_heads=n_heads,
+        num_key_value_heads=n_heads,
+        head_dim=d_model // n_heads,
+        max_position_embeddings=context,
+        initializer_range=0.02,
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=tied,
+        bos_token_id=0,
+        eos_token_id=0,
+        pad_token_id=None,
+        use_cache=False,
+    )
+
+
+def build_twins(config_kwargs: dict, seed: int, variants=("tied", "untied")) -> dict[str, torch.nn.Module]:
+    """Build one ``LlamaForCausalLM`` per variant, all with the same initial weights.
+
+    Initialisation: with ``torch.manual_seed(seed)`` one untied model is built by the
+    library's own initialiser (normal, std 0.02). Its input matrix becomes ``W0``. Every
+    variant then gets a copy of every non-embedding parameter and of ``W0`` as its input
+    matrix; untied variants also get a *copy of* ``W0`` *as the output matrix* (rather than
+    a second independent draw), so at step 0 ``T = I = O`` and the untied output matrix
+    starts no nearer to or farther from the tied matrix than the untied input matrix does:
+    whatever separates them later is training alone. It also makes the twins compute the
+    very same function at step 0.
+
+    Args:
+        config_kwargs: keyword arguments of :func:`toy_config` other than ``tied``.
+        seed: seed of the shared initialisation.
+        variants: names from :data:`VARIANTS`.
+
+    Returns:
+        ``{variant: model}``, models on the CPU in training mode.
+    """
+    from transformers import LlamaForCausalLM
+
+    kwargs = {k: v for k, v in config_kwargs.items() if k != "tied"}
+    tied_flags = {name: check_variant(name) for name in variants}
+    torch.manual_seed(seed)
+    source = LlamaForCausalLM(toy_config(tied=False, **kwargs))
+    w0 = source.get_input_embeddings().weight.detach().clone()
+    body = {
+        name: p.detach()
+        for name, p in source.named_parameters()
+        if p is not source.get_input_embeddings().weight and p is not source.get_output_embeddings().weight
+    }
+    models: dict[str, torch.nn.Module] = {}
+    for name, tied in tied_flags.items():
+        model = LlamaForCausalLM(toy_config(tied=tied, **kwargs))
+        inp = model.get_input_embeddings().weight
+        out = model.get_output_embeddings().weight
+        if (inp is out) != tied:
+            raise RuntimeError(f"variant {name}: tying of the built model does not match (tied={tied})")
+        with torch.no_grad():
+            inp.copy_(w0)
+            if not tied:
+                out.copy_(w0)
+            for pname, p in model.named_parameters():
+                if p is inp or p is out:
+                    continue
+                p.copy_(body[pname])
+        model.train()
+        models[name] = model
+    return models
+
+
+def embedding_matrices(model) -> tuple[torch.Tensor, torch.Tensor]:
+    """The (input, output) matrices of a causal LM, each of shape (n_vocab, d); one tensor twice when tied."""
+    return model.get_input_embeddings().weight, model.get_output_embeddings().weight

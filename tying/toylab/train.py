@@ -1,0 +1,378 @@
+"""Train tied and untied twins on the same tokens, logging the gradient provenance of every step.
+
+:func:`train_twins` trains each variant from the same initial weights (:func:`build_twins`)
+on the same sequence of batches (:func:`batch_offsets`), with the same optimiser and
+schedule; only the tying and, for ``tied_scaled``, the factor on the input-side gradient
+differ. Each variant returns a :class:`TrainResult`: the trained model, a per-step log of
+loss and gradient norms, snapshots of its input and output matrices at log-spaced steps and
+the loss on held-out tokens.
+
+The defaults (a 4-layer, 128-wide Llama, 64-token context, batches of 16 sequences, 250
+steps) train the three variants in about 2.5 minutes on a 2-core CPU.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+
+from tying.device import pick_device
+from tying.errors import UserError
+from tying.toylab.model import VARIANTS, build_twins, check_variant, embedding_matrices
+from tying.toylab.provenance import GradientProvenance, check_scale
+
+LOG_COLUMNS = ("step", "loss", "lr", "grad_input_norm", "grad_output_norm", "grad_total_norm", "output_share")
+"""Columns of :attr:`TrainResult.log`, one row per optimiser step."""
+
+EVOLUTION_COLUMNS = ("step", "matrix", "cos_init", "cos_prev")
+"""Columns of :func:`embedding_evolution`."""
+
+DEFAULT_CHECKPOINTS = 12
+"""Snapshots of the embedding matrices per run when ``checkpoint_steps`` is None."""
+
+
+@dataclass
+class TrainResult:
+    """One trained variant.
+
+    Attributes:
+        variant: "tied", "untied" or "tied_scaled".
+        model: the trained ``LlamaForCausalLM`` (on the training device, eval mode).
+        log: DataFrame with :data:`LOG_COLUMNS`; ``step`` counts optimiser updates from 1,
+            ``loss`` is the training loss of that step's batch (before the update),
+            ``grad_input_norm`` the input-side gradient as applied (after the factor),
+            ``grad_output_norm`` the output-side one, ``grad_total_norm`` the norm of the
+            whole embedding gradient, ``output_share`` = out / (in + out).
+        checkpoints: ``{step: (input, output)}``, float32 arrays of shape (n_vocab, d);
+            step 0 is the initialisation; a tied variant's pair is one array twice.
+        eval_loss: mean cross-entropy (nats per token) on the held-out tokens after training.
+        input_grad_scale: the factor on the input-side gradient (1 unless ``tied_scaled``).
+        seconds: wall time of the training loop.
+        settings: every hyperparameter of the run.
+    """
+
+    variant: str
+    model: torch.nn.Module
+    log: pd.DataFrame
+    checkpoints: dict[int, tuple[np.ndarray, np.ndarray]]
+    eval_loss: float
+    input_grad_scale: float
+    seconds: float
+    settings: dict = field(default_factory=dict)
+
+    @property
+    def tied(self) -> bool:
+        return check_variant(self.variant)
+
+
+def log_spaced_steps(total: int, n: int) -> list[int]:
+    """``n`` distinct steps from 0 to ``total``, both included, spaced evenly in log(step).
+
+    Where the log spacing would put two steps on one integer (early on), the later ones
+    move up by one, so the result always has exactly ``n`` sorted steps.
+
+    Raises:
+        UserError: ``n`` < 2 or ``total`` < ``n - 1`` (too few steps for that many snapshots).
+    """
+    total, n = int(total), int(n)
+    if n < 2:
+        raise UserError(f"at least 2 checkpoints are needed (the start and the end), got {n}")
+    if total < n - 1:
+        raise UserError(f"{total} training steps are too few for {n} checkpoints (need at least {n - 1})")
+    targets = np.geomspace(1, total, n - 1)
+    steps = [0]
+    for i, target in enumerate(targets):
+        remaining = len(targets) - 1 - i  # steps still to place after this one
+        step = max(int(round(target)), steps[-1] + 1)
+        steps.append(min(step, total - remaining))
+    return steps
+
+
+def batch_offsets(n_tokens: int, steps: int, batch_size: int, context: int, seed: int) -> np.ndarray:
+    """Start positions of every training sequence: int64 array of shape (steps, batch_size).
+
+    Sequence ``j`` of step ``t`` is ``tokens[o : o + context + 1]`` with ``o = out[t, j]``
+    (inputs are its first ``context`` tokens, targets its last ``context``). One seeded
+    generator draws them all, so every variant sees the same batches in the same order.
+    """
+    high = n_tokens - context  # o + context + 1 <= n_tokens
+    if high < 1:
+        raise UserError(f"{n_tokens} training tokens are too few for a context of {context}")
+    return np.random.default_rng(seed).integers(0, high, size=(steps, batch_size), dtype=np.int64)
+
+
+def _lr_factor(step: int, steps: int, warmup: int, min_ratio: float) -> float:
+    """Linear warm-up over ``warmup`` updates, then cosine decay to ``min_ratio`` at ``steps``."""
+    if warmup and step <= warmup:
+        return step / warmup
+    progress = (step - warmup) / max(1, steps - warmup)
+    return min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+
+
+def _optimizer(model: torch.nn.Module, lr: float, weight_decay: float, betas) -> torch.optim.AdamW:
+    """AdamW with weight decay on the hidden weight matrices only (not on embeddings or norms)."""
+    embeddings = {id(p) for p in embedding_matrices(model)}
+    decay, no_decay = [], []
+    for p in model.parameters():
+        (decay if p.ndim >= 2 and id(p) not in embeddings else no_decay).append(p)
+    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=1e-8)
+
+
+def _snapshot(model) -> tuple[np.ndarray, np.ndarray]:
+    inp, out = embedding_matrices(model)
+    a = inp.detach().to("cpu", torch.float32).numpy().copy()
+    return (a, a) if inp is out else (a, out.detach().to("cpu", torch.float32).numpy().copy())
+
+
+@torch.no_grad()
+def evaluate_loss(model, tokens: np.ndarray, context: int, batch_size: int = 32, max_windows: int = 256,
+                  device=None) -> float:
+    """Mean next-token cross-entropy (nats) over non-overlapping windows of ``context + 1`` tokens.
+
+    Uses the first ``max_windows`` windows of ``tokens``; NaN when there is not even one.
+    """
+    device = device or next(model.parameters()).device
+    n = min(max_windows, (len(tokens) - 1) // context)
+    if n < 1:
+        return float("nan")
+    was_training = model.training
+    model.eval()
+    total, count = 0.0, 0
+    for start in range(0, n, batch_size):
+        rows = np.arange(start, min(n, start + batch_size)) * context
+        idx = rows[:, None] + np.arange(context + 1)[None, :]
+        chunk = torch.from_numpy(tokens[idx].astype(np.int64)).to(device)
+        logits = model(input_ids=chunk[:, :-1]).logits
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), chunk[:, 1:].reshape(-1), reduction="sum")
+        total += loss.item()
+        count += chunk[:, 1:].numel()
+    model.train(was_training)
+    return total / count
+
+
+def _train_one(model, name: str, scale: float, train_tokens: np.ndarray, offsets: np.ndarray, context: int,
+               snap_steps: Sequence[int], opt: dict, progress, device) -> tuple[pd.DataFrame, dict, float]:
+    """Train one variant in place; return its log, its snapshots and the loop's wall time."""
+    steps = len(offsets)
+    optimizer = _optimizer(model, opt["lr"], opt["weight_decay"], opt["betas"])
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda t: _lr_factor(t + 1, steps, opt["warmup_steps"], opt["min_lr_ratio"])
+    )
+    window = np.arange(context + 1)[None, :]
+    snap_steps = set(snap_steps)
+    checkpoints = {0: _snapshot(model)}
+    rows = []
+    start = time.perf_counter()
+    with GradientProvenance(model, input_grad_scale=scale) as prov:
+        for step in range(1, steps + 1):
+            chunk = torch.from_numpy(train_tokens[offsets[step - 1][:, None] + window].astype(np.int64))
+            chunk = chunk.to(device, non_blocking=True)
+            logits = model(input_ids=chunk[:, :-1]).logits
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), chunk[:, 1:].reshape(-1))
+            optimizer.zero_grad(set_to_none=True)
+            prov.reset()
+            loss.backward()
+            if opt["grad_clip"]:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), opt["grad_clip"])
+            lr = optimizer.param_groups[0]["lr"]
+            optimizer.step()
+            schedule.step()
+            norms = prov.norms()
+            value = loss.item()
+            rows.append((step, value, lr, norms.input, norms.output, norms.total, norms.output_share))
+            if step in snap_steps:
+                checkpoints[step] = _snapshot(model)
+            if progress is not None:
+                progress(name, step, steps, value)
+    seconds = time.perf_counter() - start
+    return pd.DataFrame(rows, columns=list(LOG_COLUMNS)), checkpoints, seconds
+
+
+def train_twins(
+    tokens: np.ndarray,
+    *,
+    variants: Sequence[str] = VARIANTS,
+    input_grad_scale: float = 5.0,
+    vocab_size: int | None = None,
+    d_model: int = 128,
+    n_layers: int = 4,
+    n_heads: int = 4,
+    d_ff: int | None = None,
+    steps: int = 250,
+    batch_size: int = 16,
+    context: int = 64,
+    lr: float = 3e-3,
+    warmup_steps: int | None = None,
+    min_lr_ratio: float = 0.1,
+    weight_decay: float = 0.1,
+    betas: tuple[float, float] = (0.9, 0.95),
+    grad_clip: float | None = 1.0,
+    eval_fraction: float = 0.05,
+    seed: int = 0,
+    checkpoint_steps: int | Sequence[int] | None = None,
+    progress: Callable[[str, int, int, float], None] | None = None,
+    device=None,
+    num_threads: int | None = None,
+) -> dict[str, TrainResult]:
+    """Train each variant from the same initial weights on the same batches.
+
+    Args:
+        tokens: int array of shape (n_tokens,), the encoded corpus. The last
+            ``eval_fraction`` of it is held out for :attr:`TrainResult.eval_loss`.
+        variants: names from ``tying.toylab.model.VARIANTS``.
+        input_grad_scale: factor on the input-side gradient of ``tied_scaled`` (> 0).
+        vocab_size: rows of the embedding matrices; default ``tokens.max() + 1`` (pass
+            ``len(tokenizer)`` so that tokens absent from the corpus still get a row).
+        d_model, n_layers, n_heads, d_ff: model size (see :func:`toy_config`).
+        steps: optimiser updates per variant.
+        batch_size, context: sequences per batch and tokens per sequence.
+        lr: peak learning rate of AdamW; linear warm-up over ``warmup_steps`` (default
+            5% of ``steps``), then cosine decay to ``min_lr_ratio * lr``.
+        weight_decay: decoupled weight decay on hidden weight matrices (not on the
+            embedding matrices or norm weights, so rows of absent tokens are left alone).
+        betas: AdamW's betas.
+        grad_clip: clip the global gradient norm to this (None: no clipping).
+        eval_fraction: share of ``tokens`` held out (taken from the end).
+        seed: seed of the initial weights and of the batch order.
+        checkpoint_steps: number of log-spaced snapshots (default 12), or the steps
+            themselves (0 and ``steps`` always added).
+        progress: called as ``progress(variant, step, steps, loss)`` after every update.
+        device: torch device; default the GPU when present, else the CPU.
+        num_threads: CPU threads for torch during training (restored afterwards); None
+            keeps torch's default. On a CPU shared with other busy processes, 1 thread can
+            be several times faster than oversubscribed cores.
+
+    Returns:
+        ``{variant: TrainResult}`` in the order of ``variants``.
+
+    Raises:
+        UserError: an unknown variant, a bad factor, too few tokens for the context, or
+            too few steps for the snapshots asked.
+    """
+    tokens = np.asarray(tokens)
+    if tokens.ndim != 1 or not np.issubdtype(tokens.dtype, np.integer) or len(tokens) == 0:
+        raise UserError(f"tokens must be a non-empty 1-d integer array, got {tokens.dtype} of shape {tokens.shape}")
+    if not variants:
+        raise UserError("no variants to train")
+    for name in variants:
+        check_variant(name)
+    if steps < 1 or batch_size < 1 or context < 1:
+        raise UserError("steps, batch size and context must be positive")
+    scale = check_scale(input_grad_scale)
+    vocab_size = int(vocab_size or int(tokens.max()) + 1)
+    if int(tokens.max()) >= vocab_size or int(tokens.min()) < 0:
+        raise UserError(f"token ids must lie in [0, {vocab_size}), got {tokens.min()}..{tokens.max()}")
+    if not 0 < eval_fraction < 1:
+        raise UserError(f"eval_fraction must lie in (0, 1), got {eval_fraction}")
+    n_eval = max(context + 1, int(len(tokens) * eval_fraction))
+    train_tokens, eval_tokens = tokens[:-n_eval], tokens[-n_eval:]
+    offsets = batch_offsets(len(train_tokens), steps, batch_size, context, seed)
+    if checkpoint_steps is None or isinstance(checkpoint_steps, (int, np.integer)):
+        snap_steps = log_spaced_steps(steps, DEFAULT_CHECKPOINTS if checkpoint_steps is None else checkpoint_steps)
+    else:
+        snap_steps = sorted({int(s) for s in checkpoint_steps} | {0, steps})
+        if snap_steps[0] < 0 or snap_steps[-1] > steps:
+            raise UserError(f"checkpoint steps must lie in [0, {steps}], got {snap_steps[0]}..{snap_steps[-1]}")
+    device = pick_device(device) if not isinstance(device, torch.device) else device
+    model_kwargs = dict(vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, n_heads=n_heads, d_ff=d_ff,
+                        context=context)
+    opt = dict(lr=lr, warmup_steps=max(1, round(0.05 * steps)) if warmup_steps is None else int(warmup_steps),
+               min_lr_ratio=min_lr_ratio, weight_decay=weight_decay, betas=tuple(betas), grad_clip=grad_clip)
+    settings = dict(model_kwargs, **opt, steps=steps, batch_size=batch_size, eval_fraction=eval_fraction, seed=seed,
+                    n_train_tokens=len(train_tokens), n_eval_tokens=len(eval_tokens), device=str(device))
+    threads_before = torch.get_num_threads()
+    if num_threads:
+        torch.set_num_threads(int(num_threads))
+    try:
+        models = build_twins(model_kwargs, seed, variants=tuple(variants))
+        results: dict[str, TrainResult] = {}
+        for name in variants:
+            model = models.pop(name).to(device)
+            s = scale if name == "tied_scaled" else 1.0
+            log, checkpoints, seconds = _train_one(model, name, s, train_tokens, offsets, context, snap_steps, opt,
+                                                   progress, device)
+            model.eval()
+            results[name] = TrainResult(
+                variant=name,
+                model=model,
+                log=log,
+                checkpoints=checkpoints,
+                eval_loss=evaluate_loss(model, eval_tokens, context, device=device),
+                input_grad_scale=s,
+                seconds=seconds,
+                settings=dict(settings, variant=name, input_grad_scale=s),
+            )
+    finally:
+        torch.set_num_threads(threads_before)
+    return results
+
+
+def _unit_rows(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return x / np.where(norms > 0, norms, 1.0)
+
+
+def mean_row_cosine(a: np.ndarray, b: np.ndarray) -> float:
+    """Mean over tokens of the cosine between row i of ``a`` and row i of ``b`` (both (n_vocab, d)).
+
+    A zero row counts as cosine 0 with anything.
+    """
+    if a.shape != b.shape:
+        raise ValueError(f"shapes differ: {a.shape} vs {b.shape}")
+    return float(np.einsum("ij,ij->i", _unit_rows(a), _unit_rows(b)).mean())
+
+
+def embedding_evolution(checkpoints: dict[int, tuple[np.ndarray, np.ndarray]], centre: bool = False) -> pd.DataFrame:
+    """How far each matrix has moved: mean per-token cosine to step 0 and to the previous snapshot (Figure 3).
+
+    Args:
+        checkpoints: ``{step: (input, output)}`` as in :attr:`TrainResult.checkpoints`;
+            a pair whose two arrays are one object (or equal at every step) is a tied
+            matrix, reported once as ``"T"``; otherwise ``"I"`` and ``"O"``.
+        centre: subtract each matrix's column mean before the cosines.
+
+    Returns:
+        DataFrame with :data:`EVOLUTION_COLUMNS`, sorted by step then matrix; ``cos_prev``
+        is NaN at the first step.
+    """
+    if not checkpoints:
+        return pd.DataFrame(columns=list(EVOLUTION_COLUMNS))
+    steps = sorted(checkpoints)
+    tied = all(
+        checkpoints[s][0] is checkpoints[s][1] or np.array_equal(checkpoints[s][0], checkpoints[s][1]) for s in steps
+    )
+    roles = (("T", 0),) if tied else (("I", 0), ("O", 1))
+
+    def prepared(x):
+        x = np.asarray(x, dtype=np.float64)
+        return x - x.mean(axis=0, keepdims=True) if centre else x
+
+    rows = []
+    for label, k in roles:
+        first = prepared(checkpoints[steps[0]][k])
+        prev = None
+        for s in steps:
+            cur = prepared(checkpoints[s][k])
+            rows.append((s, label, mean_row_cosine(cur, first), float("nan") if prev is None else mean_row_cosine(cur, prev)))
+            prev = cur
+    return pd.DataFrame(rows, columns=list(EVOLUTION_COLUMNS)).sort_values(["step", "matrix"], ignore_index=True)
+
+
+def save_model(model, tokenizer, out_dir) -> Path:
+    """Save ``model`` (safetensors) and ``tokenizer`` with ``save_pretrained`` into ``out_dir``."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out_dir)
+    if tokenizer is not None:
+        tokenizer.save_pretrained(out_dir)
+    return out_dir
