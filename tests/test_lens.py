@@ -1,0 +1,396 @@
+"""Logit lens and tuned lens (tying/lens.py): the maths, the indexing, training, saving, bad input."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from tests.tiny_models import FAMILIES, tiny_config
+from tying.errors import UserError
+from tying.lens import (
+    TunedLens,
+    evaluate_lens,
+    find_lens_parts,
+    kl_bits,
+    lens_logits,
+    load_lens,
+    prediction_trajectory,
+    read_lens_meta,
+    residual_stream,
+    save_lens,
+    text_batches,
+    train_tuned_lens,
+    unembedding_fingerprint,
+)
+
+TEXT = (
+    "The tied matrix ends up looking like an untied output matrix, because the gradients "
+    "that reach it through the output softmax dominate those from the input lookup. "
+    "Every output row gets a gradient at every step; an input row only when its token occurs."
+)
+
+
+def tiny_lm(family: str = "llama", tied: bool = True, *, n_layers: int = 2, vocab_size: int = 300,
+            init: float = 0.2, seed: int = 0):
+    """A random-weight causal LM built in memory. ``init`` (the initializer range) is large
+    enough that its output distributions are far from uniform, so KLs are not all ~0."""
+    from transformers import AutoModelForCausalLM
+
+    config = tiny_config(family, vocab_size=vocab_size, d=32, n_layers=n_layers, tied=tied)
+    config.initializer_range = init
+    torch.manual_seed(seed)
+    return AutoModelForCausalLM.from_config(config).eval()
+
+
+def random_ids(vocab_size: int = 300, shape=(2, 24), seed: int = 0) -> torch.Tensor:
+    return torch.randint(0, vocab_size, shape, generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tokenizer_dir):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(tokenizer_dir)
+
+
+# --------------------------------------------------------------------------- KL maths
+
+
+def test_kl_of_a_distribution_with_itself_is_zero():
+    gen = torch.Generator().manual_seed(1)
+    for scale in (0.1, 1.0, 30.0):
+        logits = torch.randn(5, 7, 50, generator=gen) * scale
+        assert torch.equal(kl_bits(logits, logits), torch.zeros(5, 7))
+    masked = torch.tensor([[0.0, -math.inf, 2.0]])
+    assert kl_bits(masked, masked).item() == 0.0
+
+
+def test_kl_is_non_negative_and_matches_the_definition():
+    gen = torch.Generator().manual_seed(2)
+    for trial in range(40):
+        vocab = int(torch.randint(2, 200, (1,), generator=gen))
+        scale = float(torch.rand(1, generator=gen)) * 10
+        p = torch.randn(8, vocab, generator=gen) * scale
+        q = torch.randn(8, vocab, generator=gen) * scale + (trial % 3)
+        kl = kl_bits(p, q)
+        assert kl.shape == (8,) and kl.dtype == torch.float32
+        assert (kl >= 0).all()
+        pp = torch.softmax(p.double(), -1)
+        qq = torch.softmax(q.double(), -1)
+        direct = (pp * (pp.log() - qq.log())).sum(-1) / math.log(2)
+        np.testing.assert_allclose(kl.numpy(), direct.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_kl_in_bits_of_a_known_pair():
+    # p puts everything on token 0, q is uniform over 2 tokens: KL = log2(2) = 1 bit
+    p = torch.tensor([0.0, -math.inf])
+    q = torch.tensor([0.0, 0.0])
+    assert kl_bits(p, q).item() == pytest.approx(1.0, abs=1e-6)
+    # uniform over 4 vs one token at probability 1/2, three at 1/6
+    q2 = torch.log(torch.tensor([0.5, 1 / 6, 1 / 6, 1 / 6]))
+    expected = 0.25 * (math.log2(0.25 / 0.5) + 3 * math.log2(0.25 * 6))
+    assert kl_bits(torch.zeros(4), q2).item() == pytest.approx(expected, abs=1e-6)
+    with pytest.raises(UserError, match="different shapes"):
+        kl_bits(torch.zeros(3), torch.zeros(4))
+
+
+# --------------------------------------------------------------------------- parts and hidden states
+
+
+@pytest.mark.parametrize("tied", [True, False], ids=["tied", "untied"])
+@pytest.mark.parametrize("family", FAMILIES)
+def test_logit_lens_of_the_last_hidden_state_is_the_model_output(family, tied):
+    model = tiny_lm(family, tied)
+    parts = find_lens_parts(model)
+    assert parts.n_hidden == 3 and parts.d_model == 32
+    assert isinstance(parts.final_hidden_is_normed, bool)
+    ids = random_ids()
+    with torch.no_grad():
+        logits = model(ids).logits
+        hs = residual_stream(model, parts, ids)
+        last = lens_logits(parts, hs[-1], parts.n_hidden - 1)
+    torch.testing.assert_close(last, logits, rtol=1e-5, atol=1e-5)
+    assert kl_bits(logits, last).max().item() < 1e-6
+    table = evaluate_lens(model, [ids])
+    assert list(table.columns) == ["layer", "lens", "kl_mean", "kl_std", "n_tokens"]
+    assert table["kl_mean"].iloc[-1] < 1e-5
+    assert (table["kl_mean"].iloc[:-1] > 1e-3).all()  # the earlier hidden states are not trivially right
+    assert (table["n_tokens"] == ids.numel()).all()
+
+
+def test_hidden_state_l_is_the_output_of_block_l():
+    model = tiny_lm("llama", n_layers=3)
+    parts = find_lens_parts(model)
+    ids = random_ids()
+    outputs = {}
+
+    def keep(i):
+        return lambda _module, _args, out: outputs.__setitem__(i, out[0] if isinstance(out, tuple) else out)
+
+    hooks = [block.register_forward_hook(keep(i)) for i, block in enumerate(model.model.layers, start=1)]
+    try:
+        hs = residual_stream(model, parts, ids)
+    finally:
+        for h in hooks:
+            h.remove()
+    assert len(hs) == 4
+    torch.testing.assert_close(hs[0], model.model.embed_tokens(ids))
+    for layer in (1, 2, 3):
+        torch.testing.assert_close(hs[layer], outputs[layer])  # the last one before the final norm
+
+
+def test_evaluate_lens_is_the_mean_and_spread_of_kl_bits_over_tokens():
+    model = tiny_lm("gpt2", n_layers=3)
+    parts = find_lens_parts(model)
+    lens = TunedLens.for_parts(parts)
+    with torch.no_grad():
+        for p in lens.parameters():
+            p.normal_(std=0.05)
+    batches = [random_ids(shape=(2, 10), seed=4), random_ids(shape=(1, 7), seed=5)]
+    table = evaluate_lens(model, batches, lens)
+    assert len(table) == 2 * parts.n_hidden and (table["n_tokens"] == 27).all()
+    with torch.no_grad():
+        streams = [residual_stream(model, parts, ids) for ids in batches]
+        final = torch.cat([model(ids).logits.reshape(-1, 300) for ids in batches])
+        for name, tl in (("tuned", lens), ("logit", None)):
+            for layer in range(parts.n_hidden):
+                q = torch.cat([lens_logits(parts, hs[layer].reshape(-1, 32), layer, tl) for hs in streams])
+                kl = kl_bits(final, q).double()
+                row = table[(table.layer == layer) & (table.lens == name)].iloc[0]
+                assert row.kl_mean == pytest.approx(kl.mean().item(), abs=1e-5)
+                assert row.kl_std == pytest.approx(kl.std(unbiased=False).item(), abs=1e-4)
+    chunked = evaluate_lens(model, batches, lens, chunk_tokens=4)
+    np.testing.assert_allclose(chunked["kl_mean"], table["kl_mean"], atol=1e-6)
+
+
+class ToyLM(nn.Module):
+    """A causal LM outside transformers: returns its hidden states *without* the final norm."""
+
+    def __init__(self, vocab=40, d=8, n_layers=2, logit_scale=1.0):
+        super().__init__()
+        torch.manual_seed(0)
+        self.embed = nn.Embedding(vocab, d)
+        self.blocks = nn.ModuleList(nn.Linear(d, d) for _ in range(n_layers))
+        self.model = nn.Module()
+        self.model.norm = nn.LayerNorm(d)
+        self.lm_head = nn.Linear(d, vocab, bias=False)
+        self.logit_scale = logit_scale
+
+    def get_output_embeddings(self):
+        return self.lm_head
+
+    def forward(self, input_ids, output_hidden_states=False, use_cache=None):
+        h = self.embed(input_ids)
+        hs = [h]
+        for block in self.blocks:
+            h = h + torch.tanh(block(h))
+            hs.append(h)
+        logits = self.lm_head(self.model.norm(h)) * self.logit_scale
+        return SimpleNamespace(hidden_states=tuple(hs), logits=logits)
+
+
+def test_a_model_whose_last_hidden_state_is_not_normed():
+    model = ToyLM()
+    parts = find_lens_parts(model)
+    assert parts.final_hidden_is_normed is False and parts.n_hidden == 3 and parts.d_model == 8
+    table = evaluate_lens(model, [random_ids(40, (2, 9))])
+    assert table["kl_mean"].iloc[-1] < 1e-5 and table["kl_mean"].iloc[0] > 1e-3
+
+
+def test_models_the_lens_cannot_read_are_refused():
+    class NoNorm(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lm_head = nn.Linear(4, 10)
+
+        def get_output_embeddings(self):
+            return self.lm_head
+
+    class NoUnembedding(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = nn.Module()
+            self.model.norm = nn.LayerNorm(4)
+
+    with pytest.raises(UserError, match="cannot find the final norm of NoNorm"):
+        find_lens_parts(NoNorm())
+    with pytest.raises(UserError, match="cannot find the unembedding of NoUnembedding"):
+        find_lens_parts(NoUnembedding())
+    with pytest.raises(UserError, match="not unembedding\\(final_norm\\(h\\)\\)"):
+        find_lens_parts(ToyLM(logit_scale=2.0))
+
+
+# --------------------------------------------------------------------------- the tuned lens
+
+
+def test_an_untrained_tuned_lens_is_exactly_the_logit_lens():
+    model = tiny_lm("gpt_neox")
+    parts = find_lens_parts(model)
+    lens = TunedLens.for_parts(parts)
+    ids = random_ids()
+    hs = residual_stream(model, parts, ids)
+    with torch.no_grad():
+        for layer in range(parts.n_hidden):
+            assert torch.equal(lens_logits(parts, hs[layer], layer, lens), lens_logits(parts, hs[layer], layer))
+    table = evaluate_lens(model, [ids], lens).pivot(index="layer", columns="lens", values="kl_mean")
+    assert (table["tuned"] == table["logit"]).all()
+
+
+def test_the_translator_of_hidden_state_l_acts_on_hidden_state_l_only():
+    model = tiny_lm("qwen3", n_layers=3)
+    parts = find_lens_parts(model)
+    ids = random_ids()
+    gen = torch.Generator().manual_seed(3)
+    for planted in range(parts.n_hidden):
+        lens = TunedLens.for_parts(parts)
+        with torch.no_grad():
+            lens.translators[planted].bias.copy_(torch.randn(parts.d_model, generator=gen) * 5)
+        table = evaluate_lens(model, [ids], lens, parts=parts)
+        wide = table.pivot(index="layer", columns="lens", values="kl_mean")
+        changed = wide.index[(wide["tuned"] - wide["logit"]).abs() > 1e-4].tolist()
+        assert changed == [planted]
+
+
+def test_training_lowers_the_tuned_lens_kl_and_leaves_the_model_alone(tokenizer):
+    model = tiny_lm("llama", n_layers=3, vocab_size=len(tokenizer))
+    model.lm_head.weight.requires_grad_(True)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    batches = text_batches(tokenizer, [TEXT, TEXT[::-1]], seq_len=32, batch_size=4)
+    seen = []
+    lens, curve = train_tuned_lens(model, batches, steps=12, progress=lambda *a: seen.append(a))
+    assert list(curve.columns) == ["step", "layer", "kl_bits"]
+    assert len(curve) == 12 * 4 and seen[-1][:2] == (12, 12)
+    first = curve[curve.step == 0].set_index("layer")["kl_bits"]
+    final = curve[curve.step == 11].set_index("layer")["kl_bits"]
+    assert (final.iloc[:-1] < first.iloc[:-1]).all()
+    table = evaluate_lens(model, batches, lens).pivot(index="layer", columns="lens", values="kl_mean")
+    assert (table["tuned"].iloc[:-1] < table["logit"].iloc[:-1]).all()
+    assert table["tuned"].iloc[-1] < 1e-5
+    after = model.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    assert model.lm_head.weight.requires_grad and not model.training
+    with pytest.raises(UserError, match="steps must be at least 1"):
+        train_tuned_lens(model, batches, steps=0)
+
+
+def test_training_in_token_blocks_gives_the_same_lens():
+    model = tiny_lm("gpt_neox")
+    batches = [random_ids(shape=(2, 12), seed=6)]
+    whole, curve = train_tuned_lens(model, batches, steps=2, optimizer="adam", lr=1e-2)
+    blocks, curve_blocks = train_tuned_lens(model, batches, steps=2, optimizer="adam", lr=1e-2, chunk_tokens=5)
+    for a, b in zip(whole.parameters(), blocks.parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(curve["kl_bits"], curve_blocks["kl_bits"], rtol=1e-5)
+    assert any(p.abs().max() > 0 for p in whole.parameters())
+
+
+def test_a_lens_for_another_model_shape_is_refused():
+    model = tiny_lm("gpt2")
+    with pytest.raises(UserError, match="the lens has 5 translators"):
+        evaluate_lens(model, [random_ids()], TunedLens(5, 32))
+
+
+# --------------------------------------------------------------------------- trajectories and batches
+
+
+def test_prediction_trajectory(tokenizer):
+    model = tiny_lm("olmo", vocab_size=len(tokenizer))
+    parts = find_lens_parts(model)
+    lens, _ = train_tuned_lens(model, text_batches(tokenizer, TEXT, seq_len=16), steps=3, parts=parts)
+    traj = prediction_trajectory(model, tokenizer, TEXT, lens, top_k=4, max_tokens=10)
+    assert list(traj.columns) == ["position", "token", "layer", "lens", "rank", "prediction", "prob"]
+    assert len(traj) == 10 * parts.n_hidden * 2 * 4
+    ids = tokenizer(TEXT)["input_ids"][:10]
+    with torch.no_grad():
+        argmax = model(torch.tensor([ids])).logits[0].argmax(-1).tolist()
+    top1 = traj[(traj.layer == parts.n_hidden - 1) & (traj["rank"] == 1)]
+    for name in ("tuned", "logit"):
+        rows = top1[top1.lens == name].sort_values("position")
+        assert rows["prediction"].tolist() == [tokenizer.decode([i]) for i in argmax]
+    assert traj.groupby("position")["token"].first().tolist() == [tokenizer.decode([i]) for i in ids]
+    probs = traj.sort_values(["position", "layer", "lens", "rank"])["prob"].to_numpy().reshape(-1, 4)
+    assert (np.diff(probs, axis=1) <= 0).all() and (probs > 0).all()
+    logit_only = prediction_trajectory(model, tokenizer, TEXT, None, top_k=1, max_tokens=5)
+    assert set(logit_only.lens) == {"logit"} and len(logit_only) == 5 * parts.n_hidden
+    with pytest.raises(UserError, match="no text"):
+        prediction_trajectory(model, tokenizer, "   ", lens)
+
+
+def test_text_batches(tokenizer):
+    batches = text_batches(tokenizer, [TEXT, "", TEXT], seq_len=16, batch_size=3)
+    n_tokens = len(tokenizer(TEXT)["input_ids"])
+    total = 2 * n_tokens + 1  # the two texts and one end-of-text token between them
+    assert sum(b.numel() for b in batches) == total
+    assert all(b.dtype == torch.long for b in batches)
+    assert all(b.shape == (3, 16) for b in batches[:-2])
+    assert batches[-1].shape == (1, total % 16)
+    assert tokenizer.eos_token_id in torch.cat([b.reshape(-1) for b in batches]).tolist()
+    capped = text_batches(tokenizer, [TEXT] * 100, seq_len=8, batch_size=2, max_tokens=40)
+    assert sum(b.numel() for b in capped) == 40 and all(b.shape == (2, 8) for b in capped[:-1])
+    for empty in ([], ["", "  \n"], ""):
+        with pytest.raises(UserError, match="no text to evaluate the lens on"):
+            text_batches(tokenizer, empty)
+    with pytest.raises(UserError, match="no text to evaluate the lens on"):
+        evaluate_lens(tiny_lm(), [])
+
+
+def test_a_layer_out_of_range_is_a_user_error(tokenizer):
+    model = tiny_lm("gpt_neo", vocab_size=len(tokenizer))
+    parts = find_lens_parts(model)
+    h = torch.zeros(2, parts.d_model)
+    message = "layer {} out of range: the model has 3 hidden states \\(0..2\\)"
+    for layer in (-1, 3, 10):
+        with pytest.raises(UserError, match=message.format(layer)):
+            lens_logits(parts, h, layer)
+        with pytest.raises(UserError, match=message.format(layer)):
+            TunedLens.for_parts(parts)(h, layer)
+    with pytest.raises(UserError, match=message.format(3)):
+        evaluate_lens(model, [random_ids(len(tokenizer))], layers=[0, 3])
+    with pytest.raises(UserError, match=message.format(7)):
+        prediction_trajectory(model, tokenizer, TEXT, None, layers=[7])
+    with pytest.raises(UserError, match="layer must be an integer"):
+        lens_logits(parts, h, 1.5)
+
+
+# --------------------------------------------------------------------------- saving and loading
+
+
+def test_saved_lens_round_trip_and_fingerprint(tmp_path):
+    model = tiny_lm("llama", tied=False)
+    parts = find_lens_parts(model)
+    fingerprint = unembedding_fingerprint(parts)
+    assert len(fingerprint) == 64 and fingerprint == unembedding_fingerprint(find_lens_parts(model))
+    lens = TunedLens.for_parts(parts)
+    with torch.no_grad():
+        for p in lens.parameters():
+            p.normal_()
+    path = save_lens(lens, tmp_path / "lens" / "llama.safetensors", fingerprint, {"model": "tiny", "steps": 3})
+    assert path.read_bytes()[8:9] == b"{"  # a safetensors header, not a pickle
+    assert sorted(p.name for p in path.parent.iterdir()) == ["llama.json", "llama.safetensors"]  # no temp files
+    assert read_lens_meta(path)["meta"] == {"model": "tiny", "steps": 3}
+    loaded = load_lens(path, fingerprint)
+    assert isinstance(loaded, TunedLens)
+    for (name, a), (_, b) in zip(lens.state_dict().items(), loaded.state_dict().items()):
+        assert torch.equal(a, b), name
+
+    # another unembedding, or another final norm: another fingerprint, and the lens is not loaded
+    with torch.no_grad():
+        model.lm_head.weight[0, 0] += 1.0
+    changed = unembedding_fingerprint(parts)
+    with torch.no_grad():
+        model.lm_head.weight[0, 0] -= 1.0
+        model.model.norm.weight[0] += 1.0
+    assert len({fingerprint, changed, unembedding_fingerprint(parts)}) == 3
+    with pytest.warns(UserWarning, match="another unembedding"):
+        assert load_lens(path, changed) is None
+
+    with pytest.raises(UserError, match="no saved lens"):
+        load_lens(tmp_path / "missing.safetensors", fingerprint)
+    (tmp_path / "blocker").write_text("a file, not a folder")
+    with pytest.raises(UserError, match="cannot write the lens"):
+        save_lens(lens, tmp_path / "blocker" / "lens.safetensors", fingerprint)
