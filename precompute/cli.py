@@ -33,13 +33,7 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="precompute", description="Precompute weight-tying analyses into DuckDB caches.")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-
-    pair = sub.add_parser("pair", help="analyse a tied/untied model pair and write cache/<name>.duckdb",
-                          description="Load a tied and an untied model (Hugging Face ids or local directories), "
-                          "run alignment, k-NN overlap, spectral distance and UMAP, and write the pair's cache.")
+def _add_pair_options(pair: argparse.ArgumentParser) -> None:
     pair.add_argument("--tied", help="tied model: Hugging Face id or local directory")
     pair.add_argument("--untied", help="untied model: Hugging Face id or local directory")
     pair.add_argument("--preset", help="one of the paper's pairs: olmo, gptneo-pythia, qwen3")
@@ -60,11 +54,39 @@ def build_parser() -> argparse.ArgumentParser:
                       help="tokens projected by UMAP; a seeded random sample above (default 10000)")
     pair.add_argument("--seed", type=int, default=0, help="seed for splits and samples (default 0)")
     pair.add_argument("--text", help="a text file: token frequencies for the norm-vs-frequency view")
-    pair.add_argument("--skip", default="", help="comma-separated stages to skip: alignment,neighbours,spectral,umap")
+    pair.add_argument("--skip", default="",
+                      help="comma-separated stages to skip: alignment,neighbours,spectral,umap,lens")
     pair.add_argument("--force", action="store_true", help="recompute every stage even if cached")
     pair.add_argument("--device", help="torch device (default: cuda when present, else cpu)")
     pair.add_argument("--trust-remote-code", action="store_true",
                       help="allow model code from the hub to run (off by default)")
+
+    pair.add_argument("--skip-lens", action="store_true", help="skip the lens stage (same as --skip lens)")
+    pair.add_argument("--lens-text", default="python-docs",
+                      help="lens text: 'python-docs' (offline), a text file, or hf:<dataset> such as hf:wikitext")
+    pair.add_argument("--lens-steps", type=_positive_int, default=250, help="tuned-lens training steps (default 250)")
+    pair.add_argument("--lens-batch-size", type=_positive_int, default=8,
+                      help="sequences per lens batch; bounds memory (default 8)")
+    pair.add_argument("--lens-seq-len", type=_positive_int, default=128,
+                      help="tokens per lens sequence, capped at the model's context (default 128)")
+    pair.add_argument("--lens-train-tokens", type=_positive_int, default=262_144,
+                      help="tokens of lens training text (default 262144)")
+    pair.add_argument("--lens-eval-tokens", type=_positive_int, default=65_536,
+                      help="tokens of lens evaluation text, disjoint from training (default 65536)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="precompute", description="Precompute weight-tying analyses into DuckDB caches.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    pair = sub.add_parser("pair", help="analyse a tied/untied model pair and write cache/<name>.duckdb",
+                          description="Load a tied and an untied model (Hugging Face ids or local directories), "
+                          "run alignment, k-NN overlap, spectral distance, UMAP and the lens, and write the pair's cache.")
+    _add_pair_options(pair)
+    lens = sub.add_parser("lens", help="only the tuned/logit lens stage of a pair (layerwise KL)",
+                          description="Train a tuned lens for each model of a pair and store the per-layer KL "
+                          "(tuned and logit lens), the training curves and prediction trajectories in its cache.")
+    _add_pair_options(lens)
 
     demo = sub.add_parser("demo", help="the toy lab: train tied and untied twins here and analyse them",
                           description="Train small tied, untied and input-gradient-scaled twins on an offline "
@@ -75,19 +97,21 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--corpus", default="python-docs",
                       help="'python-docs' (offline: Python's own documentation), a text file, or hf:<dataset>")
     demo.add_argument("--max-chars", type=_positive_int, default=1_200_000, help="corpus size cap (characters)")
-    demo.add_argument("--vocab-size", type=_positive_int, default=2048, help="BPE vocabulary (default 2048)")
+    demo.add_argument("--vocab-size", type=_positive_int, default=4096, help="BPE vocabulary (default 4096)")
     demo.add_argument("--d-model", type=_positive_int, default=128, help="model width (default 128)")
     demo.add_argument("--n-layers", type=_positive_int, default=4, help="transformer blocks (default 4)")
     demo.add_argument("--n-heads", type=_positive_int, default=4, help="attention heads (default 4)")
     demo.add_argument("--context", type=_positive_int, default=64, help="tokens per training sequence (default 64)")
     demo.add_argument("--batch-size", type=_positive_int, default=16, help="sequences per step (default 16)")
-    demo.add_argument("--steps", type=_positive_int, default=300, help="optimiser steps per twin (default 300)")
+    demo.add_argument("--steps", type=_positive_int, default=250, help="optimiser steps per twin (default 250)")
     demo.add_argument("--lr", type=float, default=3e-3, help="peak AdamW learning rate (default 3e-3)")
     demo.add_argument("--input-grad-scale", default="5",
                       help="factor(s) on the input-side gradient of the scaled tied twin, e.g. 5 or 2,5,10 (default 5)")
     demo.add_argument("--seeds", type=_positive_int, default=1, help="independent runs; the summary gives mean and spread")
     demo.add_argument("--checkpoints", type=_positive_int, default=12, help="log-spaced snapshots per run (default 12)")
-    demo.add_argument("--skip", default="", help="pair stages to skip: alignment,neighbours,spectral,umap")
+    demo.add_argument("--skip", default="", help="pair stages to skip: alignment,neighbours,spectral,umap,lens")
+    demo.add_argument("--skip-lens", action="store_true", help="skip the lens stage (same as --skip lens)")
+    demo.add_argument("--lens-steps", type=_positive_int, default=150, help="tuned-lens training steps (default 150)")
     demo.add_argument("--force", action="store_true", help="retrain and recompute everything")
     demo.add_argument("--device", help="torch device (default: cuda when present, else cpu)")
 
@@ -122,8 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _cmd_pair(args: argparse.Namespace, argv: list[str]) -> int:
-    from precompute.pair import PairConfig, PairRun, preset_config
+def _cmd_pair(args: argparse.Namespace, argv: list[str], *, lens_only: bool = False) -> int:
+    from precompute.lens import LensOptions
+    from precompute.pair import OPTIONAL_STAGES, PairConfig, PairRun, preset_config
 
     tied, untied = args.tied, args.untied
     if args.preset:
@@ -137,13 +162,24 @@ def _cmd_pair(args: argparse.Namespace, argv: list[str]) -> int:
         neighbours_k=args.neighbours_k, held_out=args.held_out, spectral_k=args.spectral_k,
         spectral_components=args.spectral_components, spectral_tokens=args.spectral_tokens,
         umap_tokens=args.umap_tokens, seed=args.seed, text=args.text,
-        skip=[s.strip() for s in args.skip.split(",") if s.strip()], force=args.force, device=args.device,
-        trust_remote_code=args.trust_remote_code,
+        skip=_skips(args), force=args.force, device=args.device, trust_remote_code=args.trust_remote_code,
         command="python -m precompute " + " ".join(shlex.quote(a) for a in argv),
+        lens=LensOptions(text=args.lens_text, steps=args.lens_steps, batch_size=args.lens_batch_size,
+                         seq_len=args.lens_seq_len, train_tokens=args.lens_train_tokens,
+                         eval_tokens=args.lens_eval_tokens),
     )
+    if lens_only:
+        cfg.skip = [s for s in OPTIONAL_STAGES if s != "lens"]
     path = PairRun(cfg).run()
     print(f"wrote {path}")
     return _cmd_summary_path(path, as_json=False)
+
+
+def _skips(args: argparse.Namespace) -> list[str]:
+    skip = [s.strip() for s in args.skip.split(",") if s.strip()]
+    if getattr(args, "skip_lens", False) and "lens" not in skip:
+        skip.append("lens")
+    return skip
 
 
 def _factors(text: str) -> list[float]:
@@ -164,7 +200,7 @@ def _cmd_demo(args: argparse.Namespace, argv: list[str]) -> int:
         max_chars=args.max_chars, vocab_size=args.vocab_size, d_model=args.d_model, n_layers=args.n_layers,
         n_heads=args.n_heads, context=args.context, batch_size=args.batch_size, steps=args.steps, lr=args.lr,
         input_grad_scale=_factors(args.input_grad_scale), seeds=args.seeds, checkpoints=args.checkpoints,
-        skip=[s.strip() for s in args.skip.split(",") if s.strip()], force=args.force, device=args.device,
+        skip=_skips(args), force=args.force, device=args.device, lens_steps=args.lens_steps,
         command="python -m precompute " + " ".join(shlex.quote(a) for a in argv),
     )
     path = DemoRun(cfg).run()
@@ -226,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         if args.command == "pair":
             return _cmd_pair(args, argv)
+        if args.command == "lens":
+            return _cmd_pair(args, argv, lens_only=True)
         if args.command == "evolution":
             return _cmd_evolution(args, argv)
         if args.command == "grads":

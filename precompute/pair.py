@@ -20,13 +20,14 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from precompute.lens import LensOptions
 from tying import reference
 from tying.errors import UserError
 from tying.schema import MATRICES, MATRIX_PAIRS, PAIR_STAGES, pair_label
 from tying.store import CacheWriter, cache_path, params_hash
 
 STAGES = PAIR_STAGES
-OPTIONAL_STAGES = ("alignment", "neighbours", "spectral", "umap")
+OPTIONAL_STAGES = ("alignment", "neighbours", "spectral", "umap", "lens")
 
 
 @dataclass
@@ -54,6 +55,7 @@ class PairConfig:
     trust_remote_code: bool = False
     min_common_tokens: int = 100
     kind: str = "pair"  # 'toylab' when the toy lab's twins are analysed
+    lens: LensOptions = field(default_factory=LensOptions)
     command: str | None = None  # the command line that built the cache (for rebuild hints)
 
 
@@ -283,6 +285,16 @@ class PairRun:
                   for key, c in zip(MATRICES, coords)]
         return {"umap": pd.concat(frames)}
 
+    # -- stage: lens ---------------------------------------------------------------------
+    def lens_tables(self, progress) -> dict[str, pd.DataFrame]:
+        from precompute.lens import lens_tables
+
+        lens_dir = Path(self.cfg.cache_dir) / "lens" / self.name
+        lens_dir.mkdir(parents=True, exist_ok=True)
+        return lens_tables({role: m.local_dir for role, m in self.models.items()}, self.cfg.lens,
+                           lens_dir=lens_dir, device=self.device, trust_remote_code=self.cfg.trust_remote_code,
+                           progress=progress)
+
     # -- orchestration -------------------------------------------------------------------
     def stage_params(self, stage: str) -> dict:
         c = self.cfg
@@ -294,6 +306,7 @@ class PairRun:
             "spectral": {"k": c.spectral_k, "components": c.spectral_components, "tokens": c.spectral_tokens,
                          "seed": c.seed},
             "umap": {"tokens": c.umap_tokens, "seed": c.seed},
+            "lens": c.lens.params(),
         }[stage]
         return {"stage": stage, "inputs": self.input_hash, **own}
 
@@ -319,7 +332,7 @@ class PairRun:
             writer = CacheWriter(self.path, force=cfg.force, meta=meta)
             builders = {"load": lambda p: self.load_tables(), "alignment": self.alignment_tables,
                         "neighbours": self.neighbours_tables, "spectral": self.spectral_tables,
-                        "umap": self.umap_tables}
+                        "umap": self.umap_tables, "lens": self.lens_tables}
             for stage in todo:
                 params = self.stage_params(stage)
                 phash = params_hash(params)

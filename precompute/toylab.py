@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from precompute.lens import LensOptions
 from precompute.pair import PairConfig, PairRun
 from tying.errors import UserError
 from tying.store import CacheWriter, cache_path, params_hash
@@ -35,13 +36,13 @@ class DemoConfig:
     work_dir: str | None = None  # models and tokenizer (default: <cache_dir>/toylab/<name>)
     corpus: str = "python-docs"  # 'python-docs', a text file, or 'hf:<dataset>' (online)
     max_chars: int = 1_200_000
-    vocab_size: int = 2048
+    vocab_size: int = 4096
     d_model: int = 128
     n_layers: int = 4
     n_heads: int = 4
     context: int = 64
     batch_size: int = 16
-    steps: int = 300
+    steps: int = 250
     lr: float = 3e-3
     input_grad_scale: list[float] = field(default_factory=lambda: [5.0])
     seeds: int = 1
@@ -50,6 +51,7 @@ class DemoConfig:
     force: bool = False
     device: str | None = None
     command: str | None = None
+    lens_steps: int = 150
 
 
 def validate(cfg: DemoConfig) -> None:
@@ -116,7 +118,7 @@ class DemoRun:
 
     def training_params(self, corpus_digest: str) -> dict:
         c = asdict(self.cfg)
-        for k in ("name", "cache_dir", "work_dir", "skip", "force", "device", "command"):
+        for k in ("name", "cache_dir", "work_dir", "skip", "force", "device", "command", "lens_steps"):
             c.pop(k)
         return {"stage": "training", "corpus_sha256": corpus_digest, **c}
 
@@ -195,8 +197,10 @@ class DemoRun:
         cfg = self.cfg
         PairRun(PairConfig(
             tied=str(self.model_dir("tied", 1.0, 0)), untied=str(self.model_dir("untied", 1.0, 0)), name=cfg.name,
-            cache_dir=cfg.cache_dir, text=str(corpus_file), skip=[s for s in cfg.skip if s != "lens"],
-            force=cfg.force, device=cfg.device, kind="toylab", command=cfg.command,
+            cache_dir=cfg.cache_dir, text=str(corpus_file), skip=list(cfg.skip), force=cfg.force,
+            device=cfg.device, kind="toylab", command=cfg.command,
+            lens=LensOptions(text=str(corpus_file), steps=cfg.lens_steps, seq_len=cfg.context,
+                             train_tokens=65_536, eval_tokens=32_768, max_chars=cfg.max_chars),
         )).run()
 
     def training_tables(self, results: dict, scales: list[float]) -> dict[str, pd.DataFrame]:

@@ -9,7 +9,7 @@ from precompute.cli import main
 from tests.tiny_models import make_tiny_model, make_tokenizer
 from tying.store import open_cache, query_df
 
-FAST = ["--skip", "umap", "--spectral-components", "16", "--neighbours-k", "20"]
+FAST = ["--skip", "umap,lens", "--spectral-components", "16", "--neighbours-k", "20"]
 
 
 @pytest.fixture(scope="module")
@@ -177,7 +177,7 @@ def test_different_widths_orthogonal_not_applicable(tmp_path, capsys):
 def test_bad_input_one_line_exit_2_cache_untouched(models, tmp_path, capsys, case):
     # an existing cache of the same name must survive every failure byte for byte
     assert _run(capsys, "pair", "--tied", models["tied"], "--untied", models["untied"], "--cache-dir", tmp_path,
-                "--name", "keep", *FAST, "--skip", "umap,spectral,alignment")[0] == 0
+                "--name", "keep", *FAST, "--skip", "umap,spectral,alignment,lens")[0] == 0
     before = _digest(tmp_path / "keep.duckdb")
     tied, untied, extra, cache_dir = models["tied"], models["untied"], [], tmp_path
     if case == "tied-as-untied":
@@ -226,3 +226,33 @@ def test_module_entry_point_runs(tmp_path):
 
     r = subprocess.run([sys.executable, "-m", "precompute", "pair", "--tied", "x"], capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.strip().startswith("error: give both --tied and --untied")
+
+
+def test_lens_command_end_to_end(models, tmp_path, capsys):
+    """`precompute lens` stores per-layer KL for both models; the final hidden state's logit-lens KL is ~0."""
+    code, _, err = _run(capsys, "lens", "--tied", models["tied"], "--untied", models["untied"], "--cache-dir", tmp_path,
+                        "--name", "l", "--lens-steps", "5", "--lens-train-tokens", "2048", "--lens-eval-tokens", "1024",
+                        "--lens-seq-len", "32")
+    assert code == 0, err
+    s = json.loads(_run(capsys, "summary", tmp_path / "l.duckdb", "--json")[1])
+    kl = s["lens"]["kl"]
+    assert set(kl) == {"tied", "untied"}
+    for model in kl.values():
+        assert len(model["tuned"]) == len(model["logit"]) == 3  # input + 2 blocks
+        assert model["logit"][-1] == pytest.approx(0.0, abs=1e-3)
+        assert all(x >= -1e-6 for x in model["tuned"] + model["logit"])
+    assert "gap" in s["lens"]
+    con = open_cache(tmp_path / "l.duckdb")
+    traj = query_df(con, "SELECT * FROM lens_trajectory")
+    stages = {r[0] for r in con.execute("SELECT stage FROM stages").fetchall()}
+    con.close()
+    assert stages == {"load", "lens"} and len(traj) > 0
+    assert set(traj["lens"]) == {"tuned", "logit"}
+    # the trained lens is saved and reused on a forced rerun
+    saved = list((tmp_path / "lens" / "l").glob("*.safetensors"))
+    assert len(saved) == 2
+    code, _, err = _run(capsys, "lens", "--tied", models["tied"], "--untied", models["untied"], "--cache-dir",
+                        tmp_path, "--name", "l", "--lens-steps", "5", "--lens-train-tokens", "2048",
+                        "--lens-eval-tokens", "1024", "--lens-seq-len", "32", "--force")
+    assert code == 0, err
+    assert sorted(saved) == sorted((tmp_path / "lens" / "l").glob("*.safetensors"))

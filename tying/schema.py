@@ -217,7 +217,7 @@ STAGE_TABLES: dict[str, tuple[str, ...]] = {
 }
 
 # The stages `precompute pair` runs, in order.
-PAIR_STAGES = ("load", "alignment", "neighbours", "spectral", "umap")
+PAIR_STAGES = ("load", "alignment", "neighbours", "spectral", "umap", "lens")
 
 # Kinds of cache (meta key 'kind'): a model pair, the toy lab (a pair plus training
 # dynamics), a series of checkpoints, or an imported gradient-provenance log.
