@@ -1,0 +1,101 @@
+"""One real-browser test: `streamlit run` on a free local port, every page in headless Chromium.
+
+Needs Debian's chromium and chromium-driver (CI installs them); skipped where they are absent.
+Screenshots go to bench/out/screenshots/.
+"""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tying.fixtures import build_synthetic_cache
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+PAGES = {"overview": "stMetric", "alignment": "stVegaLiteChart", "neighbours": "stVegaLiteChart",
+         "projection": "stVegaLiteChart", "lens": "stVegaLiteChart", "dynamics": "stVegaLiteChart"}
+
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(not (CHROMIUM and DRIVER), reason="Debian's chromium and chromium-driver are needed")]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    caches = tmp_path_factory.mktemp("browser-caches")
+    build_synthetic_cache(caches, "synthetic")
+    port = _free_port()
+    env = dict(os.environ, TYING_CACHE_DIR=str(caches), STREAMLIT_BROWSER_GATHER_USAGE_STATS="false")
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless",
+                             "true", "--server.port", str(port), "--server.address", "127.0.0.1"],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        pytest.fail("streamlit did not start: " + proc.stdout.read().decode(errors="replace")[-2000:])
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--window-size=1400,1000"):
+        opts.add_argument(flag)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(DRIVER), options=opts)
+    yield driver
+    driver.quit()
+
+
+@pytest.mark.parametrize("page", list(PAGES))
+def test_page_renders_in_chromium(server, browser, page):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(f"{server}/{page}?pair=synthetic&token=300")
+    WebDriverWait(browser, 60).until(EC.presence_of_element_located((By.CSS_SELECTOR, f'[data-testid="{PAGES[page]}"]')))
+    if PAGES[page] == "stVegaLiteChart":
+        # the chart actually drew (vega-embed produced a canvas or an svg)
+        WebDriverWait(browser, 60).until(
+            EC.presence_of_element_located((By.CSS_SELECTOR, '[data-testid="stVegaLiteChart"] canvas, '
+                                                             '[data-testid="stVegaLiteChart"] svg.marks')))
+    time.sleep(1.0)
+    assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
+    assert "<script>alert" not in browser.page_source.split("<body", 1)[-1].replace("&lt;script&gt;", "")
+    out = ROOT / "bench" / "out" / "screenshots"
+    out.mkdir(parents=True, exist_ok=True)
+    assert browser.save_screenshot(str(out / f"{page}.png"))
+    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE" and "favicon" not in e["message"]]
+    assert not errors, errors
