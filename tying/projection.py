@@ -35,13 +35,15 @@ def _pca(X: np.ndarray, dims: int, seed: int) -> np.ndarray:
 
 
 def aligned_umap(matrices: list, *, n_neighbors: int = 15, min_dist: float = 0.1, pca_dims: int = 50,
-                 seed: int = 0) -> list[np.ndarray]:
+                 seed: int = 0, n_epochs: int = 200) -> list[np.ndarray]:
     """Aligned 2-D UMAP projections of matrices whose rows are the same tokens.
 
     matrices: list of arrays, each of shape (n_tokens, d_i) (widths may differ). Each is
     reduced to ``pca_dims`` principal components when wider, then all are embedded by
     AlignedUMAP with the cosine metric and identity relations between consecutive views.
-    ``n_neighbors`` is capped at n_tokens - 1. Seeded: repeatable on one machine.
+    ``n_neighbors`` is capped at n_tokens - 1. ``n_epochs`` optimisation epochs (umap's own
+    default is 500 below 10,000 points; 200 keeps small vocabularies quick at little cost in
+    quality). Seeded: repeatable on one machine.
 
     Returns a list of float32 arrays of shape (n_tokens, 2), one per matrix. A token that
     UMAP leaves disconnected is placed at the centre of its view, so every value is finite;
@@ -69,14 +71,15 @@ def aligned_umap(matrices: list, *, n_neighbors: int = 15, min_dist: float = 0.1
         # a neighbour graph with several components is expected (umap lays them out apart).
         warnings.filterwarnings("ignore", category=UserWarning, module=r"umap\.")
         warnings.filterwarnings("ignore", message="Graph is not fully connected", category=UserWarning)
+        warnings.filterwarnings("ignore", message="n_jobs value", category=UserWarning)
         if len(views) == 1:
             reducer = umap.UMAP(n_neighbors=n_neighbors, min_dist=min_dist, metric="cosine",
-                                random_state=seed, init="spectral")
+                                random_state=seed, init="spectral", n_epochs=n_epochs)
             embeddings = [reducer.fit_transform(views[0])]
         else:
             identity = {i: i for i in range(n)}
             reducer = umap.AlignedUMAP(n_neighbors=n_neighbors, min_dist=min_dist, metric="cosine",
-                                       random_state=seed)
+                                       random_state=seed, n_epochs=n_epochs)
             reducer.fit(views, relations=[identity] * (len(views) - 1))
             embeddings = list(reducer.embeddings_)
     return [_fill_missing(np.asarray(E, dtype=np.float32)) for E in embeddings]
