@@ -1,5 +1,9 @@
 """The app's only door to the caches: read-only connections and cached queries.
 
+Large results (the vocabulary, neighbour lists, per-token tables) are cached with
+``st.cache_resource``, which hands out the same object without a copy: callers must treat
+them as read-only. Small ones use ``st.cache_data``.
+
 Pages never open connections or write SQL; they call the loaders here. A connection is
 cached per (path, modification time), so a cache replaced by `precompute` (an atomic
 rename) is picked up on the next run while sessions still reading the old file keep their
@@ -90,7 +94,7 @@ def summary(ref: CacheRef) -> dict:
         cur.close()
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@st.cache_resource(max_entries=32, show_spinner=False)
 def tokens(ref: CacheRef) -> pd.DataFrame:
     """The common vocabulary: token, raw, text, tied_id, untied_id, freq_tied, freq_untied, shown."""
     df = query(ref, "SELECT * FROM tokens ORDER BY token")
@@ -98,7 +102,7 @@ def tokens(ref: CacheRef) -> pd.DataFrame:
     return df
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@st.cache_resource(max_entries=64, show_spinner=False)
 def alignment(ref: CacheRef, method: str, split: str) -> pd.DataFrame:
     """Per-token cosine (columns comparison, token, cosine) for one method and split."""
     return query(ref, "SELECT comparison, token, cosine FROM alignment WHERE method = ? AND split = ? "
@@ -110,7 +114,7 @@ def alignment_summary(ref: CacheRef) -> pd.DataFrame:
     return query(ref, "SELECT * FROM alignment_summary ORDER BY comparison, method, split")
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@st.cache_resource(max_entries=32, show_spinner=False)
 def neighbour_ids(ref: CacheRef, matrix: str) -> np.ndarray:
     """Neighbour ids of every token in one matrix; array of shape (n_tokens, K)."""
     df = query(ref, "SELECT token, neighbour FROM neighbours WHERE matrix = ? ORDER BY token, rank", (matrix,))
@@ -136,13 +140,13 @@ def neighbours_of(ref: CacheRef, token: int, k: int) -> pd.DataFrame:
     return df
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@st.cache_resource(max_entries=64, show_spinner=False)
 def overlap_per_token(ref: CacheRef, a: str, b: str, k: int) -> np.ndarray:
     """overlap@k of every token between matrices ``a`` and ``b``; array of shape (n_tokens,)."""
     return overlap_at_k(neighbour_ids(ref, a), neighbour_ids(ref, b), k)
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@st.cache_resource(max_entries=32, show_spinner=False)
 def overlap_table(ref: CacheRef, k: int) -> pd.DataFrame:
     """overlap@k of every token for each matrix pair: columns token, T~I, T~O, I~O."""
     from tying.schema import MATRIX_PAIRS, pair_label
@@ -167,14 +171,14 @@ def overlap_curve(ref: CacheRef) -> pd.DataFrame:
     return query(ref, "SELECT pair, k, mean_overlap FROM overlap_curve ORDER BY pair, k")
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@st.cache_resource(max_entries=16, show_spinner=False)
 def norms(ref: CacheRef) -> pd.DataFrame:
     """matrix, token, norm, freq (tied-side corpus count, may be null)."""
     return query(ref, "SELECT n.matrix, n.token, n.norm, t.freq_tied AS freq FROM norms n "
                       "JOIN tokens t USING (token) ORDER BY n.matrix, n.token")
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@st.cache_resource(max_entries=16, show_spinner=False)
 def umap(ref: CacheRef) -> pd.DataFrame:
     return query(ref, "SELECT matrix, token, x, y FROM umap ORDER BY matrix, token")
 

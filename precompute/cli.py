@@ -52,6 +52,7 @@ def _add_pair_options(pair: argparse.ArgumentParser) -> None:
                       help="tokens used for the spectral distance; a seeded random sample above (default 10000)")
     pair.add_argument("--umap-tokens", type=_positive_int, default=20000,
                       help="tokens projected by UMAP; a seeded random sample above (default 10000)")
+    pair.add_argument("--umap-epochs", type=_positive_int, default=200, help="UMAP optimisation epochs (default 200)")
     pair.add_argument("--seed", type=int, default=0, help="seed for splits and samples (default 0)")
     pair.add_argument("--text", help="a text file: token frequencies for the norm-vs-frequency view")
     pair.add_argument("--skip", default="",
@@ -111,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--checkpoints", type=_positive_int, default=12, help="log-spaced snapshots per run (default 12)")
     demo.add_argument("--skip", default="", help="pair stages to skip: alignment,neighbours,spectral,umap,lens")
     demo.add_argument("--skip-lens", action="store_true", help="skip the lens stage (same as --skip lens)")
-    demo.add_argument("--lens-steps", type=_positive_int, default=150, help="tuned-lens training steps (default 150)")
+    demo.add_argument("--lens-steps", type=_positive_int, default=100, help="tuned-lens training steps (default 100)")
     demo.add_argument("--force", action="store_true", help="retrain and recompute everything")
     demo.add_argument("--device", help="torch device (default: cuda when present, else cpu)")
 
@@ -161,7 +162,7 @@ def _cmd_pair(args: argparse.Namespace, argv: list[str], *, lens_only: bool = Fa
         untied_revision=args.untied_revision, preset=args.preset, cache_dir=args.cache_dir,
         neighbours_k=args.neighbours_k, held_out=args.held_out, spectral_k=args.spectral_k,
         spectral_components=args.spectral_components, spectral_tokens=args.spectral_tokens,
-        umap_tokens=args.umap_tokens, seed=args.seed, text=args.text,
+        umap_tokens=args.umap_tokens, umap_epochs=args.umap_epochs, seed=args.seed, text=args.text,
         skip=_skips(args), force=args.force, device=args.device, trust_remote_code=args.trust_remote_code,
         command="python -m precompute " + " ".join(shlex.quote(a) for a in argv),
         lens=LensOptions(text=args.lens_text, steps=args.lens_steps, batch_size=args.lens_batch_size,

@@ -47,6 +47,7 @@ class PairConfig:
     spectral_components: int = 128
     spectral_tokens: int = 10000  # tokens used by the spectral distance (random sample above)
     umap_tokens: int = 20000  # tokens projected by UMAP (random sample above)
+    umap_epochs: int = 200  # UMAP optimisation epochs
     seed: int = 0
     text: str | None = None  # a text file: token frequencies for the norm-vs-frequency view
     skip: list[str] = field(default_factory=list)
@@ -69,7 +70,7 @@ def default_name(tied: str, untied: str) -> str:
 def validate(cfg: PairConfig) -> None:
     if cfg.name is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}", cfg.name):
         raise UserError(f"bad pair name '{cfg.name}': use letters, digits, '.', '_' and '-'")
-    for key in ("neighbours_k", "spectral_k", "spectral_components", "spectral_tokens", "umap_tokens"):
+    for key in ("neighbours_k", "spectral_k", "spectral_components", "spectral_tokens", "umap_tokens", "umap_epochs"):
         if getattr(cfg, key) < 1:
             raise UserError(f"--{key.replace('_', '-')} must be a positive integer, got {getattr(cfg, key)}")
     if not 0.0 < cfg.held_out < 1.0:
@@ -279,7 +280,8 @@ class PairRun:
 
         rows = _sample(self.n, self.cfg.umap_tokens, self.cfg.seed)
         progress(f"UMAP of {len(rows)} tokens x 3 matrices")
-        coords = aligned_umap([self.matrices[k][rows] for k in MATRICES], seed=self.cfg.seed)
+        coords = aligned_umap([self.matrices[k][rows] for k in MATRICES], seed=self.cfg.seed,
+                              n_epochs=self.cfg.umap_epochs)
         frames = [pd.DataFrame({"matrix": key, "token": rows.astype(np.int32),
                                 "x": c[:, 0].astype(np.float32), "y": c[:, 1].astype(np.float32)})
                   for key, c in zip(MATRICES, coords)]
@@ -305,7 +307,7 @@ class PairRun:
             "neighbours": {"k": c.neighbours_k},
             "spectral": {"k": c.spectral_k, "components": c.spectral_components, "tokens": c.spectral_tokens,
                          "seed": c.seed},
-            "umap": {"tokens": c.umap_tokens, "seed": c.seed},
+            "umap": {"tokens": c.umap_tokens, "seed": c.seed, "epochs": c.umap_epochs},
             "lens": c.lens.params(),
         }[stage]
         return {"stage": stage, "inputs": self.input_hash, **own}

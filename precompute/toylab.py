@@ -51,7 +51,7 @@ class DemoConfig:
     force: bool = False
     device: str | None = None
     command: str | None = None
-    lens_steps: int = 150
+    lens_steps: int = 100
 
 
 def validate(cfg: DemoConfig) -> None:
@@ -198,9 +198,9 @@ class DemoRun:
         PairRun(PairConfig(
             tied=str(self.model_dir("tied", 1.0, 0)), untied=str(self.model_dir("untied", 1.0, 0)), name=cfg.name,
             cache_dir=cfg.cache_dir, text=str(corpus_file), skip=list(cfg.skip), force=cfg.force,
-            device=cfg.device, kind="toylab", command=cfg.command,
+            device=cfg.device, kind="toylab", command=cfg.command, umap_epochs=100,
             lens=LensOptions(text=str(corpus_file), steps=cfg.lens_steps, seq_len=cfg.context,
-                             train_tokens=65_536, eval_tokens=32_768, max_chars=cfg.max_chars),
+                             train_tokens=65_536, eval_tokens=16_384, max_chars=cfg.max_chars),
         )).run()
 
     def training_tables(self, results: dict, scales: list[float]) -> dict[str, pd.DataFrame]:

@@ -194,6 +194,7 @@ def format_summary(s: dict[str, Any]) -> str:
     paper = s.get("paper") or {}
     if s.get("alignment") or s.get("overlap"):
         _format_pair_tables(s, paper, lines)
+    _format_lens(s, lines)
     _format_training(s, lines)
     return "\n".join(lines)
 
@@ -228,6 +229,23 @@ def _format_pair_tables(s: dict[str, Any], paper: dict[str, Any], lines: list[st
         for a, b in MATRIX_PAIRS:
             p = pair_label(a, b)
             lines.append(f"  {p}: {_fmt(s['spectral'].get(p))}")
+
+
+def _format_lens(s: dict[str, Any], lines: list[str]) -> None:
+    kl = (s.get("lens") or {}).get("kl") or {}
+    if not kl:
+        return
+    lines.append("")
+    lines.append("Layerwise KL (bits) to the final output, hidden states input, 1..L")
+    for model in ("tied", "untied"):
+        for lens in ("tuned", "logit"):
+            series = kl.get(model, {}).get(lens)
+            if series:
+                lines.append(f"  {model:<7}{lens:<6} " + " ".join(_fmt(x).strip() for x in series))
+    gap = s["lens"].get("gap")
+    if gap:
+        lines.append(f"  tuned-lens KL over the first {gap['layers']} hidden states: tied {gap['tied']:.2f}, "
+                     f"untied {gap['untied']:.2f}")
 
 
 def _format_training(s: dict[str, Any], lines: list[str]) -> None:
