@@ -7,24 +7,36 @@ sidebar, the view's state in the URL, and ``st.navigation`` over the pages in ``
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlparse
 
 import streamlit as st
+from streamlit.runtime.pages_manager import PagesManager
 
 from explorer import data, state
+
+# A folder named pages/ beside the entry point puts Streamlit in its legacy multipage mode
+# for the first session of a server process, until st.navigation runs once. In that first
+# run a deep link (/neighbours?token=...) cannot be resolved yet; it is followed below.
+LEGACY_FIRST_RUN = bool(PagesManager.uses_pages_directory)
 
 HERE = Path(__file__).resolve().parent
 
 st.set_page_config(page_title="Weight-tying explorer", page_icon="🪢", layout="wide")
 
 PAGES = [
-    st.Page(HERE / "pages" / "overview.py", title="Overview", icon="🏠", default=True, url_path="overview"),
-    st.Page(HERE / "pages" / "alignment.py", title="Alignment", icon="📐", url_path="alignment"),
-    st.Page(HERE / "pages" / "neighbours.py", title="Neighbours", icon="🧭", url_path="neighbours"),
-    st.Page(HERE / "pages" / "projection.py", title="Projection", icon="🗺️", url_path="projection"),
-    st.Page(HERE / "pages" / "lens.py", title="Lens", icon="🔎", url_path="lens"),
-    st.Page(HERE / "pages" / "dynamics.py", title="Training dynamics", icon="📈", url_path="dynamics"),
+    st.Page(HERE / "pages" / "views" / "overview.py", title="Overview", icon="🏠", default=True, url_path="overview"),
+    st.Page(HERE / "pages" / "views" / "alignment.py", title="Alignment", icon="📐", url_path="alignment"),
+    st.Page(HERE / "pages" / "views" / "neighbours.py", title="Neighbours", icon="🧭", url_path="neighbours"),
+    st.Page(HERE / "pages" / "views" / "projection.py", title="Projection", icon="🗺️", url_path="projection"),
+    st.Page(HERE / "pages" / "views" / "lens.py", title="Lens", icon="🔎", url_path="lens"),
+    st.Page(HERE / "pages" / "views" / "dynamics.py", title="Training dynamics", icon="📈", url_path="dynamics"),
 ]
 page = st.navigation(PAGES)
+if LEGACY_FIRST_RUN:
+    wanted = urlparse(st.context.url or "").path.rstrip("/").rsplit("/", 1)[-1]
+    target = next((p for p in PAGES if p.url_path == wanted), None)
+    if target is not None and target.url_path != page.url_path:
+        st.switch_page(target)
 
 notes = state.load_from_url()
 listing = data.caches(str(data.cache_dir()))
