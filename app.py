@@ -33,8 +33,12 @@ PAGES = [
 ]
 page = st.navigation(PAGES)
 if LEGACY_FIRST_RUN:
-    wanted = urlparse(st.context.url or "").path.rstrip("/").rsplit("/", 1)[-1]
-    target = next((p for p in PAGES if p.url_path == wanted), None)
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    manager = get_script_run_ctx().pages_manager
+    wanted = {manager.intended_page_name, manager.intended_page_script_hash,
+              urlparse(st.context.url or "").path.rstrip("/").rsplit("/", 1)[-1]} - {None, ""}
+    target = next((p for p in PAGES if p.url_path in wanted or p._script_hash in wanted), None)
     if target is not None and target.url_path != page.url_path:
         st.switch_page(target)
 

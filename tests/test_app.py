@@ -65,7 +65,7 @@ def test_neighbours_token_and_k_from_the_url(caches, monkeypatch):
     at = _app(caches, monkeypatch, "neighbours", pair="synthetic", token=300, k=5)
     assert not at.exception
     # the planted token is shown escaped, never as markup
-    heading = [m.value for m in at.markdown if m.value.startswith("### ")][0]
+    heading = [m.value for m in at.main.markdown if m.value.startswith("### ")][0]
     assert "<script>" not in heading and "&lt;script&gt;" in heading
     tables = [df.value for df in at.dataframe if "neighbour" in getattr(df.value, "columns", [])]
     assert len(tables) == 3 and all(len(t) == 5 for t in tables)
@@ -89,7 +89,7 @@ def test_pick_a_token_by_search(caches, monkeypatch):
     at.text_input(key="token_query").set_value("import").run()
     assert not at.exception
     picked = at.selectbox(key="token_hits").value
-    heading = [m.value for m in at.markdown if m.value.startswith("### ")][0]
+    heading = [m.value for m in at.main.markdown if m.value.startswith("### ")][0]
     assert "import" in heading
     assert str(picked) in [str(v) for v in np.atleast_1d(at.query_params.get("token"))]
 
