@@ -21,9 +21,10 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from precompute.pair import short_name
 from tying.align import rowwise_cosine
 from tying.errors import UserError
-from tying.store import CacheWriter, cache_path
+from tying.store import CacheWriter, cache_path, check_name
 
 DEFAULT_COLUMNS = {"step": "step", "input": "embedding_grad_l2_norm", "output": "output_proj_grad_l2_norm"}
 
@@ -32,12 +33,6 @@ def revision_step(revision: str, index: int) -> int:
     """The training step a revision names ('step10000-tokens20B' -> 10000), else its index."""
     m = re.search(r"step[_-]?(\d+)", revision)
     return int(m.group(1)) if m else index
-
-
-def _name_ok(name: str) -> str:
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}", name):
-        raise UserError(f"bad cache name '{name}': use letters, digits, '.', '_' and '-'")
-    return name
 
 
 @dataclass
@@ -67,8 +62,7 @@ def run_evolution(cfg: EvolutionConfig) -> Path:
     revisions = [r.strip() for r in cfg.revisions if r.strip()]
     if len(revisions) < 2:
         raise UserError("--revisions needs at least two checkpoints, separated by commas")
-    name = _name_ok(cfg.name or re.sub(r"[^A-Za-z0-9.]+", "-", Path(cfg.model.rstrip("/")).name).strip("-").lower()
-                    + "-evolution")
+    name = check_name(cfg.name or short_name(cfg.model) + "-evolution")
     path = cache_path(cfg.cache_dir, name)
     writer = CacheWriter(path, force=True, meta={"name": name, "kind": "evolution", "command": cfg.command,
                                                   "model": cfg.model, "revisions": revisions})
@@ -149,7 +143,7 @@ def read_provenance_csv(cfg: GradsConfig) -> pd.DataFrame:
 
 
 def run_grads(cfg: GradsConfig) -> Path:
-    name = _name_ok(cfg.name)
+    name = check_name(cfg.name)
     path = cache_path(cfg.cache_dir, name)
     writer = CacheWriter(path, force=True, meta={"name": name, "kind": "provenance", "command": cfg.command,
                                                   "csv": str(cfg.csv)})

@@ -24,7 +24,7 @@ from precompute.lens import LensOptions
 from tying import reference
 from tying.errors import UserError
 from tying.schema import MATRICES, MATRIX_PAIRS, PAIR_STAGES, pair_label
-from tying.store import CacheWriter, cache_path, params_hash
+from tying.store import CacheWriter, cache_path, check_name, params_hash
 
 STAGES = PAIR_STAGES
 OPTIONAL_STAGES = ("alignment", "neighbours", "spectral", "umap", "lens")
@@ -60,16 +60,18 @@ class PairConfig:
     command: str | None = None  # the command line that built the cache (for rebuild hints)
 
 
-def default_name(tied: str, untied: str) -> str:
-    def short(s: str) -> str:
-        return re.sub(r"[^A-Za-z0-9.]+", "-", Path(s.rstrip("/")).name).strip("-").lower()
+def short_name(source: str) -> str:
+    """'allenai/OLMo-1B-hf' -> 'olmo-1b-hf': a model id or folder as part of a cache name."""
+    return re.sub(r"[^A-Za-z0-9.]+", "-", Path(source.rstrip("/")).name).strip("-").lower()
 
-    return f"{short(tied)}__{short(untied)}"
+
+def default_name(tied: str, untied: str) -> str:
+    return f"{short_name(tied)}__{short_name(untied)}"
 
 
 def validate(cfg: PairConfig) -> None:
-    if cfg.name is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}", cfg.name):
-        raise UserError(f"bad pair name '{cfg.name}': use letters, digits, '.', '_' and '-'")
+    if cfg.name is not None:
+        check_name(cfg.name)
     for key in ("neighbours_k", "spectral_k", "spectral_components", "spectral_tokens", "umap_tokens", "umap_epochs"):
         if getattr(cfg, key) < 1:
             raise UserError(f"--{key.replace('_', '-')} must be a positive integer, got {getattr(cfg, key)}")

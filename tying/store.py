@@ -15,6 +15,7 @@ import datetime as _dt
 import hashlib
 import json
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +43,13 @@ def params_hash(params: dict[str, Any]) -> str:
     """A short stable hash of a JSON-able parameter dict."""
     blob = json.dumps(params, sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def check_name(name: str) -> str:
+    """A cache name: letters, digits, '.', '_' and '-' (it becomes a file name)."""
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}", name or ""):
+        raise UserError(f"bad cache name '{name}': use letters, digits, '.', '_' and '-'")
+    return name
 
 
 def cache_path(cache_dir: str | os.PathLike, name: str) -> Path:
