@@ -1,0 +1,138 @@
+"""The Docker image (Hugging Face Space) installs what CI installs and serves the port the README declares."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCKERFILE = (ROOT / "Dockerfile").read_text()
+README = (ROOT / "README.md").read_text()
+CI = (ROOT / ".ci" / "run").read_text()
+
+
+def _instructions(text: str) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) per Dockerfile instruction, continuation lines joined."""
+    joined = re.sub(r"\\\n", " ", text)
+    out = []
+    for line in joined.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            word, _, rest = line.partition(" ")
+            out.append((word.upper(), rest.strip()))
+    return out
+
+
+def _pip_requirement_files(command: str) -> list[str]:
+    """The files given with -r / --requirement to every ``pip install`` in a shell command line."""
+    files = []
+    for part in re.split(r"&&|;|\|\|", command):
+        if not re.search(r"\bpip\b.*\binstall\b", part):
+            continue
+        try:
+            words = shlex.split(part)
+        except ValueError:  # a quote split by the separators above: plain words will do
+            words = part.split()
+        if "pip" in words and "install" in words:
+            for i, w in enumerate(words):
+                if w in ("-r", "--requirement") and i + 1 < len(words):
+                    files.append(words[i + 1])
+                elif w.startswith("--requirement="):
+                    files.append(w.split("=", 1)[1])
+    return files
+
+
+def _included(req_file: str, seen=None) -> set[str]:
+    """A requirements file and every file it pulls in with -r, relative to the repository root."""
+    seen = set() if seen is None else seen
+    if req_file in seen:
+        return seen
+    seen.add(req_file)
+    for line in (ROOT / req_file).read_text().splitlines():
+        m = re.match(r"^\s*(?:-r|--requirement)\s*=?\s*(\S+)", line)
+        if m:
+            _included(str((Path(req_file).parent / m.group(1))).removeprefix("./"), seen)
+    return seen
+
+
+def _front_matter() -> dict[str, str]:
+    assert README.startswith("---\n"), "README.md must open with the Space's YAML front matter"
+    block = README[4:README.index("\n---\n", 4)]
+    return {k.strip(): v.strip() for k, _, v in (ln.partition(":") for ln in block.splitlines() if ":" in ln)}
+
+
+def _docker_pip_line() -> str:
+    runs = [args for ins, args in _instructions(DOCKERFILE) if ins == "RUN" and _pip_requirement_files(args)]
+    assert len(runs) == 1, f"expected one RUN pip install -r ... in the Dockerfile, found {runs}"
+    return runs[0]
+
+
+def test_dockerfile_installs_the_requirements_ci_installs():
+    ci_files = [f for ln in CI.splitlines() if not ln.lstrip().startswith("#") for f in _pip_requirement_files(ln)]
+    assert ci_files, "no pip install -r in .ci/run"
+    ci_set = set().union(*(_included(f) for f in ci_files))
+    docker_files = _pip_requirement_files(_docker_pip_line())
+    assert docker_files == ["requirements.txt"], docker_files
+    # CI installs requirements-dev.txt, which is requirements.txt plus the test tools
+    assert "requirements.txt" in ci_set, (ci_files, ci_set)
+    copied = [args for ins, args in _instructions(DOCKERFILE) if ins == "COPY"]
+    assert any("requirements.txt" in c.split() or c.split()[-2:] == [".", "."] for c in copied)
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in _docker_pip_line()
+    assert "torch==2.13.0" in (ROOT / "requirements.txt").read_text()
+
+
+def test_dockerfile_user_port_and_command_match_the_space():
+    ins = _instructions(DOCKERFILE)
+    assert ins[0] == ("FROM", "python:3.11-slim")
+    assert any(i == "RUN" and re.search(r"useradd\b.*-u\s*1000\b", a) for i, a in ins), "no UID 1000 user"
+    users = [a for i, a in ins if i == "USER"]
+    assert users and users[-1] in ("user", "1000"), users
+    assert ("WORKDIR", "/home/user/app") in ins
+    meta = _front_matter()
+    assert meta.get("sdk") == "docker"
+    port = meta.get("app_port")
+    assert port == "8501"
+    assert ("EXPOSE", port) in ins
+    cmd = [a for i, a in ins if i == "CMD"]
+    assert len(cmd) == 1
+    words = re.findall(r'"([^"]*)"', cmd[0]) or shlex.split(cmd[0])
+    assert words[:3] == ["streamlit", "run", "app.py"], words
+    flags = dict(zip(words[3::2], words[4::2]))
+    assert flags.get("--server.port") == port
+    assert flags.get("--server.address") == "0.0.0.0"
+    assert flags.get("--server.headless") == "true"
+    for key in ("title", "emoji", "colorFrom", "colorTo", "pinned", "short_description"):
+        assert meta.get(key), f"front matter lacks {key}"
+    assert len(meta["short_description"]) <= 60  # the Hub's limit
+
+
+def test_dockerignore_keeps_the_demo_cache_in_the_image():
+    ignored = {ln.strip().rstrip("/") for ln in (ROOT / ".dockerignore").read_text().splitlines()
+               if ln.strip() and not ln.startswith("#")}
+    assert {".venv", "bench/out", "cache/toylab", "cache/lens", ".git"} <= ignored
+    assert not ignored & {"cache", "cache/*", "cache/demo.duckdb", "*.duckdb"}
+    assert (ROOT / "cache" / "demo.duckdb").exists()
+
+
+_NO_NETWORK = re.compile(r"(?i)(connection|network is unreachable|name resolution|max retries|timed out|"
+                         r"could not find a version|no matching distribution)")
+
+
+def test_the_dockerfile_install_command_resolves_here():
+    """pip install --dry-run of the Dockerfile's requirements file and index, in this interpreter."""
+    line = _docker_pip_line()
+    m = re.search(r"--extra-index-url\s+(\S+)", line)
+    cmd = [sys.executable, "-m", "pip", "install", "--dry-run", "--disable-pip-version-check", "-q",
+           "-r", str(ROOT / "requirements.txt")] + (["--extra-index-url", m.group(1)] if m else [])
+    try:
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        pytest.skip("pip install --dry-run took over 300 s (no network?)")
+    if run.returncode and _NO_NETWORK.search(run.stderr + run.stdout):
+        pytest.skip("pip cannot reach a package index here: " + (run.stderr.strip().splitlines() or [""])[-1][:200])
+    assert run.returncode == 0, run.stderr[-2000:]
