@@ -82,6 +82,10 @@ def validate(cfg: PairConfig) -> None:
         raise UserError(f"unknown stage(s) to skip: {', '.join(sorted(unknown))} (choose from {', '.join(OPTIONAL_STAGES)})")
     if cfg.text is not None and not Path(cfg.text).is_file():
         raise UserError(f"text file '{cfg.text}' does not exist")
+    if "lens" not in cfg.skip and cfg.lens.text != "python-docs" and not cfg.lens.text.startswith("hf:"):
+        from precompute.lens import lens_text
+
+        lens_text(cfg.lens.text, cfg.lens.max_chars)  # a bad local lens text fails before any file is written
 
 
 def library_versions() -> dict[str, str]:

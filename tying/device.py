@@ -9,7 +9,15 @@ import torch
 def pick_device(requested: str | None = None) -> torch.device:
     """Return ``requested`` if given ("cpu", "cuda", "cuda:1"), else CUDA when available, else CPU."""
     if requested:
-        return torch.device(requested)
+        from tying.errors import UserError
+
+        try:
+            device = torch.device(requested)
+        except (RuntimeError, ValueError):
+            raise UserError(f"unknown device '{requested}' (use e.g. cpu, cuda or cuda:1)") from None
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise UserError(f"device '{requested}' asked for, but no CUDA GPU is available")
+        return device
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
