@@ -162,3 +162,14 @@ def test_exports_render_png_svg(caches):
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 2000
     svg = export.to_svg(chart, presentation=True)
     assert svg.lstrip().startswith("<svg") and "per-token cosine" in svg
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_the_shipped_demo_cache_renders(monkeypatch, page):
+    """A fresh clone shows the toy lab at once: cache/demo.duckdb opens and every page renders it."""
+    root = Path(APP).parent / "cache"
+    assert (root / "demo.duckdb").is_file()
+    at = _app(root, monkeypatch, page)
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error and not at.info, [i.value for i in at.info]
+    assert any("demo" in t.value for t in at.title)
