@@ -17,6 +17,10 @@ COLOURS = {"T": "#7b3294", "I": "#2c7bb6", "O": "#e66101", "tied": "#7b3294", "u
            "T~O": "#e66101", "T~I": "#2c7bb6", "I~O": "#999999"}
 SAMPLE_POINTS = 12_000  # most points a projection scatter draws (the rest: density or a sample)
 
+# Pages sample or aggregate large data themselves; Altair's 5,000-row guard would only stop
+# specs (and PNG/SVG exports) of the samples they already chose.
+alt.data_transformers.disable_max_rows()
+
 
 def _scale(keys) -> alt.Scale:
     keys = list(keys)

@@ -47,10 +47,34 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower() or "figure"
 
 
-def show(chart: alt.TopLevelMixin, data: pd.DataFrame, name: str, *, key: str) -> None:
-    """Draw a chart with PNG, SVG and CSV download buttons under it."""
+@st.cache_resource(max_entries=256, show_spinner=False)
+def _spec_cache() -> dict:
+    return {}
+
+
+def _spec(chart: alt.TopLevelMixin, presentation: bool, spec_key: object) -> dict:
+    """The chart's Vega-Lite spec; memoised under ``spec_key`` (converting a chart to a spec
+    costs tens of milliseconds, most of a rerun's time on a large cache)."""
+    cache = _spec_cache()
+    full_key = (spec_key, presentation)
+    if full_key not in cache:
+        if len(cache) > 512:
+            cache.clear()
+        cache[full_key] = style(chart, presentation=presentation).to_dict()
+    return cache[full_key]
+
+
+def show(chart: alt.TopLevelMixin, data: pd.DataFrame, name: str, *, key: str, spec_key=None) -> None:
+    """Draw a chart with PNG, SVG and CSV download buttons under it.
+
+    ``spec_key``: a hashable value that determines the chart's content (e.g. the cache and
+    the page's parameters); when given, the spec is built once per key.
+    """
     presentation = bool(st.session_state.get("presentation"))
-    st.altair_chart(style(chart, presentation=presentation), width="stretch")
+    if spec_key is None:  # Streamlit sends an Altair chart's data as Arrow: best for large data
+        st.altair_chart(style(chart, presentation=presentation), width="stretch")
+    else:
+        st.vega_lite_chart(_spec(chart, presentation, spec_key), width="stretch")
     base = slug(name)
     c1, c2, c3, _ = st.columns([1, 1, 1, 5])
     c1.download_button("PNG", data=lambda: to_png(chart, presentation=presentation), file_name=f"{base}.png",

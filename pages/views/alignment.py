@@ -35,7 +35,7 @@ for col, comp in zip(cols, ("O->T", "I->T", "I->O")):
     if comp in means:
         col.metric(f"mean cosine {comp.replace('->', '→')}", f"{means[comp]:.3f}")
 export.show(charts.cosine_histogram(per_token, title=f"Per-token cosine, {method} map, {split.replace('_', '-')}"),
-            per_token, f"alignment-{ref.name}-{method}-{split}", key="hist")
+            per_token, f"alignment-{ref.name}-{method}-{split}", key="hist", spec_key=("hist", ref, method, split))
 
 st.subheader("Best- and worst-aligned tokens")
 toks = data.tokens(ref)
@@ -60,6 +60,7 @@ if nf["freq"].notna().any() and (nf["freq"].fillna(0) > 0).any():
     corr = {m: float(np.corrcoef(np.log(g["freq"][g["freq"] > 0]), g["norm"][g["freq"] > 0])[0, 1])
             for m, g in nf.groupby("matrix") if (g["freq"] > 0).sum() > 2}
     st.caption("Correlation of norm with log frequency: " + ", ".join(f"{m} {c:+.2f}" for m, c in corr.items()))
-    export.show(charts.norm_vs_frequency(nf), nf, f"norm-vs-frequency-{ref.name}", key="normfreq")
+    export.show(charts.norm_vs_frequency(nf), nf, f"norm-vs-frequency-{ref.name}", key="normfreq",
+                spec_key=("normfreq", ref))
 else:
     st.info("No token frequencies in this cache. Add them with `python -m precompute pair ... --text corpus.txt`.")

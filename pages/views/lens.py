@@ -20,7 +20,7 @@ paper = None
 if preset and preset in reference.TUNED_LENS_KL:
     paper = pd.DataFrame([{"model": m, "layer": i, "kl_mean": v}
                           for m, series in reference.TUNED_LENS_KL[preset].items() for i, v in enumerate(series)])
-export.show(charts.kl_curves(kl, paper), kl, f"lens-kl-{ref.name}", key="kl")
+export.show(charts.kl_curves(kl, paper), kl, f"lens-kl-{ref.name}", key="kl", spec_key=("kl", ref))
 gap = (s.get("lens") or {}).get("gap")
 if gap:
     st.caption(f"Mean tuned-lens KL over the first {gap['layers']} hidden states: tied {gap['tied']:.2f} bits, "

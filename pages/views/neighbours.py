@@ -79,7 +79,8 @@ mc = st.columns(3)
 for col, (a, b) in zip(mc, MATRIX_PAIRS):
     col.metric(f"mean overlap@{k} {pair_label(a, b)}", f"{table[pair_label(a, b)].mean():.3f}")
 export.show(charts.overlap_histogram(data.overlap_counts(ref, k), k), table, f"overlap-at-{k}-{ref.name}",
-            key="ovhist")
+            key="ovhist", spec_key=("ovhist", ref, k))
 curve = data.overlap_curve(ref)
 paper = (data.summary(ref).get("paper") or {}).get("table5")
-export.show(charts.overlap_curve(curve, paper, k), curve, f"overlap-curve-{ref.name}", key="ovcurve")
+export.show(charts.overlap_curve(curve, paper, k), curve, f"overlap-curve-{ref.name}", key="ovcurve",
+            spec_key=("ovcurve", ref, k))
