@@ -24,7 +24,6 @@ import duckdb
 import pandas as pd
 import pytest
 
-from tests.tiny_models import make_tiny_model, make_tokenizer
 from tying.fixtures import build_synthetic_cache
 from tying.schema import STAGE_TABLES
 from tying.store import CacheWriter, finished_stages, open_cache
@@ -118,12 +117,8 @@ def _summary_json(path: Path, capsys) -> dict:
 
 
 @pytest.fixture(scope="module")
-def models(tmp_path_factory):
-    root = tmp_path_factory.mktemp("fault-models")
-    make_tokenizer(root / "tok", 300)
-    tied = make_tiny_model("llama", root / "tied", tied=True, tokenizer_dir=root / "tok", seed=1)
-    untied = make_tiny_model("llama", root / "untied", tied=False, tokenizer_dir=root / "tok", seed=2)
-    return tied, untied
+def models(tiny_model):
+    return tiny_model("llama", True, seed=1), tiny_model("llama", False, seed=2)
 
 
 def test_pair_killed_at_random_moments_leaves_a_usable_cache(models, tmp_path, capsys):

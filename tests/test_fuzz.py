@@ -18,7 +18,6 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from precompute.cli import main
-from tests.tiny_models import make_tiny_model, make_tokenizer
 from tying.fixtures import build_synthetic_cache
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,11 +37,9 @@ FAST = ["--skip", "umap,lens"]
 
 
 @pytest.fixture(scope="module")
-def dirs(tmp_path_factory):
+def dirs(tmp_path_factory, tiny_model):
     root = tmp_path_factory.mktemp("fuzz-models")
-    make_tokenizer(root / "tok", 300)
-    tied = make_tiny_model("llama", root / "tied", tied=True, tokenizer_dir=root / "tok", seed=1)
-    untied = make_tiny_model("llama", root / "untied", tied=False, tokenizer_dir=root / "tok", seed=2)
+    tied, untied = tiny_model("llama", True, seed=1), tiny_model("llama", False, seed=2)
 
     def broken(name, change):
         d = root / name
