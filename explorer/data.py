@@ -24,7 +24,7 @@ import streamlit as st
 
 from tying.neighbours import overlap_at_k
 from tying.schema import MATRICES
-from tying.store import CacheError, list_caches, open_cache
+from tying.store import CacheError, list_caches, open_cache, query_df, table_exists
 from tying.summary import summarize
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,18 +71,17 @@ def connect(ref: CacheRef) -> duckdb.DuckDBPyConnection:
 
 
 def query(ref: CacheRef, sql: str, params: tuple = ()) -> pd.DataFrame:
-    cur = connect(ref).cursor()
-    try:
-        return cur.execute(sql, list(params)).df()
-    finally:
-        cur.close()
+    return query_df(connect(ref), sql, params)
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
 def has_rows(ref: CacheRef, table: str) -> bool:
     """Whether ``table`` exists in this cache and has at least one row."""
-    exists = query(ref, "SELECT count(*) AS n FROM information_schema.tables WHERE table_name = ?", (table,))
-    return bool(exists["n"][0]) and bool(len(query(ref, f"SELECT 1 FROM {table} LIMIT 1")))
+    cur = connect(ref).cursor()
+    try:
+        return table_exists(cur, table) and cur.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone() is not None
+    finally:
+        cur.close()
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

@@ -243,6 +243,12 @@ def read_meta(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
         return {}
 
 
+def table_exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    """Whether the cache has ``table`` (caches written before a table was added lack it)."""
+    return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?",
+                            [table]).fetchone()[0])
+
+
 def finished_stages(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, Any]]:
     rows = con.execute("SELECT stage, params, seconds, finished_at FROM stages").fetchall()
     return {s: {"params": json.loads(p), "seconds": sec, "finished_at": str(at)} for s, p, sec, at in rows}

@@ -13,7 +13,7 @@ import duckdb
 
 from tying import reference
 from tying.schema import MATRIX_PAIRS, TABLE1_COMPARISONS, TABLE1_METHODS, pair_label
-from tying.store import finished_stages, query_df, read_meta
+from tying.store import finished_stages, query_df, read_meta, table_exists
 
 
 def _num(x: Any) -> float | None:
@@ -79,7 +79,7 @@ def _summarize(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
         {k: int(sp.iloc[0][k]) for k in ("graph_k", "n_components", "n_tokens")} if len(sp) else {}
     )
 
-    if _table_exists(con, "lens_kl"):
+    if table_exists(con, "lens_kl"):
         out["lens"] = lens_summary(con)
     if meta.get("kind") in ("toylab", "provenance", "evolution"):
         out.update(training_summary(con))
@@ -95,11 +95,6 @@ def _summarize(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
             "tuned_lens_kl": reference.TUNED_LENS_KL.get(preset),
         }
     return out
-
-
-def _table_exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
-    return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?",
-                            [table]).fetchone()[0])
 
 
 def output_share(log, early_fraction: float = 0.1) -> dict[str, float | None]:
@@ -139,7 +134,7 @@ def lens_summary(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
 def training_summary(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     """Gradient provenance, input-gradient scaling (Table 2) and spread across seeds."""
     out: dict[str, Any] = {}
-    if not _table_exists(con, "runs"):
+    if not table_exists(con, "runs"):
         return out
     runs = query_df(con, "SELECT * FROM runs ORDER BY run")
     out["runs"] = {r["run"]: {k: (_num(r[k]) if isinstance(r[k], float) else r[k])
