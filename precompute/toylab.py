@@ -135,8 +135,8 @@ class DemoRun:
         cfg = self.cfg
         t_start = time.perf_counter()
         log = lambda msg: tqdm.write(msg, file=sys.stderr)  # noqa: E731
-        # validate the cache location before any work
-        CacheWriter(self.path, force=cfg.force)
+        # checks the cache location before any work, and knows the finished stages
+        cached = CacheWriter(self.path, force=cfg.force)
         text = load_corpus(cfg.corpus, cfg.max_chars)
         digest = hashlib.sha256(text.encode()).hexdigest()
         self.work.mkdir(parents=True, exist_ok=True)
@@ -149,10 +149,9 @@ class DemoRun:
 
         scales = list(dict.fromkeys(cfg.input_grad_scale))
         phash = params_hash(self.training_params(digest))
-        writer = CacheWriter(self.path, force=cfg.force)
         runs = [run_id(v, f, s) for s in range(cfg.seeds) for v, f in
                 [("tied", 1.0), ("untied", 1.0)] + [("tied_scaled", f) for f in scales]]
-        if writer.is_done("training", phash) and all((self.run_dir(r) / "config.json").is_file()
+        if cached.is_done("training", phash) and all((self.run_dir(r) / "config.json").is_file()
                                                       for r in runs):
             log("training: cached (same corpus and settings); use --force to retrain")
             self.run_pair(corpus_file)
