@@ -19,22 +19,82 @@ def neighbour_ids():
     return {name: knn(M, 10)[0] for name, M in (("x", X), ("near", near), ("other", other))}
 
 
-def test_knn_graph_symmetric_binary_zero_diagonal():
+def test_knn_graph_weighted_symmetric_zero_diagonal():
+    """(A_dir + A_dir^T) / 2: mutual neighbours weigh 1, one-way neighbours 0.5 (Appendix B)."""
     ids = np.array([[1, 2], [0, 2], [1, 0], [0, 1]])
     A = spectral.knn_graph(ids, 5)
     assert sp.issparse(A) and A.shape == (5, 5)
     dense = A.toarray()
-    expected = np.zeros((5, 5))
+    directed = np.zeros((5, 5))
     for i, row in enumerate(ids):
-        expected[i, row] = expected[row, i] = 1
-    np.testing.assert_array_equal(dense, expected)
-    assert (dense == dense.T).all() and (np.diag(dense) == 0).all()
-    assert set(np.unique(dense)) <= {0.0, 1.0}
+        directed[i, row] = 1
+    np.testing.assert_array_equal(dense, (directed + directed.T) / 2)
+    # by hand: 0<->1, 0<->2, 1<->2 are mutual; 3->0 and 3->1 are one-way; node 4 is isolated
+    assert dense[0, 1] == dense[0, 2] == dense[1, 2] == 1.0
+    assert dense[3, 0] == dense[0, 3] == dense[3, 1] == 0.5
+    assert (dense == dense.T).all() and (np.diag(dense) == 0).all() and not dense[4].any()
+
+
+def _reference_distance(A: np.ndarray, B: np.ndarray, c: int, *, norm="spectral", scale=min) -> float:
+    """Appendix B written out densely: omnibus, top-c |eigenvalue| ASE, normalised norm of Za - Zb."""
+    mid = (A + B) / 2
+    M = np.block([[A, mid], [mid, B]])
+    vals, vecs = np.linalg.eigh(M)
+    top = np.argsort(-np.abs(vals))[:c]
+    Z = vecs[:, top] * np.sqrt(np.abs(vals[top]))
+    n = len(A)
+    Za, Zb = Z[:n], Z[n:]
+    size = (lambda X: np.linalg.norm(X, 2)) if norm == "spectral" else (lambda X: np.linalg.norm(X, "fro"))
+    return size(Za - Zb) / scale(size(Za), size(Zb))
+
+
+def test_spectral_distance_of_two_small_graphs_by_hand():
+    """Two 4-token k=1 graphs, their weighted adjacency written out by hand.
+
+    a: 0->1, 1->0, 2->1, 3->2  gives a01 = 1 (mutual), a12 = a23 = 0.5
+    b: 0->3, 1->0, 2->0, 3->2  gives b03 = b01 = b02 = b23 = 0.5 (all one-way)
+    """
+    ids_a = np.array([[1], [0], [1], [2]])
+    ids_b = np.array([[3], [0], [0], [2]])
+    A = np.array([[0, 1, 0, 0], [1, 0, .5, 0], [0, .5, 0, .5], [0, 0, .5, 0]])
+    B = np.array([[0, .5, .5, .5], [.5, 0, 0, 0], [.5, 0, 0, .5], [.5, 0, .5, 0]])
+    np.testing.assert_array_equal(spectral.knn_graph(ids_a, 4).toarray(), A)
+    np.testing.assert_array_equal(spectral.knn_graph(ids_b, 4).toarray(), B)
+    for c in (2, 3, 7):
+        expected = _reference_distance(A, B, c)
+        got = spectral.spectral_distance(ids_a, ids_b, n_components=c)
+        assert got == pytest.approx(expected, rel=1e-9), c
+    # The test can tell the paper's definition from near variants: the two embeddings differ in
+    # norm (min vs max scale) and Za - Zb has rank > 1 (spectral vs Frobenius norm).
+    right = _reference_distance(A, B, 3)
+    assert right == pytest.approx(0.51866, abs=1e-5)
+    for wrong in (_reference_distance(A, B, 3, scale=max), _reference_distance(A, B, 3, norm="fro")):
+        assert abs(wrong - right) > 1e-2
+    # and the binary max(A, A^T) graph gives another number than the weighted one
+    binary_a, binary_b = np.ceil(A), np.ceil(B)
+    assert abs(_reference_distance(binary_a, binary_b, 3) - right) > 1e-2
+
+
+def test_spectral_distance_equals_dense_reference_on_random_graphs():
+    """A larger case through the iterative solver (2n > 512) against the dense reference."""
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((300, 8)).astype(np.float32)
+    Y = X + 0.5 * rng.standard_normal(X.shape).astype(np.float32)
+    ids_x, ids_y = knn(X, 6)[0], knn(Y, 6)[0]
+    A = spectral.knn_graph(ids_x, 300).toarray()
+    B = spectral.knn_graph(ids_y, 300).toarray()
+    assert 0.5 in A and 1.0 in A  # both one-way and mutual edges occur
+    expected = _reference_distance(A, B, 16)
+    assert spectral.spectral_distance(ids_x, ids_y, n_components=16) == pytest.approx(expected, rel=1e-6)
+    assert abs(_reference_distance(A, B, 16, scale=max) - expected) > 1e-4
+    assert abs(_reference_distance(A, B, 16, norm="fro") - expected) > 1e-3
 
 
 def test_knn_graph_drops_self_and_checks_ids():
     A = spectral.knn_graph(np.array([[0, 1], [1, 0]]), 2)
     np.testing.assert_array_equal(A.toarray(), [[0, 1], [1, 0]])
+    A = spectral.knn_graph(np.array([[1, 1], [1, 1]]), 2)  # a repeated id counts once; 1 -> 1 is self
+    np.testing.assert_array_equal(A.toarray(), [[0, 0.5], [0.5, 0]])
     with pytest.raises(UserError):
         spectral.knn_graph(np.array([[5]]), 3)
 

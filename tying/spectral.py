@@ -1,7 +1,9 @@
 """Spectral distance between two k-NN graphs on the same tokens (Appendix B).
 
-After Duderstadt et al. 2023 (arXiv 2305.05126): build the symmetric k-NN graph of each
-matrix, stack them into the omnibus matrix [[A, (A+B)/2], [(A+B)/2, B]], embed it with the
+After Duderstadt et al. 2023 (arXiv 2305.05126), as the paper's Appendix B does it: build
+the directed k-NN graph of each matrix (cosine, self excluded) and make it symmetric and
+*weighted*, A = (A_dir + A_dir^T) / 2, so a mutual neighbour weighs 1 and a one-way
+neighbour 0.5; stack the two graphs into the omnibus matrix [[A, (A+B)/2], [(A+B)/2, B]], embed it with the
 adjacency spectral embedding Z = U sqrt(|S|) of its top eigenpairs, split Z into the rows
 for A and for B, and report ||Za - Zb||_2 / min(||Za||_2, ||Zb||_2) (spectral norms).
 0 means the two graphs are the same; lower means more similar.
@@ -20,11 +22,13 @@ _DENSE_MAX = 512
 
 
 def knn_graph(ids, n: int) -> sp.csr_matrix:
-    """Symmetric binary adjacency matrix of a k-NN graph.
+    """Weighted symmetric adjacency matrix of a k-NN graph: (A_dir + A_dir^T) / 2.
 
     ids: int array of shape (n_rows, k), row i holding the neighbour ids of token i
-    (n_rows <= n). Returns a float64 csr_matrix of shape (n, n) with A[i, j] = 1 when j is
-    a neighbour of i or i of j (A = max(A, A^T)), and a zero diagonal.
+    (n_rows <= n). A_dir[i, j] = 1 when j is one of i's neighbours (self and repeated ids
+    ignored). Returns a float64 csr_matrix of shape (n, n) with A[i, j] = 1 when i and j
+    are each other's neighbours, 0.5 when only one of them lists the other, 0 otherwise,
+    and a zero diagonal.
     """
     ids = np.asarray(ids)
     if ids.ndim != 2:
@@ -37,10 +41,10 @@ def knn_graph(ids, n: int) -> sp.csr_matrix:
     rows = np.repeat(np.arange(n_rows, dtype=np.int64), k)
     cols = ids.astype(np.int64, copy=False).ravel()
     keep = rows != cols
-    A = sp.csr_matrix((np.ones(int(keep.sum())), (rows[keep], cols[keep])), shape=(n, n))
-    A.sum_duplicates()
-    A.data[:] = 1.0
-    A = A.maximum(A.T).tocsr()
+    directed = sp.csr_matrix((np.ones(int(keep.sum())), (rows[keep], cols[keep])), shape=(n, n))
+    directed.sum_duplicates()
+    directed.data[:] = 1.0
+    A = ((directed + directed.T) * 0.5).tocsr()
     A.eliminate_zeros()
     return A
 
