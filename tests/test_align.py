@@ -100,6 +100,50 @@ def test_identity_of_matrix_with_itself_is_one_and_rotation_is_not(rotated_pair)
     assert abs(align.alignment_cosines(X, Y, "identity", device=CPU).mean()) < 0.3
 
 
+def test_uncentred_identity_on_a_constructed_pair():
+    """identity_raw is the cosine of the raw rows: a common offset is kept, not removed.
+
+    Rows x_i = (1, 0) + e_i and y_i = (1, 0) - e_i with e_i = (0, +-1): raw cosine of each
+    pair is (1 - 1) / (sqrt 2 * sqrt 2) = 0; after centring the rows are e_i and -e_i: -1.
+    """
+    e = np.array([[0.0, 1.0], [0.0, -1.0]] * 50, np.float32)
+    X, Y = e + [1.0, 0.0], -e + [1.0, 0.0]
+    np.testing.assert_allclose(align.alignment_cosines(X, Y, "identity_raw", device=CPU), 0.0, atol=1e-6)
+    np.testing.assert_allclose(align.alignment_cosines(X, Y, "identity", device=CPU), -1.0, atol=1e-6)
+    # a shifted copy: 1 after centring, the raw cosine of x and x + c otherwise
+    rng = np.random.default_rng(11)
+    Z = rng.standard_normal((300, 5)).astype(np.float32)
+    shift = np.full(5, 3.0, np.float32)
+    raw = (Z * (Z + shift)).sum(1) / (np.linalg.norm(Z, axis=1) * np.linalg.norm(Z + shift, axis=1))
+    np.testing.assert_allclose(align.alignment_cosines(Z, Z + shift, "identity_raw", device=CPU), raw, atol=1e-5)
+    rows = {(r["comparison"], r["method"], r["split"]): r for r in
+            align.run_alignment({"I": Z, "O": Z + shift}, device=CPU)}
+    np.testing.assert_allclose(rows[("I->O", "identity_raw", "in_sample")]["cosine"], raw, atol=1e-5)
+    held = rows[("I->O", "identity_raw", "held_out")]
+    np.testing.assert_allclose(held["cosine"], raw[held["token_idx"]], atol=1e-5)
+    assert rows[("I->O", "identity", "in_sample")]["mean"] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_held_out_scores_never_see_the_held_out_rows():
+    """Unrelated random matrices with few more rows than columns: a map fitted on the fit rows
+    over-fits them (high in-sample cosine) and scores ~0 on held-out rows. Fitting on every row
+    (leaking the held-out ones) would score them high, so this catches the leak."""
+    rng = np.random.default_rng(12)
+    n, d = 400, 150
+    I, T = rng.standard_normal((n, d)).astype(np.float32), rng.standard_normal((n, d)).astype(np.float32)
+    rows = {(r["comparison"], r["method"], r["split"]): r for r in
+            align.run_alignment({"I": I, "T": T}, held_out_fraction=0.2, seed=0, device=CPU)}
+    for method in ("linear", "orthogonal"):
+        inside, held = rows[("I->T", method, "in_sample")], rows[("I->T", method, "held_out")]
+        assert inside["mean"] > 0.3, method
+        assert abs(held["mean"]) < 0.05, method
+    fit, ev = align.split_tokens(n, 0.2, seed=0)
+    direct = align.alignment_cosines(I, T, "linear", fit_idx=fit, eval_idx=ev, device=CPU)
+    np.testing.assert_allclose(rows[("I->T", "linear", "held_out")]["cosine"], direct, atol=1e-5)
+    leaked = align.alignment_cosines(I, T, "linear", fit_idx=None, eval_idx=ev, device=CPU)
+    assert leaked.mean() > 0.3  # what a leak would look like
+
+
 def test_centring_removes_a_common_offset():
     """Identity after centring ignores a constant shift of every row."""
     rng = np.random.default_rng(6)
@@ -176,7 +220,7 @@ def test_unknown_method_and_mismatched_rows_are_user_errors():
 
 
 def test_constants():
-    assert align.METHODS == ("identity", "orthogonal", "linear")
+    assert align.METHODS == ("identity_raw", "identity", "orthogonal", "linear")
     assert [align.comparison_label(a, b) for a, b in align.COMPARISONS] == ["I->O", "O->T", "I->T"]
 
 
@@ -188,7 +232,7 @@ def test_run_alignment_rows_and_values():
     steps = []
     rows = align.run_alignment({"I": I, "O": O, "T": T}, held_out_fraction=0.25, seed=0, device=CPU,
                                progress=steps.append)
-    assert len(rows) == 3 * 3 * 2 and len(steps) == len(rows)
+    assert len(rows) == 3 * 4 * 2 and len(steps) == len(rows)
     by_key = {(r["comparison"], r["method"], r["split"]): r for r in rows}
     assert set(k[0] for k in by_key) == {"I->O", "O->T", "I->T"}
     for comparison in ("I->O", "O->T", "I->T"):
@@ -202,7 +246,7 @@ def test_run_alignment_rows_and_values():
     assert len(by_key[("I->O", "identity", "in_sample")]["token_idx"]) == 400
     assert len(by_key[("I->O", "identity", "held_out")]["token_idx"]) == 100
     assert by_key[("I->O", "orthogonal", "held_out")]["mean"] > 0.9999
-    for method in ("identity", "orthogonal"):
+    for method in ("identity_raw", "identity", "orthogonal"):
         r = by_key[("O->T", method, "held_out")]
         assert not r["applicable"] and "needs equal widths" in r["note"]
         assert r["cosine"].size == 0 and np.isnan(r["mean"]) and np.isnan(r["std"])

@@ -4,7 +4,9 @@ Notation follows the paper: ``I`` is the untied input matrix, ``O`` the untied o
 matrix, ``T`` the tied matrix; rows are tokens (the same tokens, in the same order, in
 every matrix). A map from a source matrix to a target matrix is fitted on centred rows:
 
-* ``identity``   -- no map at all (needs equal widths);
+* ``identity_raw`` -- no map and no centring: the cosine of the raw rows (needs equal
+  widths); the paper's identity column;
+* ``identity``   -- no map, centred rows (needs equal widths);
 * ``orthogonal`` -- the Procrustes rotation (needs equal widths);
 * ``linear``     -- the least-squares map (any widths).
 
@@ -24,8 +26,11 @@ import torch
 from tying.device import as_tensor, pick_device
 from tying.errors import NotApplicable, UserError
 
-METHODS = ("identity", "orthogonal", "linear")
-"""Maps from source to target, weakest first."""
+METHODS = ("identity_raw", "identity", "orthogonal", "linear")
+"""Maps from source to target, weakest first (``identity_raw``: raw rows, no centring)."""
+
+UNFITTED = ("identity_raw", "identity")
+"""Methods with no fitted map."""
 
 COMPARISONS = (("I", "O"), ("O", "T"), ("I", "T"))
 """(source, target) pairs of matrix names, as in Table 1."""
@@ -145,13 +150,18 @@ def _cosine_rows(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 def _score(src, tgt, rows, mean_src, mean_tgt, maps: dict, device) -> dict:
     """Per-token cosine of mapped centred source vs centred target, for several maps in one pass.
 
+    ``mean_src`` / ``mean_tgt`` None: the rows are not centred (the raw identity).
     ``maps`` maps a method name to a float32 tensor W of shape (d_src, d_tgt), or None for
     the identity. Returns {method: float32 array of shape (n_rows,)}.
     """
     out = {name: [] for name in maps}
     for sel in _row_blocks(rows, src.shape[0], BLOCK_ROWS):
-        s = _take(src, sel, device) - mean_src
-        t = _take(tgt, sel, device) - mean_tgt
+        s = _take(src, sel, device)
+        t = _take(tgt, sel, device)
+        if mean_src is not None:
+            s = s - mean_src
+        if mean_tgt is not None:
+            t = t - mean_tgt
         for name, W in maps.items():
             mapped = s if W is None else s @ W
             out[name].append(_cosine_rows(mapped, t).cpu())
@@ -249,21 +259,24 @@ def alignment_cosines(src, tgt, method: str, *, fit_idx=None, eval_idx=None, dev
     """Per-token cosine after aligning ``src`` to ``tgt`` with ``method``.
 
     src: array of shape (n_tokens, d_src); tgt: array of shape (n_tokens, d_tgt), rows the
-    same tokens. Both are centred with the column mean of the fit rows; the map is fitted
-    on ``fit_idx`` (all rows if None) and scored on ``eval_idx`` (all rows if None).
+    same tokens. Both are centred with the column mean of the fit rows (except for
+    ``identity_raw``: raw rows); the map is fitted on ``fit_idx`` (all rows if None) and
+    scored on ``eval_idx`` (all rows if None).
     Returns float32 array of shape (len(eval_idx),) in the order of ``eval_idx``.
     Raises NotApplicable for identity or orthogonal maps across different widths.
     """
     if method not in METHODS:
         raise UserError(f"unknown alignment method '{method}' (choose from {', '.join(METHODS)})")
     _check_pair(src, tgt)
-    if method == "identity":
+    if method in UNFITTED:
         _require_equal_widths("identity map", src, tgt)
     elif method == "orthogonal":
         _require_equal_widths("orthogonal map", src, tgt)
     dev = _device(device)
     fit_rows = _as_rows(fit_idx, src.shape[0])
     eval_rows = _as_rows(eval_idx, src.shape[0])
+    if method == "identity_raw":
+        return _score(src, tgt, eval_rows, None, None, {method: None}, dev)[method]
     mean_src = _column_mean(src, fit_rows, dev)
     mean_tgt = _column_mean(tgt, fit_rows, dev)
     W = _fit(src, tgt, method, fit_rows, mean_src, mean_tgt, dev, gram_cache={})
@@ -304,8 +317,9 @@ def run_alignment(matrices: dict, *, held_out_fraction: float = 0.2, seed: int =
     matrices: {"I": array (n_tokens, d_I), "O": array (n_tokens, d_O), "T": array
     (n_tokens, d_T)}, rows the same tokens; a comparison runs when both of its matrices
     are present. Splits: ``in_sample`` fits and scores every token (the paper);
-    ``held_out`` fits on a seeded split and scores the held-out tokens (the identity
-    needs no fit and is scored on the same held-out tokens).
+    ``held_out`` fits on a seeded split and scores the held-out tokens (the identities
+    need no fit and are scored on the same held-out tokens; ``identity`` centres with the
+    fit rows' mean, ``identity_raw`` not at all).
 
     Returns one dict per comparison, method and split with keys ``comparison`` ("I->O"),
     ``method``, ``split``, ``applicable`` (bool), ``note`` (str), ``token_idx`` (int64
@@ -335,20 +349,25 @@ def run_alignment(matrices: dict, *, held_out_fraction: float = 0.2, seed: int =
             n_fit = n if fit_rows is None else len(fit_rows)
             mean_src = _column_mean(src, fit_rows, dev)
             mean_tgt = _column_mean(tgt, fit_rows, dev)
-            maps, notes, gram_cache = {}, {}, {}
+            maps, notes, gram_cache, raw = {}, {}, {}, False
             for method in METHODS:
                 say(f"alignment {label} {method} {split}")
                 try:
                     if method != "linear":
-                        words = "identity map" if method == "identity" else "orthogonal map"
+                        words = "identity map" if method in UNFITTED else "orthogonal map"
                         _require_equal_widths(words, src, tgt)
-                    maps[method] = _fit(src, tgt, method, fit_rows, mean_src, mean_tgt, dev, gram_cache)
+                    if method == "identity_raw":
+                        raw = True
+                    else:
+                        maps[method] = _fit(src, tgt, method, fit_rows, mean_src, mean_tgt, dev, gram_cache)
                     notes[method] = _describe(method, split, n_fit, len(eval_rows))
                 except NotApplicable as exc:
                     notes[method] = str(exc)
             cosines = _score(src, tgt, eval_rows, mean_src, mean_tgt, maps, dev) if maps else {}
+            if raw:
+                cosines |= _score(src, tgt, eval_rows, None, None, {"identity_raw": None}, dev)
             for method in METHODS:
-                applicable = method in maps
+                applicable = method in cosines
                 cos = cosines[method] if applicable else np.zeros(0, np.float32)
                 results.append({
                     "comparison": label,
@@ -365,6 +384,8 @@ def run_alignment(matrices: dict, *, held_out_fraction: float = 0.2, seed: int =
 
 
 def _describe(method: str, split: str, n_fit: int, n_eval: int) -> str:
+    if method == "identity_raw":
+        return f"no map, raw rows (not centred); scored on {n_eval:,} tokens"
     if method == "identity":
         return f"no map; scored on {n_eval:,} tokens"
     if split == "in_sample":
