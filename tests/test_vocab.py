@@ -74,3 +74,29 @@ def test_no_overlap_at_all():
 def test_texts_must_line_up():
     with pytest.raises(UserError, match="display strings"):
         common_vocabulary(["a", "b"], ["a", "b"], ["a"], min_tokens=1)
+
+
+def test_match_by_ids_pairs_row_i_with_row_i():
+    """Two tokenizers holding the same strings in another order: strings pair them right, ids do not."""
+    tied = [f"t{i}" for i in range(200)]
+    untied = list(reversed(tied)) + ["extra"]  # the same 200 strings, reversed, and one more
+    by_string = common_vocabulary(tied, untied)
+    assert by_string.match == "strings" and len(by_string) == 200 and by_string.same_string == 1.0
+    np.testing.assert_array_equal(by_string.untied_ids, 199 - np.arange(200))
+    by_id = common_vocabulary(tied, untied, match="ids")
+    assert by_id.match == "ids" and len(by_id) == 200  # the smaller vocabulary's ids
+    np.testing.assert_array_equal(by_id.tied_ids, np.arange(200))
+    np.testing.assert_array_equal(by_id.untied_ids, np.arange(200))
+    assert by_id.tokens == tied  # shown by the tied side's strings
+    assert by_id.same_string == 0.0  # 200 is even: no row keeps its string after reversal
+    assert by_id.coverage_tied == 1.0 and by_id.coverage_untied == pytest.approx(200 / 201)
+
+
+def test_match_by_ids_on_real_tokenizers(two_vocabularies):
+    tokens_a, tokens_b, texts_a = two_vocabularies
+    by_id = common_vocabulary(tokens_a, tokens_b, texts_a, match="ids")
+    assert len(by_id) == 300 and (by_id.untied_ids == np.arange(300)).all()
+    same = np.mean([tokens_a[i] == tokens_b[i] for i in range(300)])
+    assert by_id.same_string == pytest.approx(same)
+    with pytest.raises(UserError):
+        common_vocabulary(tokens_a, tokens_b, match="bytes")
