@@ -5,7 +5,11 @@
   revisions ``step1000``. Each checkpoint is read with the same cheap loader as a pair, one
   at a time (only the first and the previous one stay in memory).
 * ``grads``: a gradient-provenance log from a real training run (a CSV with one row per
-  step) imported into a cache, shown by the app like the toy lab's.
+  logged step) imported into a cache, shown by the app like the toy lab's. When the log has
+  ``<column>_effective`` columns (the authors' logs: the norms after input-gradient
+  scaling, what reached the matrix) those are read; the cache says which
+  (``runs.input_norm``: 'effective' or 'plain'). The early output share is over the logged
+  steps with step number <= ``early_steps`` (default 1,000, the paper's window).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from tqdm.auto import tqdm
 from precompute.pair import short_name
 from tying.align import rowwise_cosine
 from tying.errors import UserError
+from tying.share import DEFAULT_EARLY_STEPS, step_share
 from tying.store import CacheWriter, cache_path, check_name
 
 DEFAULT_COLUMNS = {"step": "step", "input": "embedding_grad_l2_norm", "output": "output_proj_grad_l2_norm"}
@@ -104,11 +109,28 @@ class GradsConfig:
     input_column: str = DEFAULT_COLUMNS["input"]
     output_column: str = DEFAULT_COLUMNS["output"]
     loss_column: str | None = None
+    early_steps: int = DEFAULT_EARLY_STEPS  # "early" output share: logged steps with step <= this
     command: str | None = None
 
 
-def read_provenance_csv(cfg: GradsConfig) -> pd.DataFrame:
-    """The CSV as train_log rows (step, grad_input_norm, grad_output_norm, ...), checked."""
+EFFECTIVE_SUFFIX = "_effective"
+
+
+def effective_columns(columns, input_column: str, output_column: str) -> tuple[str, str, str]:
+    """(input column, output column, 'effective' | 'plain'): the ``*_effective`` pair when the log has both."""
+    cols = set(map(str, columns))
+    eff_in, eff_out = input_column + EFFECTIVE_SUFFIX, output_column + EFFECTIVE_SUFFIX
+    if eff_in in cols and eff_out in cols:
+        return eff_in, eff_out, "effective"
+    return input_column, output_column, "plain"
+
+
+def read_provenance_csv(cfg: GradsConfig) -> tuple[pd.DataFrame, dict]:
+    """The CSV as train_log rows (step, grad_input_norm, grad_output_norm, ...), checked.
+
+    Returns (rows, how): ``how`` names the columns read and ``input_norm``
+    ('effective' when the ``*_effective`` columns were there, else 'plain').
+    """
     p = Path(cfg.csv)
     if not p.is_file():
         raise UserError(f"CSV file '{cfg.csv}' does not exist")
@@ -116,7 +138,8 @@ def read_provenance_csv(cfg: GradsConfig) -> pd.DataFrame:
         df = pd.read_csv(p)
     except Exception as exc:  # pandas raises many kinds for unreadable files
         raise UserError(f"cannot read '{cfg.csv}' as CSV: {str(exc).splitlines()[0] if str(exc) else exc}") from None
-    wanted = {"step": cfg.step_column, "grad_input_norm": cfg.input_column, "grad_output_norm": cfg.output_column}
+    in_col, out_col, kind = effective_columns(df.columns, cfg.input_column, cfg.output_column)
+    wanted = {"step": cfg.step_column, "grad_input_norm": in_col, "grad_output_norm": out_col}
     if cfg.loss_column:
         wanted["loss"] = cfg.loss_column
     missing = [c for c in wanted.values() if c not in df.columns]
@@ -134,26 +157,29 @@ def read_provenance_csv(cfg: GradsConfig) -> pd.DataFrame:
         raise UserError(f"'{cfg.csv}' has negative gradient norms")
     out = out.sort_values("step").drop_duplicates("step", keep="last")
     out["step"] = out["step"].astype(np.int64)
-    total = out["grad_input_norm"] + out["grad_output_norm"]
-    out["output_share"] = np.where(total > 0, out["grad_output_norm"] / total.where(total > 0, 1), np.nan)
+    out["output_share"] = step_share(out["grad_input_norm"], out["grad_output_norm"])
     out["grad_total_norm"] = np.nan  # the two parts' vector sum is not in the log
     if "loss" not in out:
         out["loss"] = np.nan
-    return out
+    return out, {"columns": {k: v for k, v in wanted.items()}, "input_norm": kind}
 
 
 def run_grads(cfg: GradsConfig) -> Path:
+    if cfg.early_steps < 1:
+        raise UserError(f"--early-steps must be a positive step number, got {cfg.early_steps}")
     name = check_name(cfg.name)
     path = cache_path(cfg.cache_dir, name)
     writer = CacheWriter(path, force=True, meta={"name": name, "kind": "provenance", "command": cfg.command,
                                                   "csv": str(cfg.csv)})
     t0 = time.perf_counter()
-    log = read_provenance_csv(cfg)
+    log, how = read_provenance_csv(cfg)
     run = cfg.run or Path(cfg.csv).stem
     runs = pd.DataFrame([{"run": run, "variant": "imported", "seed": None, "input_grad_scale": None,
                           "steps": int(log["step"].max()), "final_loss": float(log["loss"].iloc[-1]),
                           "eval_loss": None, "seconds": None, "source": str(cfg.csv),
-                          "settings": json.dumps({"columns": [cfg.step_column, cfg.input_column, cfg.output_column]})}])
-    writer.write_stage("training", {"csv": str(cfg.csv), "rows": len(log)},
+                          "settings": json.dumps(how), "early_steps": int(cfg.early_steps),
+                          "input_norm": how["input_norm"]}])
+    writer.write_stage("training", {"csv": str(cfg.csv), "rows": len(log), "early_steps": cfg.early_steps,
+                                    "columns": how["columns"]},
                        {"runs": runs, "train_log": log.assign(run=run)}, seconds=time.perf_counter() - t0)
     return path

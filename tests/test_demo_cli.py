@@ -102,12 +102,16 @@ def test_grads_csv_import(tmp_path, capsys):
     rows = ["step,embedding_grad_l2_norm,output_proj_grad_l2_norm"]
     rows += [f"{s},{1.0},{3.0 if s <= 10 else 1.0}" for s in range(1, 101)]
     csv.write_text("\n".join(rows) + "\n")
-    code, out, err = _run(capsys, "grads", "--csv", csv, "--name", "olmo-grads", "--cache-dir", tmp_path)
+    code, out, err = _run(capsys, "grads", "--csv", csv, "--name", "olmo-grads", "--cache-dir", tmp_path,
+                          "--early-steps", "10")
     assert code == 0, err
     s = json.loads(_run(capsys, "summary", tmp_path / "olmo-grads.duckdb", "--json")[1])
     p = s["gradient_provenance"]["olmo"]
-    assert p["early"] == pytest.approx(0.75) and p["early_steps"] == 10
-    assert p["overall"] == pytest.approx((30 + 90) / (100 + 30 + 90))
+    assert p["early"] == pytest.approx(0.75) and p["early_steps"] == 10 and p["early_logged_steps"] == 10
+    # the paper's quantity: mean of the per-step ratios (10 steps at 3/4, 90 at 1/2)
+    assert p["overall"] == pytest.approx((10 * 0.75 + 90 * 0.5) / 100)
+    assert p["ratio_of_sums"]["overall"] == pytest.approx((30 + 90) / (100 + 30 + 90))
+    assert p["input_norm"] == "plain"
     # user-named columns
     csv2 = tmp_path / "named.csv"
     csv2.write_text("it,in,out\n1,1,1\n2,1,3\n")

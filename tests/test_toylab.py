@@ -139,6 +139,35 @@ def test_gradient_split_adds_up_tied(scale):
     assert norms.output_share == pytest.approx(norms.output / (norms.input + norms.output))
 
 
+@pytest.mark.parametrize("scale", [1.0, 5.0])
+def test_input_proxy_is_the_embedding_output_gradient_norm(scale):
+    """The authors' input-side figure: the norm of d loss / d (embedding output) over all positions.
+
+    Checked against autograd's own gradient of the embedding output; it differs from the exact
+    norm of what is scattered into the matrix whenever a token repeats in the batch.
+    """
+    model = build_twins(TINY, seed=0, variants=("tied",))["tied"]
+    ids = torch.zeros((2, 8), dtype=torch.long)
+    ids[:, ::2] = 3  # token 3 repeats: its scattered row sums four position gradients
+    ids[:, 1::2] = torch.arange(1, 9).reshape(2, 4)
+    captured = {}
+
+    def keep(_module, _args, output):
+        output.retain_grad()
+        captured["out"] = output
+
+    handle = model.get_input_embeddings().register_forward_hook(keep)
+    with GradientProvenance(model, input_grad_scale=scale) as prov:
+        _loss(model, ids).backward()
+    handle.remove()
+    norms = prov.norms()
+    # what autograd sees at the embedding output is already multiplied by the factor
+    assert norms.input_proxy == pytest.approx(captured["out"].grad.norm().item(), rel=1e-5)
+    assert norms.input_proxy / scale == pytest.approx(
+        torch.linalg.vector_norm(captured["out"].grad / scale).item(), rel=1e-5)
+    assert abs(norms.input_proxy - norms.input) > 1e-4 * norms.input  # repeated tokens: not the same number
+
+
 def test_gradient_split_untied():
     model = build_twins(TINY, seed=0, variants=("untied",))["untied"]
     with GradientProvenance(model) as prov:

@@ -14,6 +14,11 @@ projection, so its gradient is the sum of two parts:
 every backward pass. In an untied model the same hooks give the input matrix's and the
 output matrix's gradients.
 
+The paper's authors logged a cheaper input-side figure: the norm of the gradient w.r.t. the
+embedding layer's *output* over all positions (a proxy: rows of repeated tokens are not yet
+summed into the matrix). :class:`GradientProvenance` records it too
+(:attr:`GradientNorms.input_proxy`), so both can be shown side by side.
+
 Input-gradient scaling (Table 2): a factor ``s`` multiplies the gradient of the embedding
 output before it flows back into ``W``. The embedding output's only parent is ``W``, so this
 multiplies the input-side part and nothing else: ``W.grad = s * g_in + g_out``.
@@ -49,12 +54,16 @@ class GradientNorms:
         total: tied: norm of ``s * g_in + g_out`` (the matrix's whole gradient);
             untied: ``sqrt(input**2 + output**2)`` (both matrices together).
         input_unscaled: norm of ``g_in`` before the factor ``s``.
+        input_proxy: the authors' input-side figure, as applied (after the factor): the
+            norm of the gradient w.r.t. the embedding output over every position (summed in
+            squares over the backward passes since the last reset).
     """
 
     input: float
     output: float
     total: float
     input_unscaled: float
+    input_proxy: float = float("nan")
 
     @property
     def output_share(self) -> float:
@@ -103,6 +112,7 @@ class GradientProvenance:
         self._handles: list = []
         self.g_in = torch.zeros(w_in.shape, dtype=torch.float32, device=w_in.device)
         self.g_out = torch.zeros(w_out.shape, dtype=torch.float32, device=w_out.device)
+        self.proxy_sq = torch.zeros((), dtype=torch.float64, device=w_in.device)
 
     # ------------------------------------------------------------------ hooks
 
@@ -115,6 +125,7 @@ class GradientProvenance:
         def on_grad(grad: torch.Tensor) -> torch.Tensor:
             flat = grad.reshape(-1, grad.shape[-1]).to(torch.float32)
             self.g_in.index_add_(0, ids.reshape(-1).to(self.g_in.device), flat)
+            self.proxy_sq += flat.double().square().sum().to(self.proxy_sq.device)
             if padding_idx is not None:
                 self.g_in[padding_idx] = 0  # nn.Embedding never updates the padding row
             return grad * self.scale if self.scale != 1.0 else grad
@@ -161,6 +172,7 @@ class GradientProvenance:
         """Zero the accumulated parts (call with ``optimizer.zero_grad``)."""
         self.g_in.zero_()
         self.g_out.zero_()
+        self.proxy_sq.zero_()
 
     def norms(self) -> GradientNorms:
         """The L2 norms of the parts accumulated since the last :meth:`reset`."""
@@ -170,4 +182,5 @@ class GradientProvenance:
             total = torch.linalg.vector_norm(self.g_in * self.scale + self.g_out).item()
         else:
             total = float((self.scale * n_in) ** 2 + n_out**2) ** 0.5
-        return GradientNorms(input=self.scale * n_in, output=n_out, total=total, input_unscaled=n_in)
+        proxy = self.scale * float(self.proxy_sq.sqrt().item())
+        return GradientNorms(input=self.scale * n_in, output=n_out, total=total, input_unscaled=n_in, input_proxy=proxy)

@@ -29,7 +29,8 @@ from tying.errors import UserError
 from tying.toylab.model import VARIANTS, build_twins, check_variant, embedding_matrices
 from tying.toylab.provenance import GradientProvenance, check_scale
 
-LOG_COLUMNS = ("step", "loss", "lr", "grad_input_norm", "grad_output_norm", "grad_total_norm", "output_share")
+LOG_COLUMNS = ("step", "loss", "lr", "grad_input_norm", "grad_output_norm", "grad_total_norm", "output_share",
+               "grad_input_proxy_norm")
 """Columns of :attr:`TrainResult.log`, one row per optimiser step."""
 
 EVOLUTION_COLUMNS = ("step", "matrix", "cos_init", "cos_prev")
@@ -50,7 +51,9 @@ class TrainResult:
             ``loss`` is the training loss of that step's batch (before the update),
             ``grad_input_norm`` the input-side gradient as applied (after the factor),
             ``grad_output_norm`` the output-side one, ``grad_total_norm`` the norm of the
-            whole embedding gradient, ``output_share`` = out / (in + out).
+            whole embedding gradient, ``output_share`` = out / (in + out),
+            ``grad_input_proxy_norm`` the authors' input-side proxy (norm of the gradient
+            w.r.t. the embedding output over all positions, after the factor).
         checkpoints: ``{step: (input, output)}``, float32 arrays of shape (n_vocab, d);
             step 0 is the initialisation; a tied variant's pair is one array twice.
         eval_loss: mean cross-entropy (nats per token) on the held-out tokens after training.
@@ -188,7 +191,8 @@ def _train_one(model, name: str, scale: float, train_tokens: np.ndarray, offsets
             schedule.step()
             norms = prov.norms()
             value = loss.item()
-            rows.append((step, value, lr, norms.input, norms.output, norms.total, norms.output_share))
+            rows.append((step, value, lr, norms.input, norms.output, norms.total, norms.output_share,
+                         norms.input_proxy))
             if step in snap_steps:
                 checkpoints[step] = _snapshot(model)
             if progress is not None:
