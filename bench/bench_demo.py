@@ -4,7 +4,9 @@
 
 Target: the default demo finishes within 5 minutes on a 2-core CPU. The figures are the
 scientific check of the toy lab: O->T above I->T (linear, held-out), overlap@10 T~O above
-T~I, and the output side's share of the tied matrix's gradient norm above one half early.
+T~I, and the output side's share of the tied matrix's gradient norm above one half early
+(the paper's quantity: the mean over steps of output / (input + output)). With --seeds N
+it also prints the mean and spread over seeds and whether each direction holds per seed.
 """
 
 from __future__ import annotations
@@ -50,8 +52,11 @@ def main(argv=None) -> int:
         ("overlap@10 T~O", ov["T~O"], "0.733 (OLMo)"),
         ("overlap@10 T~I", ov["T~I"], "0.496 (OLMo)"),
         ("overlap@10 I~O", ov["I~O"], "0.455 (OLMo)"),
-        ("output share, first 10% of steps", prov["early"], "0.703 (OLMo, steps 1-1,000)"),
-        ("output share, all steps", prov["overall"], "0.64 (OLMo, 10,000 steps)"),
+        (f"output share, steps <= {prov['early_steps']} (mean of ratios)", prov["early"],
+         "0.7033 (OLMo, steps 1-1,000)"),
+        ("output share, all steps (mean of ratios)", prov["overall"], "0.6357 (OLMo, 10,010 steps)"),
+        ("output share early, ratio of summed norms", prov["ratio_of_sums"]["early"], "0.7384 (not the paper's)"),
+        ("output share early, authors' input proxy", (prov.get("proxy") or {}).get("early"), "0.7033"),
     ]
     for method, cells in (s.get("table2") or {}).items():
         for run_name, c in cells.items():
@@ -61,16 +66,23 @@ def main(argv=None) -> int:
     if lens:
         rows.append(("tuned-lens KL, first 2 hidden states, tied", lens["tied"], "8.86, 9.61 (OLMo)"))
         rows.append(("tuned-lens KL, first 2 hidden states, untied", lens["untied"], "7.01, 6.64 (OLMo)"))
-    print(f"\n{'figure':<48}{'toy lab':>10}   paper")
+    print(f"\n{'figure':<56}{'toy lab':>10}   paper")
     for name, value, paper in rows:
         v = "" if value is None else f"{value:10.3f}"
-        print(f"{name:<48}{v:>10}   {paper}")
+        print(f"{name:<56}{v:>10}   {paper}")
     checks = {
         "O->T linear held-out > I->T": al["O->T"]["linear"]["held_out"] > al["I->T"]["linear"]["held_out"],
         "overlap@10 T~O > T~I": ov["T~O"] > ov["T~I"],
         "output share early > 0.5": prov["early"] > 0.5,
     }
     print("\n" + "\n".join(f"check {k}: {'reproduced' if v else 'NOT reproduced'}" for k, v in checks.items()))
+    seeds = s.get("seeds") or {}
+    if seeds and max(v["n"] for v in seeds.values()) > 1:
+        print(f"\n{'across seeds':<48}{'mean':>10}{'std':>10}")
+        for metric, v in seeds.items():
+            print(f"{metric:<48}{v['mean']:10.3f}{(v['std'] or 0):10.3f}")
+        for claim, d in (s.get("directions") or {}).items():
+            print(f"direction {claim}: holds in {sum(d['holds'])} of {len(d['holds'])} seeds")
     return 0
 
 

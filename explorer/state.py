@@ -12,7 +12,10 @@ from typing import Any, Callable
 
 import streamlit as st
 
-METHODS = ("identity", "orthogonal", "linear")
+from tying.schema import METHOD_LABELS, TABLE1_METHODS
+
+METHODS = TABLE1_METHODS
+METHOD_LABEL = METHOD_LABELS
 SPLITS = ("in_sample", "held_out")
 
 

@@ -7,6 +7,7 @@ cache file touched. ``main(argv)`` returns the exit code so tests run commands i
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shlex
@@ -33,27 +34,49 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _defaults(cls) -> dict:
+    """Field defaults of a config dataclass: the one source of the CLI's defaults."""
+    out = {}
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            out[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            out[f.name] = f.default_factory()
+    return out
+
+
 def _add_pair_options(pair: argparse.ArgumentParser) -> None:
+    from precompute.lens import LensOptions
+    from precompute.pair import MATCH_MODES, PairConfig
+
+    d, lens = _defaults(PairConfig), _defaults(LensOptions)
     pair.add_argument("--tied", help="tied model: Hugging Face id or local directory")
     pair.add_argument("--untied", help="untied model: Hugging Face id or local directory")
     pair.add_argument("--preset", help="one of the paper's pairs: olmo, gptneo-pythia, qwen3")
     pair.add_argument("--name", help="cache name (default: derived from the two models)")
     pair.add_argument("--tied-revision", help="hub revision (branch, tag or commit) of the tied model")
     pair.add_argument("--untied-revision", help="hub revision of the untied model")
-    pair.add_argument("--cache-dir", default="cache", help="folder of the caches (default: cache)")
-    pair.add_argument("--neighbours-k", type=_positive_int, default=50,
-                      help="neighbours stored per token; overlap@k is available for every k up to it (default 50)")
-    pair.add_argument("--held-out", type=float, default=0.2,
-                      help="fraction of tokens held out to score fitted maps (default 0.2)")
-    pair.add_argument("--spectral-k", type=_positive_int, default=64, help="k of the k-NN graphs (default 64)")
-    pair.add_argument("--spectral-components", type=_positive_int, default=128,
-                      help="dimensions of the adjacency spectral embedding (default 128)")
-    pair.add_argument("--spectral-tokens", type=_positive_int, default=10000,
-                      help="tokens used for the spectral distance; a seeded random sample above (default 10000)")
-    pair.add_argument("--umap-tokens", type=_positive_int, default=20000,
-                      help="tokens projected by UMAP; a seeded random sample above (default 10000)")
-    pair.add_argument("--umap-epochs", type=_positive_int, default=200, help="UMAP optimisation epochs (default 200)")
-    pair.add_argument("--seed", type=int, default=0, help="seed for splits and samples (default 0)")
+    pair.add_argument("--cache-dir", default=d["cache_dir"], help="folder of the caches (default: %(default)s)")
+    pair.add_argument("--match", choices=MATCH_MODES, default=d["match"],
+                      help="how rows of two different tokenizers are paired: by common token strings, or by "
+                      "token id (the paper's Table 1 for GPT-Neo vs Pythia) (default: %(default)s)")
+    pair.add_argument("--neighbours-k", type=_positive_int, default=d["neighbours_k"],
+                      help="neighbours stored per token; overlap@k is available for every k up to it "
+                      "(default %(default)s)")
+    pair.add_argument("--held-out", type=float, default=d["held_out"],
+                      help="fraction of tokens held out to score fitted maps (default %(default)s)")
+    pair.add_argument("--spectral-k", type=_positive_int, default=d["spectral_k"],
+                      help="k of the k-NN graphs (default %(default)s)")
+    pair.add_argument("--spectral-components", type=_positive_int, default=d["spectral_components"],
+                      help="dimensions of the adjacency spectral embedding (default %(default)s)")
+    pair.add_argument("--spectral-tokens", type=_positive_int, default=d["spectral_tokens"],
+                      help="use a seeded random sample of this many tokens for the spectral distance (for CPUs "
+                      "and large vocabularies; the result says it is sampled) (default: all common tokens)")
+    pair.add_argument("--umap-tokens", type=_positive_int, default=d["umap_tokens"],
+                      help="tokens projected by UMAP; a seeded random sample above (default %(default)s)")
+    pair.add_argument("--umap-epochs", type=_positive_int, default=d["umap_epochs"],
+                      help="UMAP optimisation epochs (default %(default)s)")
+    pair.add_argument("--seed", type=int, default=d["seed"], help="seed for splits and samples (default %(default)s)")
     pair.add_argument("--text", help="a text file: token frequencies for the norm-vs-frequency view")
     pair.add_argument("--skip", default="",
                       help="comma-separated stages to skip: alignment,neighbours,spectral,umap,lens")
@@ -63,20 +86,26 @@ def _add_pair_options(pair: argparse.ArgumentParser) -> None:
                       help="allow model code from the hub to run (off by default)")
 
     pair.add_argument("--skip-lens", action="store_true", help="skip the lens stage (same as --skip lens)")
-    pair.add_argument("--lens-text", default="python-docs",
-                      help="lens text: 'python-docs' (offline), a text file, or hf:<dataset> such as hf:wikitext")
-    pair.add_argument("--lens-steps", type=_positive_int, default=250, help="tuned-lens training steps (default 250)")
-    pair.add_argument("--lens-batch-size", type=_positive_int, default=8,
-                      help="sequences per lens batch; bounds memory (default 8)")
-    pair.add_argument("--lens-seq-len", type=_positive_int, default=128,
-                      help="tokens per lens sequence, capped at the model's context (default 128)")
-    pair.add_argument("--lens-train-tokens", type=_positive_int, default=262_144,
-                      help="tokens of lens training text (default 262144)")
-    pair.add_argument("--lens-eval-tokens", type=_positive_int, default=65_536,
-                      help="tokens of lens evaluation text, disjoint from training (default 65536)")
+    pair.add_argument("--lens-text", default=lens["text"],
+                      help="lens text: 'python-docs' (offline), a text file, or hf:<dataset> such as hf:wikitext "
+                      "(default %(default)s)")
+    pair.add_argument("--lens-steps", type=_positive_int, default=lens["steps"],
+                      help="tuned-lens optimiser steps (default %(default)s)")
+    pair.add_argument("--lens-batch-size", type=_positive_int, default=lens["batch_size"],
+                      help="sequences per lens micro-batch; bounds memory (default %(default)s)")
+    pair.add_argument("--lens-seq-len", type=_positive_int, default=lens["seq_len"],
+                      help="tokens per lens sequence, capped at the model's context (default %(default)s)")
+    pair.add_argument("--lens-train-tokens", type=_positive_int, default=lens["train_tokens"],
+                      help="tokens of lens training text (default %(default)s)")
+    pair.add_argument("--lens-eval-tokens", type=_positive_int, default=lens["eval_tokens"],
+                      help="tokens of lens evaluation text, disjoint from training (default %(default)s)")
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from precompute.dynamics import GradsConfig
+    from precompute.toylab import DemoConfig
+    from tying.share import TOYLAB_EARLY_FRACTION
+
     p = _Parser(prog="precompute", description="Precompute weight-tying analyses into DuckDB caches.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
@@ -89,30 +118,46 @@ def build_parser() -> argparse.ArgumentParser:
                           "(tuned and logit lens), the training curves and prediction trajectories in its cache.")
     _add_pair_options(lens)
 
+    d = _defaults(DemoConfig)
     demo = sub.add_parser("demo", help="the toy lab: train tied and untied twins here and analyse them",
                           description="Train small tied, untied and input-gradient-scaled twins on an offline "
                           "corpus (CPU is enough), run every analysis on (tied, untied) and write cache/<name>.duckdb.")
-    demo.add_argument("--name", default="demo", help="cache name (default: demo)")
-    demo.add_argument("--cache-dir", default="cache", help="folder of the caches (default: cache)")
+    demo.add_argument("--name", default=d["name"], help="cache name (default: %(default)s)")
+    demo.add_argument("--cache-dir", default=d["cache_dir"], help="folder of the caches (default: %(default)s)")
     demo.add_argument("--work-dir", help="where models and tokenizer go (default: <cache-dir>/toylab/<name>)")
-    demo.add_argument("--corpus", default="python-docs",
-                      help="'python-docs' (offline: Python's own documentation), a text file, or hf:<dataset>")
-    demo.add_argument("--max-chars", type=_positive_int, default=1_200_000, help="corpus size cap (characters)")
-    demo.add_argument("--vocab-size", type=_positive_int, default=4096, help="BPE vocabulary (default 4096)")
-    demo.add_argument("--d-model", type=_positive_int, default=128, help="model width (default 128)")
-    demo.add_argument("--n-layers", type=_positive_int, default=4, help="transformer blocks (default 4)")
-    demo.add_argument("--n-heads", type=_positive_int, default=4, help="attention heads (default 4)")
-    demo.add_argument("--context", type=_positive_int, default=64, help="tokens per training sequence (default 64)")
-    demo.add_argument("--batch-size", type=_positive_int, default=16, help="sequences per step (default 16)")
-    demo.add_argument("--steps", type=_positive_int, default=250, help="optimiser steps per twin (default 250)")
-    demo.add_argument("--lr", type=float, default=3e-3, help="peak AdamW learning rate (default 3e-3)")
-    demo.add_argument("--input-grad-scale", default="5",
-                      help="factor(s) on the input-side gradient of the scaled tied twin, e.g. 5 or 2,5,10 (default 5)")
-    demo.add_argument("--seeds", type=_positive_int, default=1, help="independent runs; the summary gives mean and spread")
-    demo.add_argument("--checkpoints", type=_positive_int, default=12, help="log-spaced snapshots per run (default 12)")
+    demo.add_argument("--corpus", default=d["corpus"],
+                      help="'python-docs' (offline: Python's own documentation), a text file, or hf:<dataset> "
+                      "(default %(default)s)")
+    demo.add_argument("--max-chars", type=_positive_int, default=d["max_chars"],
+                      help="corpus size cap in characters (default %(default)s)")
+    demo.add_argument("--vocab-size", type=_positive_int, default=d["vocab_size"],
+                      help="BPE vocabulary (default %(default)s)")
+    demo.add_argument("--d-model", type=_positive_int, default=d["d_model"], help="model width (default %(default)s)")
+    demo.add_argument("--n-layers", type=_positive_int, default=d["n_layers"],
+                      help="transformer blocks (default %(default)s)")
+    demo.add_argument("--n-heads", type=_positive_int, default=d["n_heads"],
+                      help="attention heads (default %(default)s)")
+    demo.add_argument("--context", type=_positive_int, default=d["context"],
+                      help="tokens per training sequence (default %(default)s)")
+    demo.add_argument("--batch-size", type=_positive_int, default=d["batch_size"],
+                      help="sequences per step (default %(default)s)")
+    demo.add_argument("--steps", type=_positive_int, default=d["steps"],
+                      help="optimiser steps per twin (default %(default)s)")
+    demo.add_argument("--lr", type=float, default=d["lr"], help="peak AdamW learning rate (default %(default)s)")
+    demo.add_argument("--input-grad-scale", default=",".join(f"{f:g}" for f in d["input_grad_scale"]),
+                      help="factor(s) on the input-side gradient of the scaled tied twin, e.g. 5 or 2,5,10 "
+                      "(default %(default)s)")
+    demo.add_argument("--seeds", type=_positive_int, default=d["seeds"],
+                      help="independent runs; the summary gives mean and spread (default %(default)s)")
+    demo.add_argument("--checkpoints", type=_positive_int, default=d["checkpoints"],
+                      help="log-spaced snapshots per run (default %(default)s)")
+    demo.add_argument("--early-steps", type=_positive_int, default=d["early_steps"],
+                      help="the early output share is over steps <= this "
+                      f"(default: the first {TOYLAB_EARLY_FRACTION:.0%} of --steps)")
     demo.add_argument("--skip", default="", help="pair stages to skip: alignment,neighbours,spectral,umap,lens")
     demo.add_argument("--skip-lens", action="store_true", help="skip the lens stage (same as --skip lens)")
-    demo.add_argument("--lens-steps", type=_positive_int, default=100, help="tuned-lens training steps (default 100)")
+    demo.add_argument("--lens-steps", type=_positive_int, default=d["lens_steps"],
+                      help="tuned-lens training steps (default %(default)s)")
     demo.add_argument("--force", action="store_true", help="retrain and recompute everything")
     demo.add_argument("--device", help="torch device (default: cuda when present, else cpu)")
 
@@ -123,26 +168,34 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a Hugging Face id, or a local folder with one subfolder per revision")
     evo.add_argument("--revisions", required=True, help="comma-separated revisions, first = reference")
     evo.add_argument("--name", help="cache name (default: <model>-evolution)")
-    evo.add_argument("--cache-dir", default="cache", help="folder of the caches (default: cache)")
+    evo.add_argument("--cache-dir", default="cache", help="folder of the caches (default: %(default)s)")
     evo.add_argument("--trust-remote-code", action="store_true", help="allow a hub model's own code to run")
 
+    g = _defaults(GradsConfig)
     grads = sub.add_parser("grads", help="import a gradient-provenance log (CSV) from a real training run",
-                           description="One row per step with the L2 norms of the gradient reaching the embedding "
-                           "matrix through the input lookup and through the output projection.")
+                           description="One row per logged step with the L2 norms of the gradient reaching the "
+                           "embedding matrix through the input lookup and through the output projection. "
+                           "'<column>_effective' columns (after input-gradient scaling) are read when present. "
+                           "The output share is the mean over logged steps of output / (input + output).")
     grads.add_argument("--csv", required=True, help="the CSV file")
     grads.add_argument("--name", required=True, help="cache name")
     grads.add_argument("--run", help="run label (default: the file name)")
-    grads.add_argument("--cache-dir", default="cache", help="folder of the caches (default: cache)")
-    grads.add_argument("--step-column", default="step", help="column of the step (default: step)")
-    grads.add_argument("--input-column", default="embedding_grad_l2_norm",
-                       help="column of the input-side norm (default: embedding_grad_l2_norm)")
-    grads.add_argument("--output-column", default="output_proj_grad_l2_norm",
-                       help="column of the output-side norm (default: output_proj_grad_l2_norm)")
+    grads.add_argument("--cache-dir", default=g["cache_dir"], help="folder of the caches (default: %(default)s)")
+    grads.add_argument("--step-column", default=g["step_column"], help="column of the step (default: %(default)s)")
+    grads.add_argument("--input-column", default=g["input_column"],
+                       help="column of the input-side norm; its _effective twin is read when present "
+                       "(default: %(default)s)")
+    grads.add_argument("--output-column", default=g["output_column"],
+                       help="column of the output-side norm; its _effective twin is read when present "
+                       "(default: %(default)s)")
     grads.add_argument("--loss-column", help="optional column of the training loss")
+    grads.add_argument("--early-steps", type=_positive_int, default=g["early_steps"],
+                       help="the early output share is over logged steps <= this (default %(default)s, "
+                       "the paper's window)")
 
-    summ = sub.add_parser("summary", help="print a cache's Table 1 and Table 5 numbers")
+    summ = sub.add_parser("summary", help="print a cache's headline numbers beside the paper's")
     summ.add_argument("cache", help="a cache file (cache/<name>.duckdb) or a pair name in --cache-dir")
-    summ.add_argument("--cache-dir", default="cache")
+    summ.add_argument("--cache-dir", default="cache", help="folder of the caches (default: %(default)s)")
     summ.add_argument("--json", action="store_true", help="print every number as JSON")
     return p
 
@@ -160,7 +213,7 @@ def _cmd_pair(args: argparse.Namespace, argv: list[str], *, lens_only: bool = Fa
     cfg = PairConfig(
         tied=tied, untied=untied, name=args.name, tied_revision=args.tied_revision,
         untied_revision=args.untied_revision, preset=args.preset, cache_dir=args.cache_dir,
-        neighbours_k=args.neighbours_k, held_out=args.held_out, spectral_k=args.spectral_k,
+        match=args.match, neighbours_k=args.neighbours_k, held_out=args.held_out, spectral_k=args.spectral_k,
         spectral_components=args.spectral_components, spectral_tokens=args.spectral_tokens,
         umap_tokens=args.umap_tokens, umap_epochs=args.umap_epochs, seed=args.seed, text=args.text,
         skip=_skips(args), force=args.force, device=args.device, trust_remote_code=args.trust_remote_code,
@@ -202,7 +255,7 @@ def _cmd_demo(args: argparse.Namespace, argv: list[str]) -> int:
         n_heads=args.n_heads, context=args.context, batch_size=args.batch_size, steps=args.steps, lr=args.lr,
         input_grad_scale=_factors(args.input_grad_scale), seeds=args.seeds, checkpoints=args.checkpoints,
         skip=_skips(args), force=args.force, device=args.device, lens_steps=args.lens_steps,
-        command="python -m precompute " + " ".join(shlex.quote(a) for a in argv),
+        early_steps=args.early_steps, command="python -m precompute " + " ".join(shlex.quote(a) for a in argv),
     )
     path = DemoRun(cfg).run()
     print(f"wrote {path}")
@@ -226,7 +279,7 @@ def _cmd_grads(args: argparse.Namespace, argv: list[str]) -> int:
     path = run_grads(GradsConfig(
         csv=args.csv, name=args.name, run=args.run, cache_dir=args.cache_dir, step_column=args.step_column,
         input_column=args.input_column, output_column=args.output_column, loss_column=args.loss_column,
-        command="python -m precompute " + " ".join(shlex.quote(a) for a in argv)))
+        early_steps=args.early_steps, command="python -m precompute " + " ".join(shlex.quote(a) for a in argv)))
     print(f"wrote {path}")
     return _cmd_summary_path(path, as_json=False)
 

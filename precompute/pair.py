@@ -28,6 +28,7 @@ from tying.store import CacheWriter, cache_path, check_name, params_hash
 
 STAGES = PAIR_STAGES
 OPTIONAL_STAGES = ("alignment", "neighbours", "spectral", "umap", "lens")
+MATCH_MODES = ("strings", "ids")
 
 
 @dataclass
@@ -45,9 +46,10 @@ class PairConfig:
     held_out: float = 0.2  # fraction of tokens held out when scoring fitted maps
     spectral_k: int = 64  # k of the k-NN graphs for the spectral distance
     spectral_components: int = 128
-    spectral_tokens: int = 10000  # tokens used by the spectral distance (random sample above)
+    spectral_tokens: int | None = None  # None: every common token (the paper); else a seeded sample of this many
     umap_tokens: int = 20000  # tokens projected by UMAP (random sample above)
     umap_epochs: int = 200  # UMAP optimisation epochs
+    match: str = "strings"  # how rows of two tokenizers are paired: 'strings' (common token strings) or 'ids'
     seed: int = 0
     text: str | None = None  # a text file: token frequencies for the norm-vs-frequency view
     skip: list[str] = field(default_factory=list)
@@ -73,8 +75,10 @@ def validate(cfg: PairConfig) -> None:
     if cfg.name is not None:
         check_name(cfg.name)
     for key in ("neighbours_k", "spectral_k", "spectral_components", "spectral_tokens", "umap_tokens", "umap_epochs"):
-        if getattr(cfg, key) < 1:
+        if getattr(cfg, key) is not None and getattr(cfg, key) < 1:
             raise UserError(f"--{key.replace('_', '-')} must be a positive integer, got {getattr(cfg, key)}")
+    if cfg.match not in MATCH_MODES:
+        raise UserError(f"--match must be one of {', '.join(MATCH_MODES)}, got '{cfg.match}'")
     if not 0.0 < cfg.held_out < 1.0:
         raise UserError(f"--held-out must be between 0 and 1, got {cfg.held_out}")
     unknown = set(cfg.skip) - set(OPTIONAL_STAGES)
@@ -152,7 +156,8 @@ class PairRun:
         self.device = pick_device(cfg.device)
         tied = load_model_matrices(cfg.tied, cfg.tied_revision, role="tied", trust_remote_code=cfg.trust_remote_code)
         untied = load_model_matrices(cfg.untied, cfg.untied_revision, role="untied", trust_remote_code=cfg.trust_remote_code)
-        vocab = common_vocabulary(tied.tokens, untied.tokens, tied.token_texts, min_tokens=cfg.min_common_tokens)
+        vocab = common_vocabulary(tied.tokens, untied.tokens, tied.token_texts, min_tokens=cfg.min_common_tokens,
+                                  match=cfg.match)
         self.models, self.vocab = {"tied": tied, "untied": untied}, vocab
         self.matrices = {
             "T": tied.input[vocab.tied_ids] if not vocab.identical else tied.input,
@@ -161,7 +166,7 @@ class PairRun:
         }
         self.n = len(vocab.tokens)
         self.input_hash = params_hash(
-            {"tied": tied.fingerprint, "untied": untied.fingerprint, "n": self.n,
+            {"tied": tied.fingerprint, "untied": untied.fingerprint, "n": self.n, "match": vocab.match,
              "text": cfg.text and _file_digest(cfg.text)}
         )
 
@@ -239,7 +244,7 @@ class PairRun:
         if K >= self.n:
             raise UserError(f"--neighbours-k {K} is not smaller than the {self.n} common tokens")
         # compute enough neighbours once for the spectral stage too, when it uses every token
-        k_compute = max(K, min(self.cfg.spectral_k, self.n - 1)) if self.n <= self.cfg.spectral_tokens else K
+        k_compute = max(K, min(self.cfg.spectral_k, self.n - 1)) if self.spectral_rows() is None else K
         ids, frames = {}, []
         for key in MATRICES:
             progress(f"k-NN {key}")
@@ -264,7 +269,7 @@ class PairRun:
         from tying.spectral import spectral_distance
 
         cfg = self.cfg
-        rows = None if self.n <= cfg.spectral_tokens else _sample(self.n, cfg.spectral_tokens, cfg.seed)
+        rows = self.spectral_rows()
         n_used = self.n if rows is None else len(rows)
         gk = min(cfg.spectral_k, n_used - 1)
         ids = {}
@@ -277,8 +282,14 @@ class PairRun:
             d = spectral_distance(ids[a], ids[b], n_components=cfg.spectral_components)
             out.append({"pair": pair_label(a, b), "graph_k": gk,
                         "n_components": min(cfg.spectral_components, 2 * n_used - 1),
-                        "n_tokens": n_used, "distance": float(d)})
+                        "n_tokens": n_used, "n_common": self.n, "sampled": rows is not None,
+                        "distance": float(d)})
         return {"spectral": pd.DataFrame(out)}
+
+    def spectral_rows(self) -> np.ndarray | None:
+        """Rows of the spectral distance: None for every common token, else a seeded sample."""
+        limit = self.cfg.spectral_tokens
+        return None if limit is None or self.n <= limit else _sample(self.n, limit, self.cfg.seed)
 
     # -- stage: umap ---------------------------------------------------------------------
     def umap_tables(self, progress) -> dict[str, pd.DataFrame]:
@@ -308,7 +319,7 @@ class PairRun:
         c = self.cfg
         own = {
             "load": {"tied": c.tied, "untied": c.untied, "tied_revision": c.tied_revision,
-                     "untied_revision": c.untied_revision, "text": c.text},
+                     "untied_revision": c.untied_revision, "text": c.text, "match": c.match},
             "alignment": {"held_out": c.held_out, "seed": c.seed},
             "neighbours": {"k": c.neighbours_k},
             "spectral": {"k": c.spectral_k, "components": c.spectral_components, "tokens": c.spectral_tokens,
@@ -335,7 +346,8 @@ class PairRun:
                 "config": asdict(cfg), "versions": library_versions(), "device": str(self.device),
                 "vocabulary": {"n_common": self.n, "n_tied": self.vocab.n_tied, "n_untied": self.vocab.n_untied,
                                "coverage_tied": self.vocab.coverage_tied,
-                               "coverage_untied": self.vocab.coverage_untied, "identical": self.vocab.identical},
+                               "coverage_untied": self.vocab.coverage_untied, "identical": self.vocab.identical,
+                               "match": self.vocab.match, "same_string": self.vocab.same_string},
             }
             writer = CacheWriter(self.path, force=cfg.force, meta=meta)
             builders = {"load": lambda p: self.load_tables(), "alignment": self.alignment_tables,

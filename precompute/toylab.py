@@ -24,7 +24,7 @@ from precompute.lens import LensOptions
 from precompute.pair import PairConfig, PairRun
 from tying.errors import UserError
 from tying.store import CacheWriter, cache_path, params_hash
-from tying.summary import output_share
+from tying.share import early_steps_for, output_share
 
 
 @dataclass
@@ -52,6 +52,10 @@ class DemoConfig:
     device: str | None = None
     command: str | None = None
     lens_steps: int = 100
+    early_steps: int | None = None  # "early" output share: steps <= this (default: the first 10% of --steps)
+
+    def early(self) -> int:
+        return self.early_steps or early_steps_for(self.steps)
 
 
 def validate(cfg: DemoConfig) -> None:
@@ -65,6 +69,8 @@ def validate(cfg: DemoConfig) -> None:
         raise UserError(f"--vocab-size must exceed the 256 byte tokens, got {cfg.vocab_size}")
     if cfg.d_model % cfg.n_heads:
         raise UserError(f"--d-model {cfg.d_model} is not divisible by --n-heads {cfg.n_heads}")
+    if cfg.early_steps is not None and cfg.early_steps < 1:
+        raise UserError(f"--early-steps must be a positive step number, got {cfg.early_steps}")
     if cfg.checkpoints + 1 > cfg.steps:
         raise UserError(f"--steps {cfg.steps} is too few for {cfg.checkpoints} log-spaced checkpoints")
 
@@ -93,13 +99,14 @@ def _final(result) -> tuple[np.ndarray, np.ndarray]:
 
 
 def compare_tied_to_twin(T: np.ndarray, I: np.ndarray, O: np.ndarray, seed: int, device=None) -> dict[str, float]:
-    """Headline numbers of one seed: cosine of T to I and O (identity and held-out linear), overlap@10."""
+    """Headline numbers of one seed: cosine of T to I and O (raw and centred identity, held-out linear), overlap@10."""
     from tying.align import alignment_cosines, split_tokens
     from tying.neighbours import knn, overlap_at_k
 
     fit, ev = split_tokens(len(T), 0.2, seed)
     out = {}
     for src, name in ((I, "I->T"), (O, "O->T")):
+        out[f"{name} identity (raw rows)"] = float(np.mean(alignment_cosines(src, T, "identity_raw", device=device)))
         out[f"{name} identity"] = float(np.mean(alignment_cosines(src, T, "identity", device=device)))
         out[f"{name} linear held-out"] = float(np.mean(
             alignment_cosines(src, T, "linear", fit_idx=fit, eval_idx=ev, device=device)))
@@ -214,7 +221,8 @@ class DemoRun:
                          "steps": int(res.settings.get("steps", cfg.steps)),
                          "final_loss": float(res.log["loss"].iloc[-1]), "eval_loss": float(res.eval_loss),
                          "seconds": float(res.seconds), "source": str(self.run_dir(rid)),
-                         "settings": json.dumps(res.settings, default=str)})
+                         "settings": json.dumps(res.settings, default=str), "early_steps": cfg.early(),
+                         "input_norm": "exact"})
             logs.append(res.log.drop(columns=[c for c in res.log.columns if c == "lr"]).assign(run=rid))
             e = embedding_evolution(res.checkpoints)
             evo.append(e.assign(run=rid, label=e["step"].astype(str)))
@@ -225,19 +233,23 @@ class DemoRun:
             for rid in tied_runs:
                 T = _final(results[rid])[0]
                 for target, M in (("I", I), ("O", O)):
-                    ident = float(np.mean(alignment_cosines(T, M, "identity", device=cfg.device)))
-                    lin = float(np.mean(alignment_cosines(T, M, "linear", fit_idx=fit, eval_idx=ev,
-                                                          device=cfg.device)))
-                    scaling += [
-                        {"run": rid, "seed": seed, "input_grad_scale": results[rid].input_grad_scale,
-                         "target": target, "method": "identity", "mean_cosine": ident},
-                        {"run": rid, "seed": seed, "input_grad_scale": results[rid].input_grad_scale,
-                         "target": target, "method": "linear held-out", "mean_cosine": lin},
-                    ]
+                    values = {
+                        "identity (raw rows)": alignment_cosines(T, M, "identity_raw", device=cfg.device),
+                        "identity": alignment_cosines(T, M, "identity", device=cfg.device),
+                        "linear held-out": alignment_cosines(T, M, "linear", fit_idx=fit, eval_idx=ev,
+                                                             device=cfg.device),
+                    }
+                    scaling += [{"run": rid, "seed": seed, "input_grad_scale": results[rid].input_grad_scale,
+                                 "target": target, "method": method, "mean_cosine": float(np.mean(cos))}
+                                for method, cos in values.items()]
             T = _final(results[run_id("tied", 1.0, seed)])[0]
             m = compare_tied_to_twin(T, I, O, seed, device=cfg.device)
-            share = output_share(results[run_id("tied", 1.0, seed)].log)
+            log = results[run_id("tied", 1.0, seed)].log
+            share = output_share(log["step"], log["grad_input_norm"], log["grad_output_norm"], early_steps=cfg.early())
+            proxy = output_share(log["step"], log["grad_input_proxy_norm"], log["grad_output_norm"],
+                                 early_steps=cfg.early())
             m["output share early"], m["output share overall"] = share["early"], share["overall"]
+            m["output share early (proxy input)"] = proxy["early"]
             for rid in [run_id("untied", 1.0, seed)] + tied_runs:
                 m[f"eval loss {rid.split('/')[0]}"] = float(results[rid].eval_loss)
             metrics += [{"seed": seed, "metric": k, "value": v} for k, v in m.items()]

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import duckdb
 import numpy as np
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -53,9 +54,19 @@ def test_overview_numbers_equal_the_cache(caches, monkeypatch):
     s = summarize(con)
     con.close()
     table1 = next(df.value for df in at.dataframe if "comparison" in df.value.columns)
-    row = table1[table1["comparison"] == "O→T"].iloc[0]
-    assert row["linear"] == pytest.approx(s["alignment"]["O->T"]["linear"]["in_sample"])
-    assert row["linear (held-out)"] == pytest.approx(s["alignment"]["O->T"]["linear"]["held_out"])
+    row = table1[(table1["comparison"] == "O→T") & (table1["map"] == "linear")].iloc[0]
+    assert row["in-sample"] == pytest.approx(s["alignment"]["O->T"]["linear"]["in_sample"])
+    assert row["held-out"] == pytest.approx(s["alignment"]["O->T"]["linear"]["held_out"])
+    raw = table1[(table1["comparison"] == "O→T") & (table1["map"] == "identity (raw rows)")].iloc[0]
+    assert raw["in-sample"] == pytest.approx(s["alignment"]["O->T"]["identity_raw"]["in_sample"])
+    # a toy-lab cache is set beside the paper's OLMo numbers, labelled as such; raw identity beside raw
+    assert raw["paper (olmo)"] == "0.014" and row["paper (olmo)"] == "0.719"
+    centred = table1[(table1["comparison"] == "O→T") & (table1["map"] == "identity (centred)")].iloc[0]
+    assert centred["paper (olmo)"] == "—"  # the paper has no centred identity: a dash, never "None"
+    assert any("Scale." in m.value and "paper: OLMo" in m.value for m in at.info), [m.value for m in at.info]
+    seeds = next(df.value for df in at.dataframe if "seeds" in df.value.columns)
+    share = seeds[seeds["metric"] == "output share early"].iloc[0]
+    assert share["seeds"] == 3 and share["mean"] == pytest.approx(0.63) and share["std"] == pytest.approx(0.01)
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["overlap@10 T~O"] == f"{s['overlap_at_10']['T~O']:.3f}"
     assert metrics["spectral T~I"] == f"{s['spectral']['T~I']:.3f}"

@@ -38,3 +38,42 @@ def test_ci_runs_the_readme_test_command():
     commands = re.findall(r"```bash\n(.*?)\n```", README, flags=re.S)
     test_cmd = next(c for c in commands if "pytest" in c)
     assert test_cmd.strip() in ci
+
+
+def _readme_option_table() -> dict[str, str]:
+    """`| `--option`[, `--other`] | default | meaning |` rows of the README: option -> default cell."""
+    rows = {}
+    for line in README.splitlines():
+        m = re.match(r"^\| (`--[^|]+) \| ([^|]*) \|", line)
+        if m:
+            for opt in re.findall(r"`(--[\w-]+)`", m.group(1)):
+                rows[opt] = m.group(2).strip().strip("`")
+    return rows
+
+
+def test_readme_defaults_equal_the_parsers():
+    """Every default the README's option table states is the parser's own (which comes from the config)."""
+    table = _readme_option_table()
+    pair = _subparsers()["pair"]
+    checked = 0
+    for action in pair._actions:
+        for opt in action.option_strings:
+            if opt not in table or action.default in (None, False, "", "==SUPPRESS=="):
+                continue
+            assert table[opt] == str(action.default), f"README says {opt} defaults to {table[opt]!r}, " \
+                                                      f"the parser {action.default!r}"
+            checked += 1
+    assert checked >= 10
+
+
+def test_help_states_the_parsers_defaults():
+    """`--help` text never contradicts the default in force (it is built from it)."""
+    for name, sub in _subparsers().items():
+        for action in sub._actions:
+            if action.default in (None, False, "==SUPPRESS==") or not action.help:
+                continue
+            for stated in re.findall(r"\(default:? ([^)]+)\)", action.help):
+                stated = stated.split(",")[0].strip()
+                if stated.startswith("%(default"):
+                    continue
+                assert stated == str(action.default), f"{name} {action.option_strings}: help says {stated!r}"

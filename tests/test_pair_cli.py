@@ -55,6 +55,8 @@ def test_pair_end_to_end_known_answers(models, tmp_path, capsys):
     for method in ("identity", "orthogonal", "linear"):
         for split in ("in_sample", "held_out"):
             assert s["alignment"]["O->T"][method][split] == pytest.approx(1.0, abs=1e-4)
+    # raw rows: 1 for every token but the all-zero padding row, which scores 0
+    assert s["alignment"]["O->T"]["identity_raw"]["in_sample"] == pytest.approx(299 / 300, abs=1e-4)
     assert s["overlap_at_10"]["T~O"] == pytest.approx(1.0)
     assert s["overlap"]["T~O"]["20"] == pytest.approx(1.0)
     assert s["spectral"]["T~O"] == pytest.approx(0.0, abs=1e-6)
@@ -84,6 +86,21 @@ def test_pair_cache_agrees_with_brute_force(models, tmp_path, capsys):
         Ic, Oc = I - I.mean(0), O - O.mean(0)
         brute = (Ic * Oc).sum(1) / np.linalg.norm(Ic, axis=1) / np.linalg.norm(Oc, axis=1)
         np.testing.assert_allclose(al["cosine"].to_numpy(), brute, atol=1e-5)
+        # the paper's identity column: raw rows, no centring
+        raw = query_df(con, "SELECT token, cosine FROM alignment WHERE comparison='I->O' AND method='identity_raw' "
+                            "AND split='in_sample' ORDER BY token")
+        with np.errstate(invalid="ignore"):
+            brute_raw = np.nan_to_num((I * O).sum(1) / np.linalg.norm(I, axis=1) / np.linalg.norm(O, axis=1))
+        np.testing.assert_allclose(raw["cosine"].to_numpy(), brute_raw, atol=1e-5)
+        # spectral distance on every common token by default, from the weighted k-NN graphs
+        from tying.neighbours import knn
+        from tying.spectral import spectral_distance
+
+        sp = query_df(con, "SELECT * FROM spectral WHERE pair='T~I'").iloc[0]
+        assert sp["n_tokens"] == sp["n_common"] == len(T) and not sp["sampled"]
+        k = int(sp["graph_k"])
+        expected = spectral_distance(knn(T, k)[0], knn(I, k)[0], n_components=int(sp["n_components"]))
+        assert sp["distance"] == pytest.approx(expected, rel=1e-6)
         # neighbours of T by brute force cosine, self excluded
         nb = query_df(con, "SELECT token, rank, neighbour FROM neighbours WHERE matrix='T' ORDER BY token, rank")
         ids = nb["neighbour"].to_numpy().reshape(len(T), -1)
@@ -155,6 +172,33 @@ def test_different_tokenizers_use_common_tokens(tmp_path, capsys):
     ta, tb = AutoTokenizer.from_pretrained(tok_a), AutoTokenizer.from_pretrained(tok_b)
     assert all(ta.convert_ids_to_tokens(int(a)) == r == tb.convert_ids_to_tokens(int(b))
                for r, a, b in toks.itertuples(index=False))
+    assert v["match"] == "strings"
+    # --match ids: row i with row i, as the authors' Table-1 script did for GPT-Neo vs Pythia
+    code, out, err = _run(capsys, "pair", "--tied", neo, "--untied", pythia, "--cache-dir", tmp_path, "--name", "ids",
+                          "--match", "ids", *FAST)
+    assert code == 0, err
+    assert "rows paired by token id" in out
+    code, out, _ = _run(capsys, "summary", "ids", "--cache-dir", tmp_path, "--json")
+    v = json.loads(out)["vocabulary"]
+    assert v["match"] == "ids" and v["n_common"] == 320 and v["same_string"] < 1.0
+    con = open_cache(tmp_path / "ids.duckdb")
+    toks = query_df(con, "SELECT tied_id, untied_id FROM tokens ORDER BY token")
+    con.close()
+    assert (toks["tied_id"] == np.arange(320)).all() and (toks["untied_id"] == np.arange(320)).all()
+
+
+def test_sampled_spectral_distance_says_so(models, tmp_path, capsys):
+    code, out, err = _run(capsys, "pair", "--tied", models["tied"], "--untied", models["untied"], "--cache-dir",
+                          tmp_path, "--name", "s", "--spectral-tokens", "200", "--skip", "alignment,umap,lens",
+                          "--spectral-components", "16", "--neighbours-k", "20")
+    assert code == 0, err
+    assert "SAMPLE of 200 of the 300 common tokens" in out
+    s = json.loads(_run(capsys, "summary", "s", "--cache-dir", tmp_path, "--json")[1])
+    assert s["spectral_params"]["sampled"] is True and s["spectral_params"]["n_tokens"] == 200
+    con = open_cache(tmp_path / "s.duckdb")
+    preset = con.execute("SELECT count(*) FROM meta WHERE key = 'preset'").fetchone()[0]
+    con.close()
+    assert preset == 0  # no preset: no row, never the string "null"
 
 
 def test_different_widths_orthogonal_not_applicable(tmp_path, capsys):

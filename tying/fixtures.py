@@ -54,7 +54,11 @@ def build_synthetic_cache(cache_dir, name: str = "synthetic", *, n_tokens: int =
     path = cache_path(cache_dir, name)
     meta = {"name": name, "kind": "toylab" if training else "pair", "command": f"python -m precompute demo --name {name}",
             "vocabulary": {"n_common": n_tokens, "n_tied": n_tokens, "n_untied": n_tokens, "coverage_tied": 1.0,
-                           "coverage_untied": 1.0, "identical": True}, "synthetic": True}
+                           "coverage_untied": 1.0, "identical": True, "match": "strings", "same_string": 1.0},
+            "synthetic": True}
+    if training:
+        meta["toylab"] = {"d_model": d, "n_layers": n_layers, "vocab_size": n_tokens, "steps": 100, "batch_size": 4,
+                          "context": 16, "seeds": 3}
     w = CacheWriter(path, force=True, meta=meta)
     models = pd.DataFrame([
         {"role": role, "source": f"synthetic/{role}", "revision": None, "commit_sha": None, "model_type": "llama",
@@ -90,7 +94,7 @@ def build_synthetic_cache(cache_dir, name: str = "synthetic", *, n_tokens: int =
     w.write_stage("neighbours", {"k": k}, {"neighbours": pd.concat(frames), "overlap_curve": curves}, seconds=0.0)
     w.write_stage("spectral", {}, {"spectral": pd.DataFrame(
         {"pair": [pair_label(a, b) for a, b in MATRIX_PAIRS], "graph_k": 16, "n_components": 16,
-         "n_tokens": n_tokens, "distance": [0.6, 0.2, 0.65]})}, seconds=0.0)
+         "n_tokens": n_tokens, "n_common": n_tokens, "sampled": False, "distance": [0.6, 0.2, 0.65]})}, seconds=0.0)
 
     coords = []
     for m, x in mats.items():
@@ -128,12 +132,13 @@ def build_synthetic_cache(cache_dir, name: str = "synthetic", *, n_tokens: int =
         for variant, scale in (("tied", 1.0), ("untied", 1.0), ("tied_scaled", 5.0)):
             run = f"{variant if variant != 'tied_scaled' else 'tied_scaled_x5'}/seed0"
             runs.append({"run": run, "variant": variant, "seed": 0, "input_grad_scale": scale, "steps": 100,
-                         "final_loss": 3.0, "eval_loss": 3.1, "seconds": 1.0, "source": "synthetic", "settings": "{}"})
+                         "final_loss": 3.0, "eval_loss": 3.1, "seconds": 1.0, "source": "synthetic", "settings": "{}",
+                         "early_steps": 10, "input_norm": "exact"})
             gin = scale * (0.2 + 0.8 * np.exp(-steps / 30))
             gout = 1.0 + 0.5 * np.exp(-steps / 20)
             logs.append(pd.DataFrame({"run": run, "step": steps, "loss": 5 - np.log1p(steps) / 2, "grad_input_norm": gin,
                                       "grad_output_norm": gout, "grad_total_norm": np.hypot(gin, gout),
-                                      "output_share": gout / (gin + gout)}))
+                                      "output_share": gout / (gin + gout), "grad_input_proxy_norm": 1.3 * gin}))
             for m in (("T",) if variant != "untied" else ("I", "O")):
                 ck = [0, 1, 3, 10, 30, 100]
                 drift = {"T": 0.6, "I": 0.9, "O": 0.55}[m]
@@ -146,8 +151,11 @@ def build_synthetic_cache(cache_dir, name: str = "synthetic", *, n_tokens: int =
                     val = base + shift if target == "I" else base - shift
                     scal.append({"run": run, "seed": 0, "input_grad_scale": scale, "target": target,
                                  "method": "identity", "mean_cosine": val})
-        seeds = [{"seed": 0, "metric": "output share early", "value": 0.62},
-                 {"seed": 0, "metric": "O->T linear held-out", "value": 0.8}]
+        seeds = [{"seed": seed_i, "metric": metric, "value": value + 0.01 * seed_i}
+                 for seed_i in range(3)
+                 for metric, value in (("output share early", 0.62), ("O->T linear held-out", 0.8),
+                                       ("I->T linear held-out", 0.5), ("overlap@10 T~O", 0.4),
+                                       ("overlap@10 T~I", 0.1))]
         w.write_stage("training", {}, {"runs": pd.DataFrame(runs), "train_log": pd.concat(logs),
                                        "evolution": pd.concat(evo), "scaling": pd.DataFrame(scal),
                                        "seed_metrics": pd.DataFrame(seeds)}, seconds=0.0)

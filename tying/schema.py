@@ -11,7 +11,7 @@ another version and names the command that rebuilds them.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 MATRICES = ("T", "I", "O")
 MATRIX_NAMES = {"T": "tied", "I": "untied input", "O": "untied output"}
@@ -76,7 +76,8 @@ TABLES: dict[str, str] = {
         norm REAL
     """,
     # per-token cosine after alignment: comparison 'I->O' | 'O->T' | 'I->T',
-    # method 'identity' | 'orthogonal' | 'linear', split 'in_sample' | 'held_out'
+    # method 'identity_raw' (raw rows, the paper's identity column) | 'identity' (centred rows)
+    # | 'orthogonal' | 'linear', split 'in_sample' | 'held_out'
     "alignment": """
         comparison VARCHAR,
         method VARCHAR,
@@ -108,11 +109,15 @@ TABLES: dict[str, str] = {
         k INTEGER,
         mean_overlap DOUBLE
     """,
+    # spectral distance of the weighted k-NN graphs (Appendix B) on n_tokens of the n_common
+    # tokens: all of them (sampled false, the paper) or a seeded sample (sampled true)
     "spectral": """
         pair VARCHAR,
         graph_k INTEGER,
         n_components INTEGER,
         n_tokens INTEGER,
+        n_common INTEGER,
+        sampled BOOLEAN,
         distance DOUBLE
     """,
     # 2-D UMAP coordinates of each matrix, aligned so a token sits in comparable places
@@ -153,7 +158,10 @@ TABLES: dict[str, str] = {
     """,
     # --- training dynamics (toy lab, imported provenance logs, checkpoint evolution) -------
     # one row per training run or checkpoint series: variant 'tied' | 'untied' | 'tied_scaled'
-    # (toy lab), 'imported' (a provenance CSV), 'checkpoints' (evolution of a real model)
+    # (toy lab), 'imported' (a provenance CSV), 'checkpoints' (evolution of a real model);
+    # early_steps: the logged steps with step <= early_steps make the "early" output share;
+    # input_norm: which input-side norm train_log.grad_input_norm holds ('exact' scattered
+    # into the matrix, or an imported log's 'effective' (after input scaling) or 'plain' column)
     "runs": """
         run VARCHAR PRIMARY KEY,
         variant VARCHAR,
@@ -164,10 +172,16 @@ TABLES: dict[str, str] = {
         eval_loss DOUBLE,
         seconds DOUBLE,
         source VARCHAR,
-        settings VARCHAR
+        settings VARCHAR,
+        early_steps INTEGER,
+        input_norm VARCHAR
     """,
-    # gradient provenance per optimiser step: L2 norms of the gradient reaching the
-    # embedding matrix through the input lookup and through the output projection
+    # gradient provenance per logged optimiser step: L2 norms of the gradient reaching the
+    # embedding matrix through the input lookup (grad_input_norm: exactly as scattered into
+    # the matrix's rows, or what an imported log gives, see runs.input_norm) and through the
+    # output projection; grad_input_proxy_norm: the authors' input-side figure, the norm of
+    # the gradient w.r.t. the embedding layer's output over all positions (toy lab only);
+    # output_share = output / (input + output) of that step
     "train_log": """
         run VARCHAR,
         step INTEGER,
@@ -175,7 +189,8 @@ TABLES: dict[str, str] = {
         grad_input_norm DOUBLE,
         grad_output_norm DOUBLE,
         grad_total_norm DOUBLE,
-        output_share DOUBLE
+        output_share DOUBLE,
+        grad_input_proxy_norm DOUBLE
     """,
     # embedding evolution (Figure 3): mean per-token cosine of a matrix to its first
     # checkpoint (cos_init) and to the previous one (cos_prev)
@@ -225,4 +240,7 @@ KINDS = ("pair", "toylab", "evolution", "provenance")
 
 # What the summary's Table 1 and Table 5 read (and what the app's overview shows).
 TABLE1_COMPARISONS = ("I->O", "O->T", "I->T")
-TABLE1_METHODS = ("identity", "orthogonal", "linear")
+TABLE1_METHODS = ("identity_raw", "identity", "orthogonal", "linear")
+METHOD_LABELS = {"identity_raw": "identity (raw rows)", "identity": "identity (centred)",
+                 "orthogonal": "orthogonal", "linear": "linear"}
+"""Table 1's map columns: the paper's identity column is on raw rows; ours also on centred rows."""

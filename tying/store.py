@@ -176,6 +176,9 @@ class CacheWriter:
                 meta = {**self.meta, "schema_version": str(SCHEMA_VERSION),
                         "updated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
                 for key, value in meta.items():
+                    if value is None:  # an absent fact (no preset, say) is no row, never the string "null"
+                        con.execute("DELETE FROM meta WHERE key = ?", [key])
+                        continue
                     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
                     con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [key, text])
                 con.execute("COMMIT")

@@ -10,9 +10,11 @@ import math
 from typing import Any
 
 import duckdb
+import pandas as pd
 
 from tying import reference
-from tying.schema import MATRIX_PAIRS, TABLE1_COMPARISONS, TABLE1_METHODS, pair_label
+from tying.schema import MATRIX_PAIRS, METHOD_LABELS, TABLE1_COMPARISONS, TABLE1_METHODS, pair_label
+from tying.share import DEFAULT_EARLY_STEPS, output_share
 from tying.store import finished_stages, query_df, read_meta, table_exists
 
 
@@ -76,7 +78,8 @@ def _summarize(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     sp = query_df(con, "SELECT * FROM spectral")
     out["spectral"] = {r["pair"]: _num(r["distance"]) for r in sp.to_dict("records")}
     out["spectral_params"] = (
-        {k: int(sp.iloc[0][k]) for k in ("graph_k", "n_components", "n_tokens")} if len(sp) else {}
+        {k: int(sp.iloc[0][k]) for k in ("graph_k", "n_components", "n_tokens", "n_common")}
+        | {"sampled": bool(sp.iloc[0]["sampled"])} if len(sp) else {}
     )
 
     if table_exists(con, "lens_kl"):
@@ -88,31 +91,45 @@ def _summarize(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
         out["models"].get("tied", {}).get("source"), out["models"].get("untied", {}).get("source")
     )
     if preset:
-        out["paper"] = {
-            "preset": preset,
-            "table1": reference.TABLE1.get(preset),
-            "table5": reference.TABLE5.get(preset),
-            "tuned_lens_kl": reference.TUNED_LENS_KL.get(preset),
-        }
+        out["paper"] = paper_reference(preset)
+    elif out["kind"] == "toylab":
+        out["paper"] = paper_reference(reference.TOYLAB_REFERENCE) | {"beside_toylab": True}
+    if out["kind"] == "toylab":
+        out["scale"] = toylab_scale(out, meta)
     return out
 
 
-def output_share(log, early_fraction: float = 0.1) -> dict[str, float | None]:
-    """Output side's share of the gradient reaching the embedding matrix, early and overall.
+def paper_reference(preset: str) -> dict[str, Any]:
+    """The paper's figures for a preset (quoted, never computed), as the summary carries them."""
+    return {
+        "preset": preset,
+        "table1": reference.TABLE1.get(preset),
+        "table1_match": reference.TABLE1_MATCH.get(preset, "strings"),
+        "table5": reference.TABLE5.get(preset),
+        "tuned_lens_kl": reference.TUNED_LENS_KL.get(preset),
+        "tuned_lens_note": reference.LENS_INDEXING_NOTE if preset in reference.TUNED_LENS_KL else None,
+        "output_share": reference.OUTPUT_SHARE,
+        "table2": {f"{k:g}": v for k, v in reference.TABLE2.items()},
+        "evolution": reference.EVOLUTION,
+    }
 
-    ``log`` has columns step, grad_input_norm, grad_output_norm; the share is
-    sum(output norms) / (sum(input norms) + sum(output norms)) over the first
-    ``early_fraction`` of the steps ("early") and over all steps ("overall").
-    """
-    log = log.sort_values("step")
-    n_early = max(1, int(round(len(log) * early_fraction)))
 
-    def share(part) -> float | None:
-        o, i = float(part["grad_output_norm"].sum()), float(part["grad_input_norm"].sum())
-        return o / (o + i) if o + i > 0 else None
-
-    return {"early": share(log.iloc[:n_early]), "overall": share(log), "early_steps": int(n_early),
-            "steps": int(len(log))}
+def toylab_scale(s: dict[str, Any], meta: dict[str, str]) -> dict[str, Any]:
+    """What the toy models are, against the paper's: one line for wherever their numbers meet."""
+    cfg = json.loads(meta.get("toylab") or "{}")
+    tied = (s.get("models") or {}).get("tied") or {}
+    steps, batch, context = cfg.get("steps"), cfg.get("batch_size"), cfg.get("context")
+    seeds = cfg.get("seeds", 1)
+    tokens = steps * batch * context if steps and batch and context else None
+    parts = [f"toy lab: tied/untied twins of {(tied.get('n_params') or 0) / 1e6:.2f}M parameters"]
+    if cfg.get("n_layers"):
+        parts[0] += f" ({cfg.get('n_layers')} layers, d={cfg.get('d_model')}, vocabulary {cfg.get('vocab_size')})"
+    if tokens:
+        parts.append(f"{steps:,} steps x {batch * context:,} tokens = {tokens / 1e6:.2f}M training tokens")
+    parts.append(f"{seeds} seed{'s' if seeds != 1 else ''}")
+    line = (", ".join(parts) + f"; paper: {reference.SCALE[reference.TOYLAB_REFERENCE]}. The twins start from one "
+            "shared initialisation, so their raw-row cosines sit far above the paper's near-zero ones")
+    return {"line": line, "n_params": tied.get("n_params"), "steps": steps, "tokens": tokens, "seeds": seeds}
 
 
 EARLY_LAYERS = 2  # "early" hidden states for the KL gap: the input embedding and the first block
@@ -141,10 +158,21 @@ def training_summary(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
                               for k in ("variant", "seed", "input_grad_scale", "steps", "final_loss", "eval_loss",
                                         "seconds")} for r in runs.to_dict("records")}
     provenance = {}
-    for run in runs["run"]:
-        log = query_df(con, "SELECT step, grad_input_norm, grad_output_norm FROM train_log WHERE run = ?", [run])
-        if len(log):
-            provenance[run] = output_share(log)
+    for r in runs.to_dict("records"):
+        run = r["run"]
+        log = query_df(con, "SELECT step, grad_input_norm, grad_output_norm, grad_input_proxy_norm FROM train_log "
+                            "WHERE run = ?", [run])
+        if not len(log):
+            continue
+        n_early = r.get("early_steps")
+        n_early = int(n_early) if n_early is not None and not pd.isna(n_early) else DEFAULT_EARLY_STEPS
+        share = output_share(log["step"], log["grad_input_norm"], log["grad_output_norm"], early_steps=n_early)
+        share["input_norm"] = r.get("input_norm")
+        if log["grad_input_proxy_norm"].notna().any():
+            proxy = output_share(log["step"], log["grad_input_proxy_norm"], log["grad_output_norm"],
+                                 early_steps=n_early)
+            share["proxy"] = {"early": proxy["early"], "overall": proxy["overall"]}
+        provenance[run] = share
     out["gradient_provenance"] = provenance
     ev = query_df(con, "SELECT run, matrix, step, label, cos_init FROM evolution ORDER BY run, matrix, step")
     evolution: dict[str, dict[str, Any]] = {}
@@ -162,6 +190,30 @@ def training_summary(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
                        "FROM seed_metrics GROUP BY metric ORDER BY metric")
     out["seeds"] = {r["metric"]: {"n": int(r["n"]), "mean": _num(r["mean"]), "std": _num(r["std"])}
                     for r in sm.to_dict("records")}
+    out["directions"] = seed_directions(query_df(con, "SELECT seed, metric, value FROM seed_metrics"))
+    return out
+
+
+# The paper's directions, each as (claim, larger metric, smaller metric or a constant).
+DIRECTIONS = (
+    ("O->T above I->T (linear, held-out)", "O->T linear held-out", "I->T linear held-out"),
+    ("T~O above T~I (overlap@10)", "overlap@10 T~O", "overlap@10 T~I"),
+    ("output share early above 1/2", "output share early", 0.5),
+)
+
+
+def seed_directions(sm) -> dict[str, dict[str, Any]]:
+    """Whether each of the paper's directions holds in each seed: {claim: {"seeds", "holds", "all"}}."""
+    out: dict[str, dict[str, Any]] = {}
+    if not len(sm):
+        return out
+    wide = sm.pivot_table(index="seed", columns="metric", values="value", aggfunc="first")
+    for claim, big, small in DIRECTIONS:
+        if big not in wide or (isinstance(small, str) and small not in wide):
+            continue
+        lo = wide[small] if isinstance(small, str) else small
+        holds = [bool(x) for x in (wide[big] > lo)]
+        out[claim] = {"seeds": [int(x) for x in wide.index], "holds": holds, "all": all(holds)}
     return out
 
 
@@ -172,6 +224,8 @@ def _fmt(x: float | None) -> str:
 def format_summary(s: dict[str, Any]) -> str:
     """The summary as the plain-text tables the CLI prints."""
     lines = [f"{s.get('kind', 'pair')}: {s.get('name')}"]
+    if s.get("scale"):
+        lines.append(f"  {s['scale']['line']}")
     for role in ("tied", "untied"):
         m = s["models"].get(role)
         if m:
@@ -194,32 +248,50 @@ def format_summary(s: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _paper_label(paper: dict[str, Any]) -> str:
+    return f"paper ({paper.get('preset')})" if paper.get("beside_toylab") else "paper"
+
+
 def _format_pair_tables(s: dict[str, Any], paper: dict[str, Any], lines: list[str]) -> None:
     lines.append("")
-    lines.append("Table 1: mean per-token cosine after centring (in-sample / held-out)")
-    lines.append(f"  {'':6}" + "".join(f"{m:>22}" for m in TABLE1_METHODS))
+    lines.append("Table 1: mean per-token cosine (in-sample / held-out); identity (raw rows) is the paper's "
+                 "identity column, the other maps are on centred rows")
+    width = 22
+    lines.append(f"  {'':14}" + "".join(f"{METHOD_LABELS[m]:>{width}}" for m in TABLE1_METHODS))
+    label = _paper_label(paper)
     for comp in TABLE1_COMPARISONS:
-        row = f"  {comp:6}"
+        row = f"  {comp:14}"
         for meth in TABLE1_METHODS:
             cell = s["alignment"].get(comp, {}).get(meth, {})
-            row += f"{_fmt(cell.get('in_sample')):>13} /{_fmt(cell.get('held_out'))}"
+            row += f"{_fmt(cell.get('in_sample')):>{width - 9}} /{_fmt(cell.get('held_out'))}"
         lines.append(row)
         if paper.get("table1") and comp in paper["table1"]:
             ref = paper["table1"][comp]
-            lines.append(f"  {'paper':6}" + "".join(f"{_fmt(ref.get(m)):>22}" for m in TABLE1_METHODS))
+            lines.append(f"  {label:14}" + "".join(f"{_fmt(ref.get(m)) if m in ref else '-':>{width}}"
+                                                    for m in TABLE1_METHODS))
+    vocab = s.get("vocabulary") or {}
+    match = vocab.get("match", "strings")
+    if paper.get("table1") or not vocab.get("identical", True):
+        note = f"  rows paired by token {match[:-1]}"
+        if paper.get("table1") and paper.get("table1_match", "strings") != match:
+            note += (f"; the paper's Table 1 for this pair paired them by token {paper['table1_match'][:-1]} "
+                     f"(--match {paper['table1_match']})")
+        lines.append(note)
     lines.append("")
     lines.append("Table 5: k-NN overlap@10")
     for a, b in MATRIX_PAIRS:
         p = pair_label(a, b)
         ref = (paper.get("table5") or {}).get(p)
-        extra = f"   (paper {ref:.3f})" if ref is not None else ""
+        extra = f"   ({label} {ref:.3f})" if ref is not None else ""
         lines.append(f"  {p}: {_fmt(s['overlap_at_10'].get(p))}{extra}")
     if s.get("spectral"):
         sp = s.get("spectral_params", {})
         lines.append("")
+        sampled = (f"a seeded SAMPLE of {sp.get('n_tokens'):,} of the {sp.get('n_common'):,} common tokens"
+                   if sp.get("sampled") else f"all {sp.get('n_tokens'):,} common tokens")
         lines.append(
-            f"Spectral distance (k={sp.get('graph_k')}, {sp.get('n_components')} components, "
-            f"{sp.get('n_tokens')} tokens; lower = more similar)"
+            f"Spectral distance (weighted k-NN graphs, k={sp.get('graph_k')}, {sp.get('n_components')} components, "
+            f"{sampled}; lower = more similar)"
         )
         for a, b in MATRIX_PAIRS:
             p = pair_label(a, b)
@@ -241,31 +313,60 @@ def _format_lens(s: dict[str, Any], lines: list[str]) -> None:
     if gap:
         lines.append(f"  tuned-lens KL over the first {gap['layers']} hidden states: tied {gap['tied']:.2f}, "
                      f"untied {gap['untied']:.2f}")
+    ref = (s.get("paper") or {}).get("tuned_lens_kl")
+    if ref:
+        n = EARLY_LAYERS
+        lines.append(f"  paper ({s['paper']['preset']}, authors' indexing): tied "
+                     f"{sum(ref['tied'][:n]) / n:.2f}, untied {sum(ref['untied'][:n]) / n:.2f} over the first {n}; "
+                     f"note: {s['paper']['tuned_lens_note']}")
 
 
 def _format_training(s: dict[str, Any], lines: list[str]) -> None:
+    paper = s.get("paper") or {}
     if s.get("gradient_provenance"):
         lines.append("")
-        lines.append("Gradient provenance: output side's share of the embedding gradient norm (early = first 10%)")
+        lines.append("Gradient provenance: output share = mean over logged steps of output / (input + output); "
+                     "early = logged steps <= N")
         for run, p in s["gradient_provenance"].items():
             if s["runs"][run]["variant"] == "untied":
                 continue
-            lines.append(f"  {run:<24} early {_fmt(p['early'])}   overall {_fmt(p['overall'])}")
+            ros = p.get("ratio_of_sums") or {}
+            lines.append(f"  {run:<24} early {_fmt(p['early'])} (steps <= {p['early_steps']:,}, "
+                         f"{p['early_logged_steps']:,} logged)   overall {_fmt(p['overall'])} "
+                         f"({p['logged_steps']:,} logged)   input norm: {p.get('input_norm') or 'n/a'}")
+            extra = f"  {'':<24} ratio of summed norms (not the paper's quantity): early {_fmt(ros.get('early'))}  " \
+                    f"overall {_fmt(ros.get('overall'))}"
+            if p.get("proxy"):
+                extra += f";  with the authors' input proxy: early {_fmt(p['proxy']['early'])}  " \
+                         f"overall {_fmt(p['proxy']['overall'])}"
+            lines.append(extra)
+        ref = paper.get("output_share")
+        if ref:
+            lines.append(f"  paper ({reference.SCALE['gradient_run']}): early {ref['early']:.4f} "
+                         f"(steps <= {ref['early_steps']:,})   overall {ref['overall']:.4f}")
     if s.get("table2"):
         lines.append("")
         lines.append("Table 2: tied matrix vs the untied twin's I / O (mean per-token cosine)")
         for method, cells in s["table2"].items():
             for run, c in cells.items():
-                lines.append(f"  {method:<16} {run:<24} I {_fmt(c.get('I'))}   O {_fmt(c.get('O'))}")
+                lines.append(f"  {method:<20} {run:<24} I {_fmt(c.get('I'))}   O {_fmt(c.get('O'))}")
+        for scale, ref in (paper.get("table2") or {}).items():
+            lines.append(f"  {'paper (OLMo-1B)':<20} {'input x' + scale:<24} I {_fmt(ref['I'])}   O {_fmt(ref['O'])}")
     seeds = s.get("seeds") or {}
-    if seeds and max(v["n"] for v in seeds.values()) > 1:
+    if seeds:
+        n = max(v["n"] for v in seeds.values())
         lines.append("")
-        lines.append("Across seeds (mean +- sample std)")
+        lines.append(f"Across seeds (mean +- sample std, n={n})")
         for metric, v in seeds.items():
-            lines.append(f"  {metric:<32} {_fmt(v['mean'])} +- {_fmt(v['std'])}  (n={v['n']})")
+            lines.append(f"  {metric:<36} {_fmt(v['mean'])} +- {_fmt(v['std'])}  (n={v['n']})")
+    for claim, d in (s.get("directions") or {}).items():
+        lines.append(f"  {claim}: holds in {sum(d['holds'])} of {len(d['holds'])} seeds")
     if s.get("evolution"):
         lines.append("")
         lines.append("Embedding evolution: mean per-token cosine to the first checkpoint, at the last one")
         for run, mats in s["evolution"].items():
             cells = "   ".join(f"{m} {_fmt(v['cos_init'][-1])}" for m, v in mats.items())
             lines.append(f"  {run:<24} step {max(v['steps'][-1] for v in mats.values())}: {cells}")
+        ev = paper.get("evolution")
+        if ev:
+            lines.append(f"  paper ({ev['model']})         step {ev['step']:,}: I {ev['I']:.3f}   O {ev['O']:.3f}")

@@ -9,14 +9,16 @@ from explorer import charts, data, export, frame, state
 ref = frame.current()
 frame.require(ref, "alignment", "alignment results", "python -m precompute pair ... (without --skip alignment)")
 st.title(f"Alignment · {ref.name}")
-st.markdown("Each token's row in one matrix is mapped onto its row in another (after centring) and scored by "
-            "cosine. If the tied matrix T is *output-like*, **O→T** sits far to the right of **I→T**.")
+st.markdown("Each token's row in one matrix is mapped onto its row in another and scored by cosine. If the tied "
+            "matrix T is *output-like*, **O→T** sits far to the right of **I→T**.")
 
 summ = data.alignment_summary(ref)
 c1, c2 = st.columns(2)
 c1.radio("Map", state.METHODS, horizontal=True, key=state.widget_key("method", "linear", lambda v: v in state.METHODS),
-         on_change=state.sync, args=("method",),
-         help="identity: no map; orthogonal: Procrustes rotation; linear: least squares")
+         on_change=state.sync, args=("method",), format_func=lambda m: state.METHOD_LABEL[m],
+         help="identity (raw rows): no map, no centring — the paper's identity column; identity (centred): no map, "
+              "each matrix's mean row subtracted; orthogonal: Procrustes rotation; linear: least squares (both on "
+              "centred rows)")
 state.sync("method")
 c2.radio("Scored on", state.SPLITS, horizontal=True, key=state.widget_key("split", "held_out", lambda v: v in state.SPLITS),
          on_change=state.sync, args=("split",), format_func=lambda s: "held-out tokens" if s == "held_out" else "the fitted tokens (in-sample)")
@@ -34,7 +36,7 @@ cols = st.columns(3)
 for col, comp in zip(cols, ("O->T", "I->T", "I->O")):
     if comp in means:
         col.metric(f"mean cosine {comp.replace('->', '→')}", f"{means[comp]:.3f}")
-export.show(charts.cosine_histogram(per_token, title=f"Per-token cosine, {method} map, {split.replace('_', '-')}"),
+export.show(charts.cosine_histogram(per_token, title=f"Per-token cosine, {state.METHOD_LABEL[method]} map, {split.replace('_', '-')}"),
             per_token, f"alignment-{ref.name}-{method}-{split}", key="hist", spec_key=("hist", ref, method, split))
 
 st.subheader("Best- and worst-aligned tokens")

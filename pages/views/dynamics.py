@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from explorer import charts, data, export, frame
+from explorer import charts, data, export, frame, tables
 
 ref = frame.current()
 frame.require(ref, "runs", "training dynamics", "python -m precompute demo (or evolution / grads)")
@@ -12,6 +12,9 @@ s = data.summary(ref)
 runs = data.table(ref, "runs")
 
 log = data.table(ref, "train_log")
+paper = s.get("paper") or {}
+if s.get("scale"):
+    st.caption("Scale: " + s["scale"]["line"] + ".")
 if len(log):
     st.subheader("Gradient provenance (Figure 4)")
     st.markdown("L2 norm of the gradient reaching the embedding matrix through the **input lookup** and through the "
@@ -20,18 +23,26 @@ if len(log):
     tied_runs = runs[~runs["variant"].isin(["untied"])]["run"].tolist()
     default = [r for r in tied_runs if r.startswith("tied/") or runs.set_index("run").at[r, "variant"] == "imported"]
     chosen = st.multiselect("Runs", sorted(log["run"].unique()), default=default[:2] or tied_runs[:1], key="prov_runs")
-    sub = log[log["run"].isin(chosen)]
+    has_proxy = bool(log["grad_input_proxy_norm"].notna().any())
+    side = "exact"
+    if has_proxy:
+        side = st.radio("Input side", list(tables.INPUT_SIDES), horizontal=True, key="prov_side",
+                        format_func=lambda k: tables.INPUT_SIDES[k])
+    st.caption("Exact: the input-side gradient summed into the rows of the tokens in the batch — what the matrix "
+               "receives. Authors' proxy: the norm of the gradient w.r.t. the embedding layer's output over all "
+               "positions, before repeated tokens are summed — the figure the paper's authors logged.")
+    sub = tables.provenance_view(log[log["run"].isin(chosen)], side)
     if len(sub):
         export.show(charts.gradient_norms(sub), sub, f"gradient-norms-{ref.name}", key="norms")
         export.show(charts.output_share(sub), sub, f"output-share-{ref.name}", key="share")
-        prov = s.get("gradient_provenance") or {}
-        rows = [{"run": r, "early share": prov[r]["early"], "overall share": prov[r]["overall"],
-                 "early steps": prov[r]["early_steps"], "steps": prov[r]["steps"]} for r in chosen if r in prov]
-        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch",
-                     column_config={"early share": st.column_config.NumberColumn(format="%.3f"),
-                                    "overall share": st.column_config.NumberColumn(format="%.3f")})
-        st.caption("Share = sum of output-side norms / (input + output), over the first 10% of steps ('early') and "
-                   "over all. The paper: 70.3% over steps 1-1,000 of an OLMo-1B tied run, 64% over 10,000.")
+        shares = tables.output_shares(s, chosen)
+        st.dataframe(shares, hide_index=True, width="stretch",
+                     column_config={c: st.column_config.NumberColumn(format="%.3f") for c in shares.columns
+                                    if "share" in c or "ratio" in c or "proxy" in c})
+        st.caption("Share, the paper's quantity: the mean over logged steps of output / (input + output), over the "
+                   "logged steps ≤ N ('early') and over all of them ('overall'); N = 1,000 for an imported log, the "
+                   "first 10% of steps for a toy-lab run. The ratio of summed norms weighs steps by their size: "
+                   "another number, shown only for comparison.")
 
 evo = data.table(ref, "evolution")
 if len(evo):
@@ -45,6 +56,10 @@ if len(evo):
                           key="evo_runs")
     e = evo[evo["run"].isin(pick)]
     export.show(charts.evolution(e, col), e, f"evolution-{ref.name}", key="evo")
+    ev_ref = paper.get("evolution")
+    if ev_ref:
+        st.caption(f"The paper ({ev_ref['model']}, untied, real pretraining): cosine to step 0 at step "
+                   f"{ev_ref['step']:,} is {ev_ref['I']:.3f} for I and {ev_ref['O']:.3f} for O.")
 
 sc = data.table(ref, "scaling")
 if len(sc):
@@ -56,12 +71,16 @@ if len(sc):
          .agg(["mean", "std", "count"]).reset_index())
     export.show(charts.scaling(g), g, f"scaling-{ref.name}", key="scaling")
     st.caption("Bars: mean over seeds; whiskers: ± one standard deviation (when there are several seeds). "
-               "The paper (OLMo-1B, 10k steps): no scaling 0.216 / 0.384, x5 0.222 / 0.369 (I / O).")
+               "The paper (OLMo-1B tied trained 10k steps against untied OLMo-1B-0724 at step 10k, I / O): no "
+               "scaling 0.216 / 0.384, x5 0.222 / 0.369.")
 
 seeds = s.get("seeds") or {}
 if seeds:
     st.subheader("Across seeds")
-    st.dataframe(pd.DataFrame([{"metric": m, "mean": v["mean"], "std": v["std"], "seeds": v["n"]}
-                               for m, v in seeds.items()]), hide_index=True, width="stretch",
+    per_seed = tables.seeds(s)
+    st.dataframe(per_seed, hide_index=True, width="stretch", height=tables.fit_height(per_seed),
                  column_config={"mean": st.column_config.NumberColumn(format="%.3f"),
                                 "std": st.column_config.NumberColumn(format="%.3f")})
+    d = tables.directions(s)
+    if len(d):
+        st.dataframe(d, hide_index=True, width="stretch")

@@ -5,8 +5,8 @@ import json
 import pandas as pd
 import streamlit as st
 
-from explorer import data, frame
-from tying.schema import MATRIX_PAIRS, TABLE1_COMPARISONS, TABLE1_METHODS, pair_label
+from explorer import data, frame, tables
+from tying.schema import MATRIX_PAIRS, pair_label
 
 ref = frame.current()
 s = data.summary(ref)
@@ -36,63 +36,110 @@ if models:
                    f"{v.get('coverage_untied', 0):.1%} of the untied one"
                    + (" (identical tokenizers)." if v.get("identical") else " (token strings both vocabularies contain)."))
 
+NUM = st.column_config.NumberColumn(format="%.3f")
+label = tables.paper_label(s)
+if s.get("scale"):
+    st.info("**Scale.** " + s["scale"]["line"] + ". The toy lab shows the mechanism, not the paper's magnitudes.")
+seed_stats = s.get("seeds") or {}
+
+
+def spread(metric: str) -> str:
+    v = seed_stats.get(metric)
+    if not v or v["n"] < 2:
+        return ""
+    return f" Over {v['n']} seeds: {v['mean']:.3f} ± {v['std']:.3f} (mean ± sample std)."
+
+
 if s.get("alignment"):
     st.subheader("Alignment (Table 1)")
-    st.markdown("Mean per-token cosine after centring and mapping the source matrix onto the target. "
+    st.markdown("Mean per-token cosine after mapping the source matrix onto the target. "
                 "**The paper's claim: O→T is high, I→T is low** — the tied matrix resembles the untied *output* matrix.")
-    rows = []
-    for comp in TABLE1_COMPARISONS:
-        row = {"comparison": comp.replace("->", "→")}
-        for meth in TABLE1_METHODS:
-            cell = s["alignment"].get(comp, {}).get(meth, {})
-            row[f"{meth}"] = cell.get("in_sample")
-            row[f"{meth} (held-out)"] = cell.get("held_out")
-            if paper.get("table1"):
-                row[f"{meth} (paper)"] = paper["table1"].get(comp, {}).get(meth)
-        rows.append(row)
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch",
-                 column_config={c: st.column_config.NumberColumn(format="%.3f") for c in rows[0] if c != "comparison"})
-    st.caption("In-sample: the map is fitted and scored on the same tokens (as the paper does). Held-out: fitted on "
-               "80% of tokens, scored on the rest — the honest number. n/a: orthogonal and identity maps need equal widths.")
+    t1 = tables.table1(s)
+    st.dataframe(t1, hide_index=True, width="stretch", height=tables.fit_height(t1),
+                 column_config={c: NUM for c in t1.columns[2:4]})
+    match = (s.get("vocabulary") or {}).get("match", "strings")
+    note = ("In-sample: the map is fitted and scored on the same tokens (as the paper does). Held-out: fitted on "
+            "80% of tokens, scored on the rest — the honest number. Identity (raw rows) is the paper's identity "
+            "column; identity (centred) subtracts each matrix's mean row first. n/a: identity and orthogonal maps "
+            "need equal widths.")
+    if label:
+        note += f" {label.capitalize()}: the paper's in-sample value."
+        paper_match = (s.get("paper") or {}).get("table1_match", "strings")
+        if (s.get("paper") or {}).get("table1") is not None:
+            note += f" Rows here are paired by token {match[:-1]}"
+            note += (f"; the paper's Table 1 for this pair paired them by token {paper_match[:-1]} (rebuild with "
+                     f"`--match {paper_match}` for the like-for-like number)." if paper_match != match else
+                     ", as in the paper's Table 1.")
+    st.caption(note + spread("O->T linear held-out").replace("Over", " O→T linear held-out over"))
 
 if s.get("overlap_at_10"):
     st.subheader("Neighbour overlap (Table 5)")
     st.markdown("Share of each token's 10 nearest neighbours (cosine) that two matrices have in common, averaged "
-                "over tokens. **Claim: T~O above T~I.**")
+                "over tokens. **Claim: T\~O above T\~I.**")
     cols = st.columns(3)
     for col, (a, b) in zip(cols, MATRIX_PAIRS):
         p = pair_label(a, b)
         ref_val = (paper.get("table5") or {}).get(p)
         col.metric(f"overlap@10 {p}", f"{s['overlap_at_10'].get(p) or 0:.3f}",
-                   help=f"paper: {ref_val:.3f}" if ref_val is not None else None)
-        if ref_val is not None:
-            col.caption(f"paper: {ref_val:.3f}")
+                   help=f"{label}: {ref_val:.3f}" if ref_val is not None else None)
+        caption = f"{label}: {ref_val:.3f}." if ref_val is not None else ""
+        caption += spread(f"overlap@10 {p}")
+        if caption:
+            col.caption(caption.strip())
+    if label and (s.get("vocabulary") or {}).get("match") == "ids":
+        st.caption("Rows are paired by token id here; the paper's k-NN overlap used the common token strings.")
 
 if s.get("spectral"):
     sp = s.get("spectral_params", {})
     st.subheader("Spectral distance")
-    st.markdown(f"Distance between the k-NN graphs (k={sp.get('graph_k')}) of two matrices on "
-                f"{sp.get('n_tokens'):,} tokens (omnibus embedding, {sp.get('n_components')} components). Lower = more similar.")
+    which = (f"a seeded **sample** of {sp.get('n_tokens'):,} of the {sp.get('n_common'):,} common tokens "
+             f"(the paper uses all of them)" if sp.get("sampled") else f"all {sp.get('n_tokens'):,} common tokens")
+    st.markdown(f"Distance between the weighted k-NN graphs (k={sp.get('graph_k')}; mutual neighbours weigh 1, "
+                f"one-way 0.5) of two matrices on {which} (omnibus embedding, {sp.get('n_components')} components). "
+                "Lower = more similar.")
     cols = st.columns(3)
     for col, (a, b) in zip(cols, MATRIX_PAIRS):
         p = pair_label(a, b)
-        col.metric(f"spectral {p}", f"{s['spectral'].get(p) or 0:.3f}")
+        col.metric(f"spectral {p}" + (" (sampled)" if sp.get("sampled") else ""), f"{s['spectral'].get(p) or 0:.3f}")
 
 lens = s.get("lens") or {}
 if lens.get("gap"):
     st.subheader("Layerwise KL (tuned lens)")
     g = lens["gap"]
-    st.markdown(f"Tuned-lens KL of the first hidden states (bits): tied **{g['tied']:.2f}**, untied "
-                f"**{g['untied']:.2f}**. **Claim: early layers of tied models show higher KL.**")
+    text = (f"Tuned-lens KL of the first {g['layers']} hidden states (bits): tied **{g['tied']:.2f}**, untied "
+            f"**{g['untied']:.2f}**. **Claim: early layers of tied models show higher KL.**")
+    paper_kl = paper.get("tuned_lens_kl")
+    if paper_kl:
+        n = g["layers"]
+        text += (f" {label.capitalize()}, OLMo: tied {sum(paper_kl['tied'][:n]) / n:.2f}, untied "
+                 f"{sum(paper_kl['untied'][:n]) / n:.2f} (the authors' layer indexing: see the Lens page).")
+    st.markdown(text)
 
 prov = s.get("gradient_provenance") or {}
 if prov:
-    st.subheader("Gradient provenance")
+    st.subheader("Gradient provenance (Figure 4)")
     first = next((r for r in prov if not r.startswith("untied")), next(iter(prov)))
     p = prov[first]
-    st.markdown(f"Output side's share of the gradient reaching the embedding matrix ({first}): "
-                f"**{(p['early'] or 0):.1%}** over the first {p['early_steps']} steps, **{(p['overall'] or 0):.1%}** "
-                f"over all {p['steps']}. The paper: ~70% over the first 1,000 steps of OLMo-1B.")
+    text = (f"Output side's share of the gradient reaching the embedding matrix ({data.escape_markdown(first)}), the "
+            f"paper's way — the mean over logged steps of output / (input + output): **{(p['early'] or 0):.1%}** over "
+            f"steps ≤ {p['early_steps']:,}, **{(p['overall'] or 0):.1%}** over all {p['logged_steps']:,} logged steps.")
+    paper_share = paper.get("output_share")
+    if paper_share:
+        text += (f" {label.capitalize()}: **{paper_share['early']:.1%}** over steps 1-{paper_share['early_steps']:,} "
+                 f"and **{paper_share['overall']:.1%}** over all {paper_share['steps']:,} steps of an OLMo-1B tied run.")
+    st.markdown(text + spread("output share early").replace("Over", " Early share over"))
+
+if seed_stats and max(v["n"] for v in seed_stats.values()) > 1:
+    st.subheader("Across seeds")
+    st.markdown("Each seed trains its own twins (same settings, other initial weights and batches). "
+                "Mean and sample standard deviation over seeds, and whether each of the paper's directions holds in "
+                "every seed.")
+    per_seed = tables.seeds(s)
+    st.dataframe(per_seed, hide_index=True, width="stretch", height=tables.fit_height(per_seed),
+                 column_config={"mean": NUM, "std": NUM})
+    d = tables.directions(s)
+    if len(d):
+        st.dataframe(d, hide_index=True, width="stretch")
 
 with st.expander("Provenance: how this cache was built"):
     meta = data.query(ref, "SELECT key, value FROM meta ORDER BY key")

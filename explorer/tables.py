@@ -1,0 +1,131 @@
+"""Tables the pages show beside the paper's numbers, built from a cache's summary (pure functions).
+
+Each returns a DataFrame whose columns say what the numbers are: this cache's values, and
+the paper's under a label that names the paper's pair ("paper (olmo)" when a toy-lab cache
+is set beside it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from tying.schema import MATRIX_PAIRS, METHOD_LABELS, TABLE1_COMPARISONS, TABLE1_METHODS, pair_label
+
+
+def arrow(comparison: str) -> str:
+    """'O->T' -> 'O→T' for display."""
+    return comparison.replace("->", "→")
+
+
+def paper_label(s: dict[str, Any]) -> str:
+    paper = s.get("paper") or {}
+    if not paper:
+        return ""
+    return f"paper ({paper['preset']})" if paper.get("beside_toylab") else "paper"
+
+
+def fit_height(df: pd.DataFrame, row_px: int = 35) -> int:
+    """A st.dataframe height that shows every row (header included) without an inner scroll bar."""
+    return row_px * (len(df) + 1) + 3
+
+
+def _quoted(x: float | None) -> str:
+    """A paper's figure as text: three decimals, or a dash where the paper has no such number."""
+    return "—" if x is None else f"{x:.3f}"
+
+
+def table1(s: dict[str, Any]) -> pd.DataFrame:
+    """Table 1, one row per comparison and map: in-sample, held-out, and the paper's value (as text)."""
+    paper = (s.get("paper") or {}).get("table1") or {}
+    label = paper_label(s)
+    rows = []
+    for comp in TABLE1_COMPARISONS:
+        for meth in TABLE1_METHODS:
+            cell = (s.get("alignment") or {}).get(comp, {}).get(meth)
+            if cell is None:
+                continue
+            row = {"comparison": arrow(comp), "map": METHOD_LABELS[meth], "in-sample": cell.get("in_sample"),
+                   "held-out": cell.get("held_out")}
+            if paper:
+                row[label] = _quoted(paper.get(comp, {}).get(meth))
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def table5(s: dict[str, Any]) -> pd.DataFrame:
+    """overlap@10 per matrix pair with the paper's value (Table 5)."""
+    paper = (s.get("paper") or {}).get("table5") or {}
+    label = paper_label(s)
+    rows = []
+    for a, b in MATRIX_PAIRS:
+        p = pair_label(a, b)
+        row = {"matrices": p, "overlap@10": (s.get("overlap_at_10") or {}).get(p)}
+        if paper:
+            row[label] = paper.get(p)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def seeds(s: dict[str, Any]) -> pd.DataFrame:
+    """Headline numbers over seeds: mean, sample std (blank with one seed), number of seeds."""
+    rows = [{"metric": m, "mean": v["mean"], "std": v["std"] if v["n"] > 1 else None, "seeds": v["n"]}
+            for m, v in (s.get("seeds") or {}).items()]
+    return pd.DataFrame(rows, columns=["metric", "mean", "std", "seeds"])
+
+
+def directions(s: dict[str, Any]) -> pd.DataFrame:
+    """Whether each of the paper's directions holds, seed by seed."""
+    rows = []
+    for claim, d in (s.get("directions") or {}).items():
+        row = {"the paper's direction": claim}
+        row |= {f"seed {seed}": "holds" if ok else "fails" for seed, ok in zip(d["seeds"], d["holds"])}
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def output_shares(s: dict[str, Any], runs: list[str] | None = None) -> pd.DataFrame:
+    """Output share per run (the paper's definition), the ratio of sums and the proxy variant beside it."""
+    prov = s.get("gradient_provenance") or {}
+    rows = []
+    for run in runs if runs is not None else list(prov):
+        p = prov.get(run)
+        if p is None:
+            continue
+        ros = p.get("ratio_of_sums") or {}
+        proxy = p.get("proxy") or {}
+        rows.append({"run": run, "early share": p["early"], "overall share": p["overall"],
+                     "early = steps ≤": p["early_steps"], "logged steps": p["logged_steps"],
+                     "input norm": p.get("input_norm"),
+                     "early, authors' input proxy": proxy.get("early"),
+                     "early, ratio of sums": ros.get("early"), "overall, ratio of sums": ros.get("overall")})
+    ref = (s.get("paper") or {}).get("output_share")
+    if ref and rows:
+        rows.append({"run": "paper: OLMo-1B tied, 10,010 steps", "early share": ref["early"],
+                     "overall share": ref["overall"], "early = steps ≤": ref["early_steps"],
+                     "logged steps": ref["steps"], "input norm": "authors' proxy",
+                     "early, authors' input proxy": ref["early"],
+                     "early, ratio of sums": ref["ratio_of_sums"]["early"],
+                     "overall, ratio of sums": ref["ratio_of_sums"]["overall"]})
+    return pd.DataFrame(rows)
+
+
+INPUT_SIDES = {
+    "exact": "exact: the input-side gradient as scattered into the matrix's rows",
+    "proxy": "authors' proxy: the gradient w.r.t. the embedding output, over all positions",
+}
+
+
+def provenance_view(log: pd.DataFrame, input_side: str) -> pd.DataFrame:
+    """Per-step norms and share with the chosen input-side figure (``exact`` or ``proxy``)."""
+    from tying.share import step_share
+
+    if input_side not in INPUT_SIDES:
+        raise ValueError(f"input side must be one of {', '.join(INPUT_SIDES)}, got {input_side!r}")
+    if input_side == "exact":
+        return log
+    out = log[log["grad_input_proxy_norm"].notna()].copy()
+    out["grad_input_norm"] = out["grad_input_proxy_norm"]
+    out["output_share"] = step_share(out["grad_input_norm"], out["grad_output_norm"])
+    return out
