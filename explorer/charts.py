@@ -165,37 +165,77 @@ def _facet_layers(df, highlight, points, marks, labels, order):
 
 # -- lens ----------------------------------------------------------------------------------
 
-def kl_curves(df: pd.DataFrame, paper: pd.DataFrame | None = None) -> alt.Chart:
+PAPER_LENS_LABEL = "paper (authors' indexing, see note)"
+"""Legend entry of the paper's tuned-lens points (their evaluation is shifted by one hidden state)."""
+
+_LENS_SERIES = ("tuned lens", "logit lens")
+_SERIES_SHAPE = {"tuned lens": "circle", "logit lens": "square"}
+_SERIES_DASH = {"tuned lens": [1, 0], "logit lens": [6, 4]}
+
+
+def kl_curves(df: pd.DataFrame, paper: pd.DataFrame | None = None, *,
+              paper_label: str = PAPER_LENS_LABEL) -> alt.Chart:
     """Mean KL (bits) per hidden state for tuned and logit lens, tied and untied.
 
     ``df``: model ('tied'|'untied'), lens ('tuned'|'logit'), layer, kl_mean, kl_std;
-    ``paper``: model, layer, kl_mean (drawn dashed and grey-edged, labelled 'paper').
+    ``paper``: model, layer, kl_mean, drawn as hollow triangles (no line) under
+    ``paper_label`` in the legend. The paper's points are drawn where ``paper`` puts them:
+    a caller that shifts them by a hidden state says so in ``paper_label``.
+
+    Colour is the model (tied / untied); the series legend tells tuned lens (solid line,
+    circles), logit lens (dashed line, squares) and the paper (triangles) apart by mark.
     """
-    data = df.assign(label=df["model"] + " · " + df["lens"] + " lens",
+    data = df.assign(series=df["lens"].map(lambda v: f"{v} lens"),
                      lo=(df["kl_mean"] - df["kl_std"]).clip(lower=0), hi=df["kl_mean"] + df["kl_std"])
+    has_paper = paper is not None and len(paper) > 0
+    names = list(_LENS_SERIES) + ([paper_label] if has_paper else [])
+    shapes = [_SERIES_SHAPE.get(n, "triangle-up") for n in names]
+    dashes = [_SERIES_DASH.get(n, [1, 0]) for n in names]
+    # one legend for the series: shape and dash share the field and title, so Vega-Lite merges them
+    legend = alt.Legend(title="series", symbolStrokeColor="#555555", symbolFillColor="white", symbolStrokeWidth=1.5,
+                        labelLimit=320)
+    shape = alt.Shape("series:N", scale=alt.Scale(domain=names, range=shapes), legend=legend)
+    dash = alt.StrokeDash("series:N", scale=alt.Scale(domain=names, range=dashes), legend=legend)
     enc = dict(x=alt.X("layer:O", title="hidden state (0 = input embedding)"),
-               color=alt.Color("model:N", scale=_scale(["tied", "untied"]), title="model"))
-    lines = alt.Chart(data).mark_line(point=True).encode(
-        y=alt.Y("kl_mean:Q", title="KL to final output (bits)"),
-        strokeDash=alt.StrokeDash("lens:N", scale=alt.Scale(domain=["tuned", "logit"], range=[[1, 0], [5, 3]]),
-                                  title="lens"),
-        tooltip=["model", "lens", "layer", alt.Tooltip("kl_mean:Q", format=".3f"),
-                 alt.Tooltip("kl_std:Q", format=".3f")], **enc)
-    band = alt.Chart(data[data["lens"] == "tuned"]).mark_area(opacity=0.12).encode(y="lo:Q", y2="hi:Q", **enc)
-    layers = [band, lines]
-    if paper is not None and len(paper):
-        layers.append(alt.Chart(paper.assign(source="paper (OLMo, Table)")).mark_point(
-            shape="triangle-up", size=60, filled=False).encode(
-            x="layer:O", y="kl_mean:Q", color=alt.Color("model:N", scale=_scale(["tied", "untied"])),
-            tooltip=["source", "model", "layer", "kl_mean"]))
+               color=alt.Color("model:N", scale=_scale(["tied", "untied"]),
+                               legend=alt.Legend(title="model", symbolOpacity=1.0)))
+    tip = ["model", "series", "layer", alt.Tooltip("kl_mean:Q", format=".3f")]
+    y = alt.Y("kl_mean:Q", title="KL to final output (bits)")
+    band = alt.Chart(data[data["lens"] == "tuned"]).mark_area(opacity=0.12).encode(
+        y=alt.Y("lo:Q", title="KL to final output (bits)"), y2="hi:Q", detail="model:N", **enc)
+    lines = alt.Chart(data).mark_line().encode(y=y, strokeDash=dash, detail="series:N", **enc)
+    points = alt.Chart(data).mark_point(filled=True, size=40).encode(
+        y=y, shape=shape, tooltip=tip + [alt.Tooltip("kl_std:Q", format=".3f")], **enc)
+    layers = [band, lines, points]
+    if has_paper:
+        pts = paper.assign(series=paper_label)
+        layers.append(alt.Chart(pts).mark_point(filled=False, size=90, strokeWidth=1.8).encode(
+            y=y, shape=shape, tooltip=tip, **enc))
     return alt.layer(*layers).properties(width="container", height=320)
 
 
-def lens_training_curve(df: pd.DataFrame) -> alt.Chart:
-    """Tuned-lens training KL per step: model, step, layer, kl_bits."""
-    return alt.Chart(df).mark_line(opacity=0.8).encode(
-        x=alt.X("step:Q"), y=alt.Y("kl_bits:Q", title="training KL (bits)"),
-        color=alt.Color("layer:O", scale=alt.Scale(scheme="viridis")), tooltip=["model", "layer", "step", "kl_bits"],
+def lens_training_curve(df: pd.DataFrame, window: int | None = None, *, log_y: bool = False) -> alt.Chart:
+    """Tuned-lens training KL per step (df: model, step, layer, kl_bits), one panel per model.
+
+    Each line is the rolling mean over ``window`` steps (default: a twentieth of the steps,
+    at least 1; 1 draws the raw curve), per model and hidden state; the raw value is in the
+    tooltip. ``log_y`` puts KL on a log scale; hidden states whose KL never exceeds 1e-3 bits
+    (the last one, read through the identity) are then left out.
+    """
+    d = df.sort_values(["model", "layer", "step"]).copy()
+    n_steps = int(d.groupby(["model", "layer"])["step"].nunique().max()) if len(d) else 1
+    w = max(1, n_steps // 20) if window is None else max(1, int(window))
+    d["kl_smooth"] = d.groupby(["model", "layer"])["kl_bits"].transform(
+        lambda v: v.rolling(w, min_periods=1).mean())
+    if log_y:
+        d = d[d.groupby(["model", "layer"])["kl_bits"].transform("max") > 1e-3]
+    title = "training KL (bits)" + (f", rolling mean of {w} steps" if w > 1 else "")
+    y = alt.Y("kl_smooth:Q", title=title, scale=alt.Scale(type="log") if log_y else alt.Undefined)
+    return alt.Chart(d).mark_line(opacity=0.85).encode(
+        x=alt.X("step:Q"), y=y,
+        color=alt.Color("layer:O", scale=alt.Scale(scheme="viridis"), title="hidden state"),
+        tooltip=["model", "layer", "step", alt.Tooltip("kl_bits:Q", format=".3f", title="KL (bits)"),
+                 alt.Tooltip("kl_smooth:Q", format=".3f", title=f"rolling mean ({w})")],
     ).properties(width=320, height=220).facet(column=alt.Column("model:N", title=None))
 
 

@@ -5,11 +5,20 @@ Text: the toy corpus (Python's documentation) by default, a text file, or ``hf:<
 trains the tuned lens, the rest evaluates it, so training and evaluation text are
 disjoint. Trained lens weights are saved beside the cache with a fingerprint of the
 unembedding they belong to, and reused on a rerun when it matches.
+
+Training budget: each optimiser step sees ``tokens_per_step`` tokens, gathered by gradient
+accumulation over micro-batches of ``batch_size`` x ``seq_len`` tokens (so memory stays that
+of one micro-batch). The default is 2**18 = 262,144 tokens per step on a CUDA device (about
+the tuned-lens library's budget; the paper's authors used 131,072) and 8,192 on a CPU (or any
+other device), where the larger budget would take hours. The training text is, by default,
+steps x tokens_per_step tokens, as far as the lens text allows; a shorter text is cycled.
+The resolved budget (:func:`resolve_budget`) is saved in each lens's JSON sidecar.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -20,16 +29,31 @@ from tying.errors import UserError
 
 EVAL_FRACTION = 0.2
 
+CUDA_TOKENS_PER_STEP = 2**18
+"""Default tokens per optimiser step on a CUDA device (262,144; about the tuned-lens library's)."""
+
+CPU_TOKENS_PER_STEP = 8_192
+"""Default tokens per optimiser step on a CPU or any other non-CUDA device."""
+
 
 @dataclass
 class LensOptions:
-    """Options of the lens stage (CLI: --lens-*)."""
+    """Options of the lens stage (CLI: --lens-*).
+
+    tokens_per_step: tokens per optimiser step, reached by gradient accumulation over
+        micro-batches of batch_size x seq_len tokens; None = the device's default, 262,144
+        (2**18) on a CUDA device and 8,192 on a CPU.
+    train_tokens: tokens of training text; None = steps x tokens_per_step, as far as the lens
+        text allows (training cycles through a shorter text).
+    See :func:`resolve_budget`.
+    """
 
     text: str = "python-docs"  # 'python-docs', a text file, or 'hf:<dataset>'
     steps: int = 250  # tuned-lens training steps per model
-    batch_size: int = 8
+    batch_size: int = 8  # sequences per micro-batch
     seq_len: int = 128  # capped at the model's context length
-    train_tokens: int = 262_144
+    tokens_per_step: int | None = None  # None: 262,144 on CUDA, 8,192 on CPU
+    train_tokens: int | None = None  # None: steps x tokens_per_step, as far as the text allows
     eval_tokens: int = 65_536
     samples: int = 3  # sample texts for prediction trajectories
     top_k: int = 5
@@ -37,6 +61,41 @@ class LensOptions:
 
     def params(self) -> dict:
         return dict(self.__dict__)
+
+
+def _device_type(device) -> str:
+    kind = getattr(device, "type", None)
+    return str(kind if kind is not None else device or "cpu").split(":")[0]
+
+
+def resolve_budget(opts: LensOptions, device, seq_len: int | None = None) -> tuple[int, int, int]:
+    """(tokens_per_step, accumulate, train_tokens) of the lens stage on ``device``.
+
+    device: a torch.device or its name ("cuda", "cuda:1", "cpu", ...). seq_len: the sequence
+    length actually used (``opts.seq_len`` capped at the model's context; default
+    ``opts.seq_len``). The target tokens per step is ``opts.tokens_per_step``, or
+    CUDA_TOKENS_PER_STEP (262,144) on a CUDA device and CPU_TOKENS_PER_STEP (8,192) on any
+    other. accumulate = ceil(target / (batch_size x seq_len)), at least 1, micro-batches per
+    step; the returned tokens_per_step is the effective accumulate x batch_size x seq_len
+    (the target when it divides evenly). train_tokens is ``opts.train_tokens``, or
+    steps x tokens_per_step.
+    """
+    seq = int(opts.seq_len if seq_len is None else seq_len)
+    for name, value in (("steps", opts.steps), ("batch_size", opts.batch_size), ("seq_len", seq)):
+        if int(value) < 1:
+            raise UserError(f"lens {name} must be positive, got {value}")
+    target = opts.tokens_per_step
+    if target is None:
+        target = CUDA_TOKENS_PER_STEP if _device_type(device) == "cuda" else CPU_TOKENS_PER_STEP
+    if int(target) < 1:
+        raise UserError(f"lens tokens per step must be positive, got {target}")
+    micro = int(opts.batch_size) * seq
+    accumulate = max(1, math.ceil(int(target) / micro))
+    tokens_per_step = accumulate * micro
+    if opts.train_tokens is not None and int(opts.train_tokens) < 1:
+        raise UserError(f"lens train tokens must be positive, got {opts.train_tokens}")
+    train_tokens = int(opts.train_tokens) if opts.train_tokens is not None else int(opts.steps) * tokens_per_step
+    return tokens_per_step, accumulate, train_tokens
 
 
 def lens_text(spec: str, max_chars: int) -> tuple[list[str], list[str]]:
@@ -66,7 +125,11 @@ def _load_model(local_dir: str, device, trust_remote_code: bool):
 
 def lens_tables(models: dict[str, str], opts: LensOptions, *, lens_dir: Path, device, trust_remote_code: bool = False,
                 progress: Callable[[str], None] = lambda m: None) -> dict[str, pd.DataFrame]:
-    """Tables lens_kl, lens_curve and lens_trajectory for ``{role: local model folder}``."""
+    """Tables lens_kl, lens_curve and lens_trajectory for ``{role: local model folder}``.
+
+    The tuned lens trains with the budget of :func:`resolve_budget` (gradient accumulation
+    up to the tokens per step); the budget is saved under "budget" in the lens sidecar.
+    """
     from tying import lens as L
 
     train_paras, eval_paras = lens_text(opts.text, opts.max_chars)
@@ -76,11 +139,15 @@ def lens_tables(models: dict[str, str], opts: LensOptions, *, lens_dir: Path, de
         model, tok = _load_model(local_dir, device, trust_remote_code)
         ctx = getattr(model.config, "max_position_embeddings", None) or opts.seq_len
         seq = min(opts.seq_len, int(ctx))
-        train = L.text_batches(tok, train_paras, seq_len=seq, batch_size=opts.batch_size, max_tokens=opts.train_tokens)
+        tokens_per_step, accumulate, train_tokens = resolve_budget(opts, device, seq)
+        train = L.text_batches(tok, train_paras, seq_len=seq, batch_size=opts.batch_size, max_tokens=train_tokens)
         evals = L.text_batches(tok, eval_paras, seq_len=seq, batch_size=opts.batch_size, max_tokens=opts.eval_tokens)
         parts = L.find_lens_parts(model)
         fp = L.unembedding_fingerprint(parts)
-        text_key = hashlib.sha256(repr((opts.params(), len(train_paras))).encode()).hexdigest()[:12]
+        budget = {"steps": int(opts.steps), "tokens_per_step": tokens_per_step, "accumulate": accumulate,
+                  "batch_size": int(opts.batch_size), "seq_len": seq, "train_tokens": train_tokens,
+                  "text_tokens": int(sum(b.numel() for b in train))}
+        text_key = hashlib.sha256(repr((opts.params(), len(train_paras), budget)).encode()).hexdigest()[:12]
         path = lens_dir / f"{role}-{text_key}.safetensors"
         lens = L.load_lens(path, fp, device=device) if path.exists() else None
         if lens is None:
@@ -88,10 +155,13 @@ def lens_tables(models: dict[str, str], opts: LensOptions, *, lens_dir: Path, de
                 if step % 10 == 0 or step == steps:
                     progress(f"{role}: tuned lens step {step}/{steps}, KL {loss:.2f}")
 
+            progress(f"{role}: training the tuned lens, {opts.steps} steps x {tokens_per_step:,} tokens "
+                     f"({accumulate} micro-batch{'es' if accumulate > 1 else ''} of {opts.batch_size} x {seq}) "
+                     f"on {budget['text_tokens']:,} tokens of text")
             lens, curve = L.train_tuned_lens(model, train, steps=opts.steps, device=device, parts=parts,
-                                             progress=report)
-            L.save_lens(lens, path, fp, {"role": role, "model": local_dir, "options": opts.params(), "curve":
-                                         curve.to_dict("list")})
+                                             progress=report, accumulate=accumulate)
+            L.save_lens(lens, path, fp, {"role": role, "model": local_dir, "options": opts.params(),
+                                         "budget": budget, "curve": curve.to_dict("list")})
         else:
             progress(f"{role}: reusing the tuned lens in {path.name} (same unembedding)")
             curve = pd.DataFrame(L.read_lens_meta(path).get("meta", {}).get("curve") or

@@ -6,6 +6,7 @@ import math
 from types import SimpleNamespace
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from torch import nn
@@ -14,6 +15,7 @@ from tests.tiny_models import FAMILIES, tiny_config
 from tying.errors import UserError
 from tying.lens import (
     TunedLens,
+    convergence,
     evaluate_lens,
     find_lens_parts,
     kl_bits,
@@ -287,6 +289,145 @@ def test_training_in_token_blocks_gives_the_same_lens():
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(curve["kl_bits"], curve_blocks["kl_bits"], rtol=1e-5)
     assert any(p.abs().max() > 0 for p in whole.parameters())
+
+
+def test_accumulating_micro_batches_gives_the_lens_of_one_step_on_all_their_tokens():
+    model = tiny_lm("llama", n_layers=3)
+    a, b = random_ids(shape=(2, 12), seed=7), random_ids(shape=(2, 12), seed=8)
+    options = dict(steps=3, optimizer="sgd", lr=0.5)
+    whole, curve = train_tuned_lens(model, [torch.cat([a, b])], **options)
+    split, curve_split = train_tuned_lens(model, [a, b], accumulate=2, **options)
+    for x, y in zip(whole.parameters(), split.parameters()):
+        torch.testing.assert_close(x, y, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(curve_split["kl_bits"], curve["kl_bits"], rtol=1e-5, atol=1e-7)
+    assert len(curve_split) == 3 * 4 and any(p.abs().max() > 1e-3 for p in split.parameters())
+    # not the same as one micro-batch per step
+    single, _ = train_tuned_lens(model, [a, b], **options)
+    assert not all(torch.allclose(x, y) for x, y in zip(whole.parameters(), single.parameters()))
+
+    # micro-batches of unequal size weigh by tokens; batches are cycled in order across steps
+    c = random_ids(shape=(1, 12), seed=9)
+    cycled, curve_cycled = train_tuned_lens(model, [a, b, c], accumulate=2, **options)
+    joined, curve_joined = train_tuned_lens(
+        model, [torch.cat([a, b]), torch.cat([c, a]), torch.cat([b, c])], **options)
+    for x, y in zip(joined.parameters(), cycled.parameters()):
+        torch.testing.assert_close(x, y, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(curve_cycled["kl_bits"], curve_joined["kl_bits"], rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("bad", [0, -2, 1.5, True, "2", None])
+def test_a_bad_accumulation_count_is_refused(bad):
+    with pytest.raises(UserError, match="accumulate must be an integer of at least 1"):
+        train_tuned_lens(tiny_lm(), [random_ids()], steps=1, accumulate=bad)
+
+
+def test_resolve_budget_defaults_per_device():
+    import json
+
+    from precompute.lens import LensOptions, resolve_budget
+
+    opts = LensOptions()  # 250 steps, micro-batches of 8 x 128 = 1,024 tokens
+    assert opts.tokens_per_step is None and opts.train_tokens is None
+    assert json.loads(json.dumps(opts.params())) == opts.params()
+    for cuda in (torch.device("cuda"), "cuda", "cuda:1", SimpleNamespace(type="cuda")):
+        assert resolve_budget(opts, cuda) == (262_144, 256, 250 * 262_144)
+    for cpu in (torch.device("cpu"), "cpu", "mps", None):
+        assert resolve_budget(opts, cpu) == (8_192, 8, 250 * 8_192)
+    toy = LensOptions(steps=100, seq_len=64)  # the demo's toy models: micro-batches of 512 tokens
+    assert resolve_budget(toy, "cpu") == (8_192, 16, 819_200)
+    assert resolve_budget(toy, "cpu", seq_len=32) == (8_192, 32, 819_200)  # seq_len capped by the context
+    # an explicit budget is rounded up to whole micro-batches; explicit train tokens are kept
+    assert resolve_budget(LensOptions(steps=10, seq_len=64, tokens_per_step=1_000), "cuda") == (1_024, 2, 10_240)
+    assert resolve_budget(LensOptions(seq_len=64, tokens_per_step=100, train_tokens=5_000), "cpu") == (512, 1, 5_000)
+    for bad in (dict(tokens_per_step=0), dict(train_tokens=0), dict(batch_size=0)):
+        with pytest.raises(UserError, match="must be positive"):
+            resolve_budget(LensOptions(**bad), "cpu")
+
+
+def test_convergence_of_constructed_curves():
+    steps = np.arange(100)
+    flat_tail = np.where(steps < 90, 10 - steps * 5 / 90, 5.0)  # falls to 5 at step 90, then flat
+    linear = 10 - 0.05 * steps
+    curve = pd.concat([
+        pd.DataFrame({"model": "tied", "step": steps, "layer": 0, "kl_bits": flat_tail}),
+        pd.DataFrame({"model": "tied", "step": steps, "layer": 1, "kl_bits": linear}),
+        pd.DataFrame({"model": "untied", "step": steps, "layer": 0, "kl_bits": linear * 2}),
+    ]).sample(frac=1.0, random_state=0)  # row order does not matter
+    out = convergence(curve)
+    assert list(out.columns) == ["model", "layer", "steps", "kl_first", "kl_last", "change", "change_se"]
+    rows = {(r.model, r.layer): r for r in out.itertuples()}
+    flat = rows[("tied", 0)]
+    assert flat.steps == 100 and flat.change == 0.0 and flat.change_se == 0.0 and flat.kl_last == 5.0
+    assert flat.kl_first == pytest.approx(10 - 4.5 * 5 / 90)
+    # linear: the last 10 steps (90..99) fall by 0.05 x 9 = 0.45 bits around a mean of 10 - 0.05 x 94.5
+    lin = rows[("tied", 1)]
+    assert lin.kl_first == pytest.approx(9.775) and lin.kl_last == pytest.approx(5.275)
+    assert lin.change == pytest.approx(-0.45 / 5.275) and lin.change_se == pytest.approx(0.0, abs=1e-12)
+    assert rows[("untied", 0)].change == pytest.approx(-0.45 / 5.275)  # relative: the scale cancels
+    # a quarter tail: steps 75..99 fall by 0.05 x 24 = 1.2 around 10 - 0.05 x 87
+    quarter = convergence(curve[curve.model == "tied"].drop(columns="model"), tail=0.25)
+    assert list(quarter.columns) == ["layer", "steps", "kl_first", "kl_last", "change", "change_se"]
+    assert quarter.set_index("layer").loc[1, "change"] == pytest.approx(-1.2 / 5.65)
+    # a jittering tail 1, 3, 1, 3 (steps 36..39 of 40): the line through it rises 0.4 a step,
+    # 1.2 over the window, around a mean of 2; residuals -0.4, 1.2, -1.2, 0.4 give a slope
+    # standard error of sqrt(3.2 / 2 / 5)
+    zigzag = np.r_[np.linspace(9, 2, 36), [1.0, 3.0, 1.0, 3.0]]
+    row = convergence(pd.DataFrame({"step": np.arange(40), "layer": 0, "kl_bits": zigzag})).iloc[0]
+    assert row.kl_last == 2.0 and row.change == pytest.approx(1.2 / 2)
+    assert row.change_se == pytest.approx(math.sqrt(3.2 / 2 / 5) * 3 / 2)
+
+
+def test_convergence_edge_cases():
+    one = convergence(pd.DataFrame({"step": [0, 0], "layer": [2, 2], "kl_bits": [1.0, 3.0]}))
+    assert one.iloc[0].steps == 1 and one.iloc[0].kl_last == 2.0 and math.isnan(one.iloc[0].change)
+    zero = convergence(pd.DataFrame({"step": [1, 10, 50], "layer": 4, "kl_bits": 0.0}))
+    assert zero.iloc[0].change == 0.0  # three steps: the last two form the window
+    assert math.isnan(zero.iloc[0].change_se)  # two points: no scatter to measure
+    two = convergence(pd.DataFrame({"step": [1, 10, 50], "layer": 0, "kl_bits": [9.0, 4.0, 2.0]})).iloc[0]
+    assert two.change == pytest.approx((2.0 - 4.0) / 3.0) and two.kl_first == 6.5 and two.kl_last == 3.0
+    empty = convergence(pd.DataFrame({"step": [], "layer": [], "kl_bits": []}))
+    assert len(empty) == 0 and "change" in empty.columns
+    for bad in (0, 1.5, "x"):
+        with pytest.raises(UserError, match="tail must be a number between 0 and 1"):
+            convergence(pd.DataFrame({"step": [0], "layer": [0], "kl_bits": [1.0]}), tail=bad)
+    with pytest.raises(UserError, match="missing kl_bits"):
+        convergence(pd.DataFrame({"step": [0], "layer": [0]}))
+
+
+def test_kl_chart_legend_tells_every_series_apart():
+    from explorer.charts import PAPER_LENS_LABEL, kl_curves
+
+    assert "authors' indexing" in PAPER_LENS_LABEL
+    kl = pd.DataFrame([dict(model=m, lens=lens, layer=i, kl_mean=1.0 + i, kl_std=0.1)
+                       for m in ("tied", "untied") for lens in ("tuned", "logit") for i in range(3)])
+    paper = pd.DataFrame({"model": ["tied", "untied"], "layer": [0, 0], "kl_mean": [2.0, 1.5]})
+    for drawn, names in ((None, ["tuned lens", "logit lens"]),
+                         (paper, ["tuned lens", "logit lens", PAPER_LENS_LABEL])):
+        layers = kl_curves(kl, drawn).to_dict()["layer"]
+        shapes = [layer["encoding"]["shape"]["scale"] for layer in layers if "shape" in layer["encoding"]]
+        dashes = [layer["encoding"]["strokeDash"]["scale"] for layer in layers if "strokeDash" in layer["encoding"]]
+        assert shapes and all(sc["domain"] == names for sc in shapes + dashes)
+        assert len(set(shapes[0]["range"])) == len(names)  # one symbol per series in the merged legend
+        colours = {tuple(layer["encoding"]["color"]["scale"]["domain"]) for layer in layers}
+        assert colours == {("tied", "untied")}  # colour is the model, never the series
+    label = "paper, shifted (authors' indexing, see note)"
+    shifted = kl_curves(kl, paper, paper_label=label).to_dict()
+    assert shifted["layer"][-1]["encoding"]["shape"]["scale"]["domain"][-1] == label
+
+
+def test_training_curve_chart_is_a_rolling_mean():
+    from explorer.charts import lens_training_curve
+
+    curve = pd.concat([pd.DataFrame({"model": m, "step": np.arange(40), "layer": layer,
+                                     "kl_bits": np.arange(40.0) + 10 * layer + (m == "tied")})
+                       for m in ("tied", "untied") for layer in (0, 1)])
+    chart = lens_training_curve(curve)  # default window: a twentieth of the 40 steps
+    d = chart.data.set_index(["model", "layer", "step"])["kl_smooth"]
+    assert d.loc[("untied", 1, 0)] == 10.0 and d.loc[("untied", 1, 5)] == 14.5  # mean of 14 and 15
+    assert d.loc[("tied", 0, 39)] == 39.5
+    raw = lens_training_curve(curve, window=1, log_y=True)
+    assert (raw.data["kl_smooth"] == raw.data["kl_bits"]).all()
+    assert raw.to_dict()["spec"]["encoding"]["y"]["scale"]["type"] == "log"
 
 
 def test_a_lens_for_another_model_shape_is_refused():

@@ -21,9 +21,14 @@ a hook. Then the logit lens of the last hidden state *is* the model's output (KL
 training and evaluation loops, which compute KL as sum p log p - sum p log q, report it
 as ~1e-6 bits of float32 rounding) and every hidden state is read out the same way.
 
-Pure maths (:func:`kl_bits`, :func:`lens_logits`, :class:`TunedLens`) works on tensors;
-the functions that take a model run it; file I/O lives only in :func:`save_lens` and
-:func:`load_lens` (safetensors, never pickle).
+Training budget: :func:`train_tuned_lens` takes ``accumulate`` micro-batches per optimiser
+step (gradient accumulation), so the tokens per step are not bounded by memory; the
+tuned-lens library uses about 2^18 tokens per step. :func:`convergence` says from a training
+curve whether it has settled (relative change of the KL over the last steps).
+
+Pure maths (:func:`kl_bits`, :func:`lens_logits`, :class:`TunedLens`) works on tensors and
+:func:`convergence` on a DataFrame; the functions that take a model run it; file I/O lives
+only in :func:`save_lens` and :func:`load_lens` (safetensors, never pickle).
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tying.convergence import convergence  # noqa: F401 - part of this module's API
 from tying.device import pick_device
 from tying.errors import UserError
 
@@ -452,13 +458,18 @@ def train_tuned_lens(
     parts: LensParts | None = None,
     chunk_tokens: int = CHUNK_TOKENS,
     bf16: bool | None = None,
+    accumulate: int = 1,
 ) -> tuple[TunedLens, pd.DataFrame]:
     """Train a tuned lens for ``model`` on ``batches``; the model stays frozen.
 
     batches: LongTensors of token ids, each of shape (batch, seq) (see :func:`text_batches`);
-        one batch per step, cycled when ``steps`` exceeds their number.
+        taken in order, ``accumulate`` per step, and cycled when the steps need more.
     steps: optimiser steps. lr: peak learning rate (default 1.0 for "sgd", 1e-3 for "adam"),
         decayed linearly to 0 over the steps.
+    accumulate: micro-batches per optimiser step (gradient accumulation). Each micro-batch's
+        loss is weighted by its share of the step's tokens, so the accumulated gradient is
+        that of one step on all of the step's tokens together (the mean KL over them); then
+        one clip and one optimiser step. Only one micro-batch's activations are held at a time.
     optimizer: "sgd" (Nesterov momentum, learning rate scaled by 1 - momentum, as Belrose
         et al.) or "adam". The loss is the sum over hidden states of the mean
         KL(p_final || p_lens) in nats; gradients are clipped to ``max_grad_norm``. The last
@@ -471,11 +482,18 @@ def train_tuned_lens(
     bf16: bf16 autocast (default: on CUDA only; the CPU always computes in the model's dtype).
 
     Returns (lens, curve): the trained lens and a DataFrame with columns step, layer,
-    kl_bits (mean KL of each hidden state on that step's batch, before the update).
+    kl_bits (mean KL of each hidden state over all of that step's tokens, before the update).
     """
     steps = int(steps)
     if steps < 1:
         raise UserError(f"steps must be at least 1, got {steps}")
+    try:
+        n_micro = None if isinstance(accumulate, bool) else operator.index(accumulate)
+    except TypeError:
+        n_micro = None
+    if n_micro is None or n_micro < 1:
+        raise UserError(f"accumulate must be an integer of at least 1, got {accumulate!r}")
+    accumulate = n_micro
     if chunk_tokens < 1:
         raise UserError(f"chunk_tokens must be positive, got {chunk_tokens}")
     if optimizer not in ("sgd", "adam"):
@@ -503,25 +521,27 @@ def train_tuned_lens(
     with _frozen(model):
         lens.train()
         for step in range(steps):
-            ids = batches[step % len(batches)].to(dev)
-            with _autocast(dev, bf16):
-                hs = [h.reshape(-1, h.shape[-1]) for h in residual_stream(model, parts, ids)]
-            n_tok = hs[0].shape[0]
+            micro = [batches[(step * accumulate + i) % len(batches)] for i in range(accumulate)]
+            n_tok = sum(ids.numel() for ids in micro)  # every token of the step weighs the same
             kl_sum = torch.zeros(n_hidden, dtype=torch.float64, device=dev)
             opt.zero_grad(set_to_none=True)
-            for rows in _chunks(n_tok, chunk_tokens):
-                with torch.no_grad(), _autocast(dev, bf16):
-                    p, neg_entropy = _target_distribution(lens_logits(parts, hs[last][rows], last))
-                for layer in range(n_hidden):
-                    trained = layer < last
-                    with _autocast(dev, bf16), torch.set_grad_enabled(trained):
-                        logits = lens_logits(parts, hs[layer][rows], layer, lens)
-                        kl = _kl_nats_to_target(p, neg_entropy, logits)
-                    if trained:
-                        (kl.sum() / n_tok).backward()
-                    kl_sum[layer] += kl.detach().sum().double()
-                    del logits, kl
-                del p, neg_entropy
+            for ids in micro:
+                with _autocast(dev, bf16):
+                    hs = [h.reshape(-1, h.shape[-1]) for h in residual_stream(model, parts, ids.to(dev))]
+                for rows in _chunks(hs[0].shape[0], chunk_tokens):
+                    with torch.no_grad(), _autocast(dev, bf16):
+                        p, neg_entropy = _target_distribution(lens_logits(parts, hs[last][rows], last))
+                    for layer in range(n_hidden):
+                        trained = layer < last
+                        with _autocast(dev, bf16), torch.set_grad_enabled(trained):
+                            logits = lens_logits(parts, hs[layer][rows], layer, lens)
+                            kl = _kl_nats_to_target(p, neg_entropy, logits)
+                        if trained:
+                            (kl.sum() / n_tok).backward()
+                        kl_sum[layer] += kl.detach().sum().double()
+                        del logits, kl
+                    del p, neg_entropy
+                del hs
             if max_grad_norm and max_grad_norm > 0:
                 torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
             opt.step()
