@@ -95,8 +95,12 @@ def _add_pair_options(pair: argparse.ArgumentParser) -> None:
                       help="sequences per lens micro-batch; bounds memory (default %(default)s)")
     pair.add_argument("--lens-seq-len", type=_positive_int, default=lens["seq_len"],
                       help="tokens per lens sequence, capped at the model's context (default %(default)s)")
+    pair.add_argument("--lens-tokens-per-step", type=_positive_int, default=lens["tokens_per_step"],
+                      help="tokens per tuned-lens optimiser step, reached by gradient accumulation over "
+                      "micro-batches (default: 262144 on a CUDA GPU, 8192 on a CPU)")
     pair.add_argument("--lens-train-tokens", type=_positive_int, default=lens["train_tokens"],
-                      help="tokens of lens training text (default %(default)s)")
+                      help="tokens of lens training text (default: steps x tokens per step, as far as the text "
+                      "allows; a shorter text is cycled)")
     pair.add_argument("--lens-eval-tokens", type=_positive_int, default=lens["eval_tokens"],
                       help="tokens of lens evaluation text, disjoint from training (default %(default)s)")
 
@@ -158,6 +162,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--skip-lens", action="store_true", help="skip the lens stage (same as --skip lens)")
     demo.add_argument("--lens-steps", type=_positive_int, default=d["lens_steps"],
                       help="tuned-lens training steps (default %(default)s)")
+    demo.add_argument("--lens-tokens-per-step", type=_positive_int, default=d["lens_tokens_per_step"],
+                      help="tokens per tuned-lens optimiser step, by gradient accumulation (default %(default)s)")
     demo.add_argument("--force", action="store_true", help="retrain and recompute everything")
     demo.add_argument("--device", help="torch device (default: cuda when present, else cpu)")
 
@@ -219,7 +225,8 @@ def _cmd_pair(args: argparse.Namespace, argv: list[str], *, lens_only: bool = Fa
         skip=_skips(args), force=args.force, device=args.device, trust_remote_code=args.trust_remote_code,
         command="python -m precompute " + " ".join(shlex.quote(a) for a in argv),
         lens=LensOptions(text=args.lens_text, steps=args.lens_steps, batch_size=args.lens_batch_size,
-                         seq_len=args.lens_seq_len, train_tokens=args.lens_train_tokens,
+                         seq_len=args.lens_seq_len, tokens_per_step=args.lens_tokens_per_step,
+                         train_tokens=args.lens_train_tokens,
                          eval_tokens=args.lens_eval_tokens),
     )
     if lens_only:
@@ -255,7 +262,7 @@ def _cmd_demo(args: argparse.Namespace, argv: list[str]) -> int:
         n_heads=args.n_heads, context=args.context, batch_size=args.batch_size, steps=args.steps, lr=args.lr,
         input_grad_scale=_factors(args.input_grad_scale), seeds=args.seeds, checkpoints=args.checkpoints,
         skip=_skips(args), force=args.force, device=args.device, lens_steps=args.lens_steps,
-        early_steps=args.early_steps, command="python -m precompute " + " ".join(shlex.quote(a) for a in argv),
+        lens_tokens_per_step=args.lens_tokens_per_step, early_steps=args.early_steps, command="python -m precompute " + " ".join(shlex.quote(a) for a in argv),
     )
     path = DemoRun(cfg).run()
     print(f"wrote {path}")

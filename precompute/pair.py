@@ -314,6 +314,15 @@ class PairRun:
                            lens_dir=lens_dir, device=self.device, trust_remote_code=self.cfg.trust_remote_code,
                            progress=progress)
 
+    def lens_budget(self) -> dict:
+        """The tuned lens's resolved budget on this run's device (recorded with the lens stage)."""
+        from precompute.lens import resolve_budget
+
+        tokens, accumulate, train_tokens = resolve_budget(self.cfg.lens, self.device)
+        return {"steps": int(self.cfg.lens.steps), "tokens_per_step": tokens, "accumulate": accumulate,
+                "batch_size": int(self.cfg.lens.batch_size), "seq_len": int(self.cfg.lens.seq_len),
+                "train_tokens": train_tokens, "device": self.device.type}
+
     # -- orchestration -------------------------------------------------------------------
     def stage_params(self, stage: str) -> dict:
         c = self.cfg
@@ -325,7 +334,7 @@ class PairRun:
             "spectral": {"k": c.spectral_k, "components": c.spectral_components, "tokens": c.spectral_tokens,
                          "seed": c.seed},
             "umap": {"tokens": c.umap_tokens, "seed": c.seed, "epochs": c.umap_epochs},
-            "lens": c.lens.params(),
+            "lens": c.lens.params() | {"budget": self.lens_budget()},
         }[stage]
         return {"stage": stage, "inputs": self.input_hash, **own}
 

@@ -52,6 +52,7 @@ class DemoConfig:
     device: str | None = None
     command: str | None = None
     lens_steps: int = 100
+    lens_tokens_per_step: int = 2048  # 4 micro-batches of 8 x 64 tokens: about 50 s per toy model on 2 cores
     early_steps: int | None = None  # "early" output share: steps <= this (default: the first 10% of --steps)
 
     def early(self) -> int:
@@ -125,7 +126,8 @@ class DemoRun:
 
     def training_params(self, corpus_digest: str) -> dict:
         c = asdict(self.cfg)
-        for k in ("name", "cache_dir", "work_dir", "skip", "force", "device", "command", "lens_steps"):
+        for k in ("name", "cache_dir", "work_dir", "skip", "force", "device", "command", "lens_steps",
+                  "lens_tokens_per_step"):
             c.pop(k)
         return {"stage": "training", "corpus_sha256": corpus_digest, **c}
 
@@ -206,7 +208,7 @@ class DemoRun:
             cache_dir=cfg.cache_dir, text=str(corpus_file), skip=list(cfg.skip), force=cfg.force,
             device=cfg.device, kind="toylab", command=cfg.command, umap_epochs=100,
             lens=LensOptions(text=str(corpus_file), steps=cfg.lens_steps, seq_len=cfg.context,
-                             train_tokens=65_536, eval_tokens=16_384, max_chars=cfg.max_chars),
+                             tokens_per_step=cfg.lens_tokens_per_step, eval_tokens=16_384, max_chars=cfg.max_chars),
         )).run()
 
     def training_tables(self, results: dict, scales: list[float]) -> dict[str, pd.DataFrame]:

@@ -3,8 +3,9 @@
 import pandas as pd
 import streamlit as st
 
-from explorer import charts, data, export, frame, state
+from explorer import charts, data, export, frame, state, tables
 from tying import reference
+
 
 ref = frame.current()
 frame.require(ref, "lens_kl", "lens results", "python -m precompute lens ...")
@@ -17,19 +18,46 @@ kl = data.table(ref, "lens_kl").sort_values(["model", "lens", "layer"])
 s = data.summary(ref)
 preset = (s.get("paper") or {}).get("preset")
 paper = None
-if preset and preset in reference.TUNED_LENS_KL:
+label = charts.PAPER_LENS_LABEL
+shift = False
+beside_toylab = bool((s.get("paper") or {}).get("beside_toylab"))
+if preset and preset in reference.TUNED_LENS_KL and not beside_toylab:
     paper = pd.DataFrame([{"model": m, "layer": i, "kl_mean": v}
                           for m, series in reference.TUNED_LENS_KL[preset].items() for i, v in enumerate(series)])
-export.show(charts.kl_curves(kl, paper), kl, f"lens-kl-{ref.name}", key="kl", spec_key=("kl", ref))
+    shift = st.checkbox("Shift the paper's points one hidden state left", key="lens_paper_shift",
+                        help="Draw the paper's value for hidden state l at l − 1, the translator the authors "
+                             "applied to it; their value for the input embedding (l = 0) is then left out.")
+    if shift:
+        paper = paper.assign(layer=paper["layer"] - 1)
+        paper = paper[paper["layer"] >= 0]
+        label = "paper, shifted to l − 1 (authors' indexing, see note)"
+export.show(charts.kl_curves(kl, paper, paper_label=label), kl, f"lens-kl-{ref.name}", key="kl",
+            spec_key=("kl", ref, shift))
+if paper is not None:
+    st.caption("Note: the paper's points (triangles) come from the authors' evaluation, which applied translator "
+               "max(0, l − 1) to hidden state l and read the already-normed last hidden state, so their curve is "
+               "shifted by one hidden state against a by-the-book tuned lens like this one (hence their non-zero "
+               "last point: 0.18 bits untied, 2.06 tied).")
+if beside_toylab and preset in reference.TUNED_LENS_KL:
+    ref_kl = reference.TUNED_LENS_KL[preset]
+    st.caption(f"The paper's OLMo curve (16 layers) is not drawn over these {int(kl['layer'].max())}-layer toy models. "
+               f"For scale: its tuned-lens KL at the input embedding and the first block is {ref_kl['tied'][0]:.2f} and "
+               f"{ref_kl['tied'][1]:.2f} bits tied, {ref_kl['untied'][0]:.2f} and {ref_kl['untied'][1]:.2f} untied "
+               f"(the authors' layer indexing). {s['scale']['line'] if s.get('scale') else ''}.")
 gap = (s.get("lens") or {}).get("gap")
 if gap:
     st.caption(f"Mean tuned-lens KL over the first {gap['layers']} hidden states: tied {gap['tied']:.2f} bits, "
-               f"untied {gap['untied']:.2f} bits." + (" Triangles: the paper's OLMo values." if paper is not None else ""))
+               f"untied {gap['untied']:.2f} bits.")
 
 curve = data.table(ref, "lens_curve")
 if len(curve):
     with st.expander("Tuned-lens training curves"):
-        export.show(charts.lens_training_curve(curve), curve, f"lens-training-{ref.name}", key="curve")
+        log_y = st.checkbox("Log scale", key="lens_curve_log")
+        export.show(charts.lens_training_curve(curve, log_y=log_y), curve, f"lens-training-{ref.name}", key="curve")
+        st.caption("Rolling mean over steps; the last hidden state's translator is not trained (KL ~ 0).")
+    budget = ((s.get("stages") or {}).get("lens") or {}).get("params", {}).get("budget")
+    for line in tables.lens_convergence(curve, budget):
+        st.markdown(line)
 
 traj = data.table(ref, "lens_trajectory")
 if len(traj):

@@ -1,0 +1,65 @@
+"""Tables the app sets beside the paper's numbers (explorer.tables), on constructed summaries."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from explorer import tables
+from tying.summary import paper_reference, seed_directions
+
+
+def test_table1_puts_the_papers_identity_beside_the_raw_one():
+    s = {"alignment": {"O->T": {"identity_raw": {"in_sample": 0.5, "held_out": 0.4},
+                                "identity": {"in_sample": 0.6, "held_out": 0.55},
+                                "linear": {"in_sample": 0.9, "held_out": 0.8}}},
+         "paper": paper_reference("olmo") | {"beside_toylab": True}}
+    t = tables.table1(s)
+    assert list(t.columns) == ["comparison", "map", "in-sample", "held-out", "paper (olmo)"]
+    by_map = t.set_index("map")
+    assert by_map.loc["identity (raw rows)", "paper (olmo)"] == "0.014"
+    assert by_map.loc["identity (centred)", "paper (olmo)"] == "—"
+    assert by_map.loc["linear", "paper (olmo)"] == "0.719" and by_map.loc["linear", "held-out"] == 0.8
+    assert "orthogonal" not in by_map.index  # absent from the cache: no row
+    s.pop("paper")
+    assert list(tables.table1(s).columns) == ["comparison", "map", "in-sample", "held-out"]
+
+
+def test_seeds_leave_the_spread_blank_for_one_seed_and_directions_per_seed():
+    sm = pd.DataFrame([{"seed": i, "metric": m, "value": v} for i, vals in enumerate([(0.9, 0.5, 0.3, 0.1, 0.8),
+                                                                                      (0.4, 0.5, 0.3, 0.1, 0.4)])
+                       for m, v in zip(["O->T linear held-out", "I->T linear held-out", "overlap@10 T~O",
+                                        "overlap@10 T~I", "output share early"], vals)])
+    d = seed_directions(sm)
+    assert d["O->T above I->T (linear, held-out)"]["holds"] == [True, False]
+    assert d["T~O above T~I (overlap@10)"]["all"] is True
+    assert d["output share early above 1/2"]["holds"] == [True, False]
+    table = tables.directions({"directions": d})
+    assert list(table.columns) == ["the paper's direction", "seed 0", "seed 1"]
+    assert table.iloc[0]["seed 1"] == "fails"
+    one = tables.seeds({"seeds": {"x": {"n": 1, "mean": 0.5, "std": None}, "y": {"n": 3, "mean": 0.2, "std": 0.1}}})
+    assert pd.isna(one.set_index("metric").at["x", "std"]) and one.set_index("metric").at["y", "std"] == 0.1
+
+
+def test_provenance_view_recomputes_the_share_from_the_chosen_input_side():
+    log = pd.DataFrame({"run": "r", "step": [1, 2], "grad_input_norm": [1.0, 1.0], "grad_output_norm": [3.0, 1.0],
+                        "grad_input_proxy_norm": [3.0, np.nan], "output_share": [0.75, 0.5]})
+    assert tables.provenance_view(log, "exact") is log
+    proxy = tables.provenance_view(log, "proxy")
+    assert list(proxy["step"]) == [1] and proxy["output_share"].iloc[0] == pytest.approx(0.5)
+    with pytest.raises(ValueError):
+        tables.provenance_view(log, "other")
+
+
+def test_lens_convergence_lines():
+    steps = np.arange(100)
+    flat = pd.DataFrame({"model": "untied", "step": steps, "layer": 0, "kl_bits": 1.0 + 0.0 * steps})
+    falling = pd.DataFrame({"model": "tied", "step": steps, "layer": 0, "kl_bits": 10.0 - 0.05 * steps})
+    last = [pd.DataFrame({"model": m, "step": steps, "layer": 1, "kl_bits": 0.0}) for m in ("tied", "untied")]
+    curve = pd.concat([flat, falling, *last], ignore_index=True)
+    budget = {"steps": 100, "tokens_per_step": 2048, "accumulate": 4, "batch_size": 8, "seq_len": 64, "device": "cpu"}
+    lines = dict(zip(["tied", "untied"], tables.lens_convergence(curve, budget)))
+    assert "**not converged**" in lines["tied"] and "hidden state 0" in lines["tied"]
+    assert "converged —" in lines["untied"] and "**not" not in lines["untied"]
+    assert "100 steps × 2,048 tokens (4 micro-batches of 8 × 64) = 204,800 tokens" in lines["untied"]
