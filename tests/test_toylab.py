@@ -374,3 +374,20 @@ def test_evolution_of_training(trained):
     assert (last.cos_init < 1).all()
     tied = embedding_evolution(trained["tied"].checkpoints)
     assert set(tied.matrix) == {"T"}
+
+
+def test_per_seed_headlines_score_held_out_rows_only():
+    """compare_tied_to_twin's held-out linear cosine: ~0 for unrelated matrices with few rows per column.
+
+    A map fitted on every row (leaking the held-out ones) would score them well above 0.
+    """
+    from precompute.toylab import compare_tied_to_twin
+
+    rng = np.random.default_rng(5)
+    T, I, O = (rng.standard_normal((400, 150)).astype(np.float32) for _ in range(3))
+    m = compare_tied_to_twin(T, I, O, seed=0, device="cpu")
+    assert abs(m["O->T linear held-out"]) < 0.05 and abs(m["I->T linear held-out"]) < 0.05
+    same = compare_tied_to_twin(T, I, T.copy(), seed=0, device="cpu")
+    assert same["O->T linear held-out"] == pytest.approx(1.0, abs=1e-4)
+    assert same["O->T identity (raw rows)"] == pytest.approx(1.0, abs=1e-5)
+    assert same["overlap@10 T~O"] == pytest.approx(1.0)
