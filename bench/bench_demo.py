@@ -60,7 +60,7 @@ def main(argv=None) -> int:
     ]
     for method, cells in (s.get("table2") or {}).items():
         for run_name, c in cells.items():
-            rows.append((f"Table 2 {method} {run_name.split('/')[0]} I / O", None,
+            rows.append((f"Table 2 {method} {run_name} I / O", None,
                          f"{c.get('I', float('nan')):.3f} / {c.get('O', float('nan')):.3f}"))
     lens = (s.get("lens") or {}).get("gap")
     if lens:
