@@ -285,16 +285,56 @@ def output_share(df: pd.DataFrame, window: int = 10) -> alt.Chart:
 
 
 def evolution(df: pd.DataFrame, column: str = "cos_init") -> alt.Chart:
-    """Mean per-token cosine to the initial (or previous) checkpoint against step (Figure 3)."""
+    """Mean per-token cosine to the initial (or previous) checkpoint against step (Figure 3).
+
+    Colour is the matrix (T, I, O); with several runs each run has its own dash pattern.
+    """
     d = df.copy()
     d["step_plot"] = d["step"].clip(lower=1)
     title = "cosine to initial" if column == "cos_init" else "cosine to previous checkpoint"
-    return alt.Chart(d).mark_line(point=True).encode(
+    enc = dict(
         x=alt.X("step_plot:Q", scale=alt.Scale(type="log"), title="step (log)"),
         y=alt.Y(f"{column}:Q", title=title),
         color=alt.Color("matrix:N", scale=_scale(["T", "I", "O"]), title="matrix"),
         detail="run:N", tooltip=["run", "label", "matrix", alt.Tooltip(f"{column}:Q", format=".3f")],
-    ).properties(width="container", height=260)
+    )
+    if d["run"].nunique() > 1:
+        enc["strokeDash"] = alt.StrokeDash("run:N", title="run")
+    return alt.Chart(d).mark_line(point=True).encode(**enc).properties(width="container", height=260)
+
+
+def evolution_compared(df: pd.DataFrame, x: str = "fraction") -> alt.Chart:
+    """Figure 3 across caches: cosine to initial against the fraction of each run (or log step).
+
+    ``df``: source (cache and run, e.g. "demo: untied/seed0"), matrix, step, fraction, cos_init.
+    Colour is the matrix, the dash pattern the source.
+    """
+    d = df.copy()
+    d["step_plot"] = d["step"].clip(lower=1)
+    xenc = (alt.X("fraction:Q", title="fraction of the run", scale=alt.Scale(domain=[0, 1]))
+            if x == "fraction" else alt.X("step_plot:Q", scale=alt.Scale(type="log"), title="step (log)"))
+    return alt.Chart(d).mark_line(point=True).encode(
+        x=xenc, y=alt.Y("cos_init:Q", title="cosine to initial"),
+        color=alt.Color("matrix:N", scale=_scale(["T", "I", "O"]), title="matrix"),
+        strokeDash=alt.StrokeDash("source:N", title="run"), detail="source:N",
+        tooltip=["source", "matrix", "step", alt.Tooltip("cos_init:Q", format=".3f")],
+    ).properties(width="container", height=300)
+
+
+def share_compared(df: pd.DataFrame, x: str = "fraction") -> alt.Chart:
+    """Figure 4 across caches: rolling output share against the fraction of each run (or log step).
+
+    ``df``: source, step, fraction, share (already a rolling mean).
+    """
+    d = df.copy()
+    d["step_plot"] = d["step"].clip(lower=1)
+    xenc = (alt.X("fraction:Q", title="fraction of the run", scale=alt.Scale(domain=[0, 1]))
+            if x == "fraction" else alt.X("step_plot:Q", scale=alt.Scale(type="log"), title="step (log)"))
+    line = alt.Chart(d).mark_line().encode(
+        x=xenc, y=alt.Y("share:Q", title="output share (rolling)", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("source:N", title="run"), tooltip=["source", "step", alt.Tooltip("share:Q", format=".3f")])
+    half = alt.Chart(pd.DataFrame({"y": [0.5]})).mark_rule(strokeDash=[4, 4], color="#888").encode(y="y:Q")
+    return (line + half).properties(width="container", height=260)
 
 
 def scaling(df: pd.DataFrame) -> alt.Chart:

@@ -41,5 +41,10 @@ def current() -> data.CacheRef:
 def require(ref: data.CacheRef, table: str, what: str, command: str) -> None:
     """Stop the page with a note when the cache has no rows in ``table``."""
     if not data.has_rows(ref, table):
-        st.info(f"The cache '{ref.name}' has no {what}. Add it with `{command}`.")
+        if data.summary(ref).get("kind") == "published":
+            st.info(f"The cache '{ref.name}' holds the paper's published measurements (its tables, training dynamics "
+                    f"and layerwise KL), not the models' matrices, so it has no {what}. Open Overview, Lens or "
+                    "Training dynamics, or pick the toy lab or a pair built with `python -m precompute pair`.")
+        else:
+            st.info(f"The cache '{ref.name}' has no {what}. Add it with `{command}`.")
         st.stop()

@@ -180,3 +180,81 @@ def lens_convergence(curve: pd.DataFrame, budget: dict | None) -> list[str]:
             lines.append(f"**{model}**: **not converged** — over the last {LENS_TAIL:.0%} of its {n_steps:,} steps "
                          f"the tuned-lens KL still moved by {change(worst)}.{spent}")
     return lines
+
+
+def published_sources(s: dict[str, Any]) -> pd.DataFrame:
+    """Where each published figure comes from: file, the authors' repository and commit, or the paper's table."""
+    rows = []
+    for src in s.get("sources") or []:
+        if src.get("file"):
+            rows.append({"figure": src.get("figure"), "data": src["file"].rsplit("/", 1)[-1],
+                         "source": f"{src['repository']} @ {src['commit'][:12]}, {src.get('path') or ''}",
+                         "license": src.get("license")})
+        else:
+            rows.append({"figure": src.get("figure"), "data": "quoted from the paper", "source": src.get("source"),
+                         "license": ""})
+    return pd.DataFrame(rows, columns=["figure", "data", "source", "license"])
+
+
+def paper_table1_all() -> pd.DataFrame:
+    """The paper's Table 1 for every pair it reports: identity (raw rows), orthogonal, linear."""
+    from tying import reference
+
+    rows = [{"pair": preset, "comparison": arrow(comp), "identity (raw rows)": cells.get("identity_raw"),
+             "orthogonal": cells.get("orthogonal"), "linear": cells.get("linear"),
+             "rows paired by": "token id" if reference.TABLE1_MATCH.get(preset) == "ids" else "token string"}
+            for preset, table in reference.TABLE1.items() for comp, cells in table.items()]
+    return pd.DataFrame(rows)
+
+
+def paper_table5_all() -> pd.DataFrame:
+    """The paper's Table 5 (overlap@10) for every pair."""
+    from tying import reference
+
+    return pd.DataFrame([{"pair": preset} | cells for preset, cells in reference.TABLE5.items()])
+
+
+def paper_scaling() -> pd.DataFrame:
+    """The paper's Tables 2 (10k steps) and 6 (1k steps): tied OLMo-1B vs untied OLMo-1B-0724, I and O."""
+    from tying import reference
+
+    return pd.DataFrame([{"table": table, "steps": steps, "input-gradient factor": f"x{scale:g}",
+                          "cosine to untied I": row["I"], "cosine to untied O": row["O"]}
+                         for table, steps, cells in (("Table 2", "10k", reference.TABLE2),
+                                                     ("Table 6", "1k", reference.TABLE6))
+                         for scale, row in cells.items()])
+
+
+def evolution_by_fraction(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Evolution rows of several sources in one frame, with each run's step as a fraction of its last.
+
+    ``frames``: {source label: evolution rows (step, matrix, cos_init) of one run}.
+    """
+    out = []
+    for source, e in frames.items():
+        if not len(e):
+            continue
+        last = max(int(e["step"].max()), 1)
+        out.append(e[["step", "matrix", "cos_init"]].assign(source=source, fraction=e["step"] / last))
+    return pd.concat(out, ignore_index=True) if out else pd.DataFrame(
+        columns=["step", "matrix", "cos_init", "source", "fraction"])
+
+
+def share_by_fraction(frames: dict[str, pd.DataFrame], window_fraction: float = 0.02) -> pd.DataFrame:
+    """Rolling output share of several runs, the window a fixed share of each run's logged steps.
+
+    ``frames``: {source label: train_log rows (step, output_share) of one run}. A window of 2%
+    of the run makes a 250-step toy run and a 10,010-step real run equally smooth.
+    """
+    out = []
+    for source, log in frames.items():
+        if not len(log):
+            continue
+        d = log.sort_values("step")
+        window = max(1, int(round(window_fraction * len(d))))
+        last = max(int(d["step"].max()), 1)
+        out.append(pd.DataFrame({"source": source, "step": d["step"].to_numpy(),
+                                 "fraction": d["step"].to_numpy() / last,
+                                 "share": d["output_share"].rolling(window, min_periods=1).mean().to_numpy()}))
+    return pd.concat(out, ignore_index=True) if out else pd.DataFrame(
+        columns=["source", "step", "fraction", "share"])

@@ -199,6 +199,24 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the early output share is over logged steps <= this (default %(default)s, "
                        "the paper's window)")
 
+    ej = sub.add_parser("evolution-json", help="import embedding-evolution files (JSON) of real models (Figure 3)",
+                        description="Files with model_id, steps, input_vs_init, output_vs_init, input_consecutive and "
+                        "output_consecutive (the paper's authors' format, e.g. published/evolution_pythia-1b.json) "
+                        "into the evolution tables of one cache; one run per model.")
+    ej.add_argument("--json", action="append", required=True, help="an evolution file; repeat for several models")
+    ej.add_argument("--name", required=True, help="cache name")
+    ej.add_argument("--cache-dir", default="cache", help="folder of the caches (default: %(default)s)")
+
+    pp = sub.add_parser("paper", help="build cache/paper.duckdb from the paper's published measurements",
+                        description="The authors' published real-model measurements in published/ (gradient "
+                        "provenance of an OLMo-1B tied run, embedding evolution of OLMo-1B-0724, OLMo-7B-0424 and "
+                        "Pythia-1B; Apache-2.0) and the paper's tables, as one cache of kind 'published'.")
+    pp.add_argument("--data-dir", default="published", help="folder of the published files (default: %(default)s)")
+    pp.add_argument("--name", default="paper", help="cache name (default: %(default)s)")
+    pp.add_argument("--cache-dir", default="cache", help="folder of the caches (default: %(default)s)")
+    pp.add_argument("--early-steps", type=_positive_int, default=1000,
+                    help="the early output share is over logged steps <= this (default %(default)s)")
+
     summ = sub.add_parser("summary", help="print a cache's headline numbers beside the paper's")
     summ.add_argument("cache", help="a cache file (cache/<name>.duckdb) or a pair name in --cache-dir")
     summ.add_argument("--cache-dir", default="cache", help="folder of the caches (default: %(default)s)")
@@ -291,6 +309,26 @@ def _cmd_grads(args: argparse.Namespace, argv: list[str]) -> int:
     return _cmd_summary_path(path, as_json=False)
 
 
+def _cmd_evolution_json(args: argparse.Namespace, argv: list[str]) -> int:
+    from precompute.published import EvolutionJsonConfig, import_evolution
+
+    path = import_evolution(EvolutionJsonConfig(
+        json=args.json, name=args.name, cache_dir=args.cache_dir,
+        command="python -m precompute " + " ".join(shlex.quote(a) for a in argv)))
+    print(f"wrote {path}")
+    return _cmd_summary_path(path, as_json=False)
+
+
+def _cmd_paper(args: argparse.Namespace, argv: list[str]) -> int:
+    from precompute.published import PaperConfig, build_paper
+
+    path = build_paper(PaperConfig(
+        data_dir=args.data_dir, name=args.name, cache_dir=args.cache_dir, early_steps=args.early_steps,
+        command="python -m precompute " + " ".join(shlex.quote(a) for a in argv)))
+    print(f"wrote {path}")
+    return _cmd_summary_path(path, as_json=False)
+
+
 def resolve_cache(cache: str, cache_dir: str) -> Path:
     from tying.store import CACHE_SUFFIX
 
@@ -331,6 +369,10 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_grads(args, argv)
         if args.command == "demo":
             return _cmd_demo(args, argv)
+        if args.command == "evolution-json":
+            return _cmd_evolution_json(args, argv)
+        if args.command == "paper":
+            return _cmd_paper(args, argv)
         if args.command == "summary":
             return _cmd_summary_path(resolve_cache(args.cache, args.cache_dir), as_json=args.json)
         raise UserError(f"unknown command {args.command}")

@@ -190,3 +190,25 @@ def test_the_shipped_demo_cache_renders(monkeypatch, page):
         # the shipped demo has 3 seeds, and the paper's directions hold in each
         d = next(df.value for df in at.dataframe if "the paper's direction" in df.value.columns)
         assert d.shape == (3, 4) and (d.drop(columns="the paper's direction") == "holds").all().all()
+
+
+@pytest.fixture(scope="module")
+def paper_cache(tmp_path_factory):
+    """cache/paper.duckdb as `precompute paper` builds it from published/, beside a toy-lab cache."""
+    from precompute.published import PaperConfig, build_paper
+
+    d = tmp_path_factory.mktemp("paper-caches")
+    build_paper(PaperConfig(cache_dir=str(d)))
+    build_synthetic_cache(d, "synthetic", seed=0)
+    return d
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_renders_the_published_cache(paper_cache, monkeypatch, page):
+    at = _app(paper_cache, monkeypatch, page, pair="paper")
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error
+    if page in ("overview", "lens", "dynamics"):
+        assert any("paper" in t.value for t in at.title)
+    else:  # no per-token data: one clear note, not a rebuild command
+        assert len(at.info) == 1 and "published measurements" in at.info[0].value

@@ -37,6 +37,9 @@ def _free_port() -> int:
 def server(tmp_path_factory):
     caches = tmp_path_factory.mktemp("browser-caches")
     build_synthetic_cache(caches, "synthetic")
+    from precompute.published import PaperConfig, build_paper
+
+    build_paper(PaperConfig(cache_dir=str(caches)))
     port = _free_port()
     env = dict(os.environ, TYING_CACHE_DIR=str(caches), STREAMLIT_BROWSER_GATHER_USAGE_STATS="false")
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless",
@@ -116,3 +119,25 @@ def test_page_renders_in_chromium(server, browser, page):
     errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE" and "favicon" not in e["message"]
               and not (f"/{page}/_stcore/" in e["message"] and "404" in e["message"])]
     assert not errors, errors
+
+
+@pytest.mark.parametrize("page", list(PAGES))
+def test_published_cache_page_in_chromium(server, browser, page):
+    """The paper's published measurements open on every page: charts where it has data, one note where not."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    path = "" if page == "overview" else page
+    browser.get(f"{server}/{path}?pair=paper")
+    drawn = ('[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg.marks'
+             if page in ("lens", "dynamics") else '[data-testid="stDataFrame"]' if page == "overview"
+             else '[data-testid="stAlert"]')
+    WebDriverWait(browser, 60).until(EC.presence_of_element_located((By.CSS_SELECTOR, drawn)))
+    time.sleep(1.0)
+    assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
+    if page not in ("overview", "lens", "dynamics"):
+        assert "published measurements" in browser.find_element(By.CSS_SELECTOR, '[data-testid="stAlert"]').text
+    out = ROOT / "bench" / "out" / "screenshots"
+    out.mkdir(parents=True, exist_ok=True)
+    assert browser.save_screenshot(str(out / f"paper-{page}.png"))

@@ -64,6 +64,9 @@ OUTPUT_SHARE = {"early": 0.7033, "overall": 0.6357, "early_steps": 1000, "steps"
 # Table 2 (OLMo-1B tied, 10k steps; cosine to untied OLMo-1B-0724 at step 10k): input scale -> target -> cosine.
 TABLE2 = {1.0: {"I": 0.216, "O": 0.384}, 5.0: {"I": 0.222, "O": 0.369}}
 
+# Table 6 (the same, 1k steps): input scale -> target -> cosine.
+TABLE6 = {1.0: {"I": 0.172, "O": 0.197}, 2.0: {"I": 0.173, "O": 0.197}, 10.0: {"I": 0.173, "O": 0.190}}
+
 # Figure 3: OLMo-1B-0724 (untied), mean per-token cosine to step 0 at step 20,000.
 EVOLUTION = {"model": "OLMo-1B-0724", "step": 20000, "I": 0.865, "O": 0.561}
 

@@ -235,8 +235,9 @@ STAGE_TABLES: dict[str, tuple[str, ...]] = {
 PAIR_STAGES = ("load", "alignment", "neighbours", "spectral", "umap", "lens")
 
 # Kinds of cache (meta key 'kind'): a model pair, the toy lab (a pair plus training
-# dynamics), a series of checkpoints, or an imported gradient-provenance log.
-KINDS = ("pair", "toylab", "evolution", "provenance")
+# dynamics), a series of checkpoints, an imported gradient-provenance log, or the paper's
+# published real-model measurements (`precompute paper`).
+KINDS = ("pair", "toylab", "evolution", "provenance", "published")
 
 # What the summary's Table 1 and Table 5 read (and what the app's overview shows).
 TABLE1_COMPARISONS = ("I->O", "O->T", "I->T")

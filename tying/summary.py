@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -84,7 +85,7 @@ def _summarize(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
 
     if table_exists(con, "lens_kl"):
         out["lens"] = lens_summary(con)
-    if meta.get("kind") in ("toylab", "provenance", "evolution"):
+    if meta.get("kind") in ("toylab", "provenance", "evolution", "published"):
         out.update(training_summary(con))
 
     preset = meta.get("preset") or reference.preset_for(
@@ -96,6 +97,8 @@ def _summarize(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
         out["paper"] = paper_reference(reference.TOYLAB_REFERENCE) | {"beside_toylab": True}
     if out["kind"] == "toylab":
         out["scale"] = toylab_scale(out, meta)
+    if meta.get("sources"):
+        out["sources"] = json.loads(meta["sources"])
     return out
 
 
@@ -110,6 +113,7 @@ def paper_reference(preset: str) -> dict[str, Any]:
         "tuned_lens_note": reference.LENS_INDEXING_NOTE if preset in reference.TUNED_LENS_KL else None,
         "output_share": reference.OUTPUT_SHARE,
         "table2": {f"{k:g}": v for k, v in reference.TABLE2.items()},
+        "table6": {f"{k:g}": v for k, v in reference.TABLE6.items()},
         "evolution": reference.EVOLUTION,
     }
 
@@ -243,9 +247,31 @@ def format_summary(s: dict[str, Any]) -> str:
     paper = s.get("paper") or {}
     if s.get("alignment") or s.get("overlap"):
         _format_pair_tables(s, paper, lines)
+    if s.get("kind") == "published":
+        _format_published(s, lines)
     _format_lens(s, lines)
     _format_training(s, lines)
     return "\n".join(lines)
+
+
+def _format_published(s: dict[str, Any], lines: list[str]) -> None:
+    """The paper's own tables (quoted) and where each published file comes from."""
+    lines.append("")
+    lines.append(f"Published measurements: {reference.PAPER}")
+    for src in s.get("sources") or []:
+        if src.get("file"):
+            lines.append(f"  {src.get('figure') or '':<9} {Path(src['file']).name}  <- {src['repository']}@"
+                         f"{src['commit'][:12]}:{src.get('path') or ''}  ({src.get('license')})")
+    lines.append("")
+    lines.append("Table 1 (paper): mean per-token cosine, identity (raw rows) / orthogonal / linear (in-sample)")
+    for preset, table in reference.TABLE1.items():
+        for comp, cells in table.items():
+            lines.append(f"  {preset:<14} {comp:5} " + " / ".join(
+                _fmt(cells.get(m)).strip() for m in ("identity_raw", "orthogonal", "linear")))
+    lines.append("")
+    lines.append("Table 5 (paper): k-NN overlap@10")
+    for preset, cells in reference.TABLE5.items():
+        lines.append(f"  {preset:<14} " + "   ".join(f"{p} {v:.3f}" for p, v in cells.items()))
 
 
 def _paper_label(paper: dict[str, Any]) -> str:

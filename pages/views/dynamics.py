@@ -1,5 +1,7 @@
 """Training dynamics: gradient provenance (Figure 4), embedding evolution (Figure 3), scaling (Table 2)."""
 
+from pathlib import Path
+
 import pandas as pd
 import streamlit as st
 
@@ -34,7 +36,8 @@ if len(log):
     sub = tables.provenance_view(log[log["run"].isin(chosen)], side)
     if len(sub):
         export.show(charts.gradient_norms(sub), sub, f"gradient-norms-{ref.name}", key="norms")
-        export.show(charts.output_share(sub), sub, f"output-share-{ref.name}", key="share")
+        window = max(10, int(sub.groupby("run").size().max()) // 100)  # about 1% of a long run
+        export.show(charts.output_share(sub, window=window), sub, f"output-share-{ref.name}", key="share")
         shares = tables.output_shares(s, chosen)
         st.dataframe(shares, hide_index=True, width="stretch",
                      column_config={c: st.column_config.NumberColumn(format="%.3f") for c in shares.columns
@@ -52,7 +55,7 @@ if len(evo):
     which = st.radio("Compare to", ["initial", "previous checkpoint"], horizontal=True, key="evo_ref")
     col = "cos_init" if which == "initial" else "cos_prev"
     runs_e = sorted(evo["run"].unique())
-    pick = st.multiselect("Runs", runs_e, default=[r for r in runs_e if r.endswith("seed0") and not r.startswith("tied_scaled")] or runs_e[:2],
+    pick = st.multiselect("Runs", runs_e, default=[r for r in runs_e if r.endswith("seed0") and not r.startswith("tied_scaled")] or runs_e[:4],
                           key="evo_runs")
     e = evo[evo["run"].isin(pick)]
     export.show(charts.evolution(e, col), e, f"evolution-{ref.name}", key="evo")
@@ -62,7 +65,12 @@ if len(evo):
                    f"{ev_ref['step']:,} is {ev_ref['I']:.3f} for I and {ev_ref['O']:.3f} for O.")
 
 sc = data.table(ref, "scaling")
-if len(sc):
+if len(sc) and (sc["method"] == "paper").all():
+    st.subheader("Input-gradient scaling (the paper's Tables 2 and 6)")
+    st.markdown("OLMo-1B trained tied with its input-side gradient multiplied by a factor, compared with untied "
+                "OLMo-1B-0724 at the same step (quoted from the paper).")
+    st.dataframe(tables.paper_scaling(), hide_index=True, width="stretch")
+elif len(sc):
     st.subheader("Input-gradient scaling (Table 2)")
     st.markdown("The tied matrix trained with its input-side gradient multiplied by a factor, compared with the "
                 "untied twin's I and O. Scaling the input side moves the tied matrix towards I.")
@@ -84,3 +92,47 @@ if seeds:
     d = tables.directions(s)
     if len(d):
         st.dataframe(d, hide_index=True, width="stretch")
+
+# -- side by side with another cache (the toy lab beside the paper's real runs) -------------------
+others = [c for c in data.caches(str(data.cache_dir())) if c.name != ref.name and c.error is None]
+if others and (len(evo) or len(log)):
+    st.subheader("Side by side with another cache")
+    st.markdown("The same curves of two caches in one view — say the toy lab beside the paper's real OLMo runs — "
+                "with steps as a fraction of each run (or on a log scale), so a few hundred toy steps and ten "
+                "thousand real ones can be read together.")
+    c1, c2 = st.columns(2)
+    names = [c.name for c in others]
+    other_name = c1.selectbox("Compare with", names, index=names.index("paper") if "paper" in names and
+                              ref.name != "paper" else 0, key="side_other")
+    x = c2.radio("Steps", ["fraction", "log"], horizontal=True, key="side_x",
+                 format_func=lambda v: "as a fraction of the run" if v == "fraction" else "log scale")
+    other_ref = data.CacheRef.of(Path(next(c.path for c in others if c.name == other_name)))
+    sources = {ref.name: ref, other_name: other_ref}
+    evo_runs, log_runs = {}, {}
+    for name, r in sources.items():
+        for run, g in data.table(r, "evolution").groupby("run"):
+            evo_runs[f"{name}: {run}"] = g
+        for run, g in data.table(r, "train_log").groupby("run"):
+            log_runs[f"{name}: {run}"] = g
+
+    def defaults(options):
+        keep = [o for o in options if o.endswith(("untied/seed0", "tied/seed0")) or "OLMo-1B" in o]
+        return [o for o in keep if "scaled" not in o] or options[:2]
+
+    if evo_runs:
+        chosen_e = st.multiselect("Embedding evolution runs", sorted(evo_runs), default=defaults(sorted(evo_runs)),
+                                  key="side_evo")
+        both = tables.evolution_by_fraction({k: evo_runs[k] for k in chosen_e})
+        if len(both):
+            export.show(charts.evolution_compared(both, x), both, f"evolution-{ref.name}-vs-{other_name}",
+                        key="side_evo_chart")
+    if log_runs:
+        chosen_l = st.multiselect("Gradient provenance runs", sorted(log_runs),
+                                  default=[o for o in defaults(sorted(log_runs)) if "untied" not in o],
+                                  key="side_log")
+        shares = tables.share_by_fraction({k: log_runs[k] for k in chosen_l})
+        if len(shares):
+            export.show(charts.share_compared(shares, x), shares, f"output-share-{ref.name}-vs-{other_name}",
+                        key="side_share_chart")
+            st.caption("Rolling mean over 2% of each run's logged steps. Output share per step, the paper's "
+                       "quantity; early in training the output side dominates in both.")

@@ -21,7 +21,8 @@ paper = None
 label = charts.PAPER_LENS_LABEL
 shift = False
 beside_toylab = bool((s.get("paper") or {}).get("beside_toylab"))
-if preset and preset in reference.TUNED_LENS_KL and not beside_toylab:
+published = s.get("kind") == "published"
+if preset and preset in reference.TUNED_LENS_KL and not beside_toylab and not published:
     paper = pd.DataFrame([{"model": m, "layer": i, "kl_mean": v}
                           for m, series in reference.TUNED_LENS_KL[preset].items() for i, v in enumerate(series)])
     shift = st.checkbox("Shift the paper's points one hidden state left", key="lens_paper_shift",
@@ -38,6 +39,10 @@ if paper is not None:
                "max(0, l − 1) to hidden state l and read the already-normed last hidden state, so their curve is "
                "shifted by one hidden state against a by-the-book tuned lens like this one (hence their non-zero "
                "last point: 0.18 bits untied, 2.06 tied).")
+if published:
+    st.caption("These curves are the paper's published per-layer tuned-lens KL of OLMo-1B (tied) and OLMo-1B-0724 "
+               "(untied), quoted from the paper, not recomputed. " + reference.LENS_INDEXING_NOTE[0].upper()
+               + reference.LENS_INDEXING_NOTE[1:] + ".")
 if beside_toylab and preset in reference.TUNED_LENS_KL:
     ref_kl = reference.TUNED_LENS_KL[preset]
     st.caption(f"The paper's OLMo curve (16 layers) is not drawn over these {int(kl['layer'].max())}-layer toy models. "

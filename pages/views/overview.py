@@ -13,7 +13,9 @@ s = data.summary(ref)
 paper = s.get("paper") or {}
 st.title(f"Overview · {ref.name}")
 kinds = {"pair": "a tied/untied model pair", "toylab": "the toy lab: tied and untied twins trained here",
-         "evolution": "embedding evolution over checkpoints", "provenance": "an imported gradient-provenance log"}
+         "evolution": "embedding evolution over checkpoints", "provenance": "an imported gradient-provenance log",
+         "published": "the paper's published real-model measurements: the authors' released data (Apache-2.0) and "
+                      "the paper's tables, quoted, not recomputed here"}
 st.caption(f"This cache holds {kinds.get(s.get('kind'), s.get('kind'))}.")
 
 models = s.get("models") or {}
@@ -37,6 +39,29 @@ if models:
                    + (" (identical tokenizers)." if v.get("identical") else " (token strings both vocabularies contain)."))
 
 NUM = st.column_config.NumberColumn(format="%.3f")
+if s.get("kind") == "published":
+    st.subheader("Sources")
+    src = tables.published_sources(s)
+    st.dataframe(src, hide_index=True, width="stretch", height=tables.fit_height(src))
+    st.caption("Figures 3, 4, 8 and 9 are drawn from the authors' released files (Training dynamics page); the tables "
+               "below and the layerwise KL (Lens page) are the paper's printed numbers.")
+    st.subheader("Alignment (the paper's Table 1)")
+    st.markdown("Mean per-token cosine; identity on raw rows, orthogonal and linear maps fitted and scored on the "
+                "same centred rows. **Claim: O→T is high, I→T is low.**")
+    t1 = tables.paper_table1_all()
+    st.dataframe(t1, hide_index=True, width="stretch", height=tables.fit_height(t1),
+                 column_config={c: NUM for c in ("identity (raw rows)", "orthogonal", "linear")})
+    st.subheader("Neighbour overlap (the paper's Table 5)")
+    st.markdown("overlap@10 by matrix pair. **Claim: T\\~O above T\\~I** (GPT-Neo/Pythia, with different tokenizers "
+                "and data, is the exception the paper discusses).")
+    st.dataframe(tables.paper_table5_all(), hide_index=True, width="stretch",
+                 column_config={c: NUM for c in ("T~I", "T~O", "I~O")})
+    st.subheader("Input-gradient scaling (the paper's Tables 2 and 6)")
+    st.markdown("OLMo-1B trained tied with its input-side gradient multiplied by a factor, compared with untied "
+                "OLMo-1B-0724 at the same step: scaling moves the tied matrix slightly towards I and away from O.")
+    sc = tables.paper_scaling()
+    st.dataframe(sc, hide_index=True, width="stretch", height=tables.fit_height(sc),
+                 column_config={c: NUM for c in ("cosine to untied I", "cosine to untied O")})
 label = tables.paper_label(s)
 if s.get("scale"):
     st.info("**Scale.** " + s["scale"]["line"] + ". The toy lab shows the mechanism, not the paper's magnitudes.")
