@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from tying.neighbours import overlap_at_k
+from tying.overlap import overlap_at_k
 from tying.schema import MATRICES
 from tying.store import CacheError, list_caches, open_cache, query_df, table_exists
 from tying.summary import summarize

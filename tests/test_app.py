@@ -212,3 +212,27 @@ def test_every_page_renders_the_published_cache(paper_cache, monkeypatch, page):
         assert any("paper" in t.value for t in at.title)
     else:  # no per-token data: one clear note, not a rebuild command
         assert len(at.info) == 1 and "published measurements" in at.info[0].value
+
+
+def test_the_app_process_never_imports_torch(tmp_path):
+    """Every page on the shipped caches, in a fresh interpreter: torch stays out of sys.modules."""
+    import subprocess
+    import sys
+
+    script = f"""
+import os, sys
+os.environ["TYING_CACHE_DIR"] = {str(Path(APP).parent / "cache")!r}
+from streamlit.testing.v1 import AppTest
+for pair in ("demo", "paper"):
+    for page in {PAGES!r}:
+        at = AppTest.from_file({APP!r}, default_timeout=120)
+        at.query_params["pair"] = pair
+        at.run()
+        if page != "overview":
+            at.switch_page(f"pages/views/{{page}}.py").run()
+        assert not at.exception, (pair, page, [e.value for e in at.exception])
+print("torch" in sys.modules)
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "False"
