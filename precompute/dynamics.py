@@ -25,13 +25,12 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from precompute.pair import short_name
 from tying.align import rowwise_cosine
 from tying.errors import UserError
-from tying.share import DEFAULT_EARLY_STEPS, step_share
-from tying.store import CacheWriter, cache_path, check_name
+from tying.gradlog import DEFAULT_COLUMNS, read_provenance_csv
+from tying.share import DEFAULT_EARLY_STEPS
+from tying.store import CacheWriter, cache_path, check_name, short_name
 
-DEFAULT_COLUMNS = {"step": "step", "input": "embedding_grad_l2_norm", "output": "output_proj_grad_l2_norm"}
 
 
 def revision_step(revision: str, index: int) -> int:
@@ -113,57 +112,6 @@ class GradsConfig:
     command: str | None = None
 
 
-EFFECTIVE_SUFFIX = "_effective"
-
-
-def effective_columns(columns, input_column: str, output_column: str) -> tuple[str, str, str]:
-    """(input column, output column, 'effective' | 'plain'): the ``*_effective`` pair when the log has both."""
-    cols = set(map(str, columns))
-    eff_in, eff_out = input_column + EFFECTIVE_SUFFIX, output_column + EFFECTIVE_SUFFIX
-    if eff_in in cols and eff_out in cols:
-        return eff_in, eff_out, "effective"
-    return input_column, output_column, "plain"
-
-
-def read_provenance_csv(cfg: GradsConfig) -> tuple[pd.DataFrame, dict]:
-    """The CSV as train_log rows (step, grad_input_norm, grad_output_norm, ...), checked.
-
-    Returns (rows, how): ``how`` names the columns read and ``input_norm``
-    ('effective' when the ``*_effective`` columns were there, else 'plain').
-    """
-    p = Path(cfg.csv)
-    if not p.is_file():
-        raise UserError(f"CSV file '{cfg.csv}' does not exist")
-    try:
-        df = pd.read_csv(p)
-    except Exception as exc:  # pandas raises many kinds for unreadable files
-        raise UserError(f"cannot read '{cfg.csv}' as CSV: {str(exc).splitlines()[0] if str(exc) else exc}") from None
-    in_col, out_col, kind = effective_columns(df.columns, cfg.input_column, cfg.output_column)
-    wanted = {"step": cfg.step_column, "grad_input_norm": in_col, "grad_output_norm": out_col}
-    if cfg.loss_column:
-        wanted["loss"] = cfg.loss_column
-    missing = [c for c in wanted.values() if c not in df.columns]
-    if missing:
-        raise UserError(f"'{cfg.csv}' has no column(s) {', '.join(missing)}; it has {', '.join(map(str, df.columns))} "
-                        f"(name them with --step-column/--input-column/--output-column)")
-    out = pd.DataFrame({k: pd.to_numeric(df[c], errors="coerce") for k, c in wanted.items()})
-    if out.empty:
-        raise UserError(f"'{cfg.csv}' has no rows")
-    bad = out.isna().any(axis=1) | ~np.isfinite(out.to_numpy(dtype=float)).all(axis=1)
-    if bad.all():
-        raise UserError(f"'{cfg.csv}' has no row with numeric, finite values in {', '.join(wanted.values())}")
-    out = out[~bad]
-    if (out[["grad_input_norm", "grad_output_norm"]] < 0).any().any():
-        raise UserError(f"'{cfg.csv}' has negative gradient norms")
-    out = out.sort_values("step").drop_duplicates("step", keep="last")
-    out["step"] = out["step"].astype(np.int64)
-    out["output_share"] = step_share(out["grad_input_norm"], out["grad_output_norm"])
-    out["grad_total_norm"] = np.nan  # the two parts' vector sum is not in the log
-    if "loss" not in out:
-        out["loss"] = np.nan
-    return out, {"columns": {k: v for k, v in wanted.items()}, "input_norm": kind}
-
-
 def run_grads(cfg: GradsConfig) -> Path:
     if cfg.early_steps < 1:
         raise UserError(f"--early-steps must be a positive step number, got {cfg.early_steps}")
@@ -172,7 +120,8 @@ def run_grads(cfg: GradsConfig) -> Path:
     writer = CacheWriter(path, force=True, meta={"name": name, "kind": "provenance", "command": cfg.command,
                                                   "csv": str(cfg.csv)})
     t0 = time.perf_counter()
-    log, how = read_provenance_csv(cfg)
+    log, how = read_provenance_csv(cfg.csv, step_column=cfg.step_column, input_column=cfg.input_column,
+                                   output_column=cfg.output_column, loss_column=cfg.loss_column)
     run = cfg.run or Path(cfg.csv).stem
     runs = pd.DataFrame([{"run": run, "variant": "imported", "seed": None, "input_grad_scale": None,
                           "steps": int(log["step"].max()), "final_loss": float(log["loss"].iloc[-1]),

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import platform
-import re
 import shlex
 import sys
 import time
@@ -24,7 +23,7 @@ from precompute.lens import LensOptions
 from tying import reference
 from tying.errors import UserError
 from tying.schema import MATRICES, MATRIX_PAIRS, PAIR_STAGES, pair_label
-from tying.store import CacheWriter, cache_path, check_name, params_hash
+from tying.store import CacheWriter, cache_path, check_name, default_name, params_hash
 
 STAGES = PAIR_STAGES
 OPTIONAL_STAGES = ("alignment", "neighbours", "spectral", "umap", "lens")
@@ -60,15 +59,6 @@ class PairConfig:
     kind: str = "pair"  # 'toylab' when the toy lab's twins are analysed
     lens: LensOptions = field(default_factory=LensOptions)
     command: str | None = None  # the command line that built the cache (for rebuild hints)
-
-
-def short_name(source: str) -> str:
-    """'allenai/OLMo-1B-hf' -> 'olmo-1b-hf': a model id or folder as part of a cache name."""
-    return re.sub(r"[^A-Za-z0-9.]+", "-", Path(source.rstrip("/")).name).strip("-").lower()
-
-
-def default_name(tied: str, untied: str) -> str:
-    return f"{short_name(tied)}__{short_name(untied)}"
 
 
 def validate(cfg: PairConfig) -> None:

@@ -28,9 +28,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from precompute.dynamics import GradsConfig, read_provenance_csv
 from tying import reference
 from tying.errors import UserError
+from tying.gradlog import read_provenance_csv
 from tying.share import DEFAULT_EARLY_STEPS
 from tying.store import CacheWriter, cache_path, check_name
 
@@ -176,7 +176,7 @@ def paper_tables(cfg: PaperConfig) -> tuple[dict[str, pd.DataFrame], dict[str, p
     if missing:
         raise UserError(f"'{data}' lacks {', '.join(missing)} (the published files: see published/README.md)")
     csv = data / "olmo-1b-tied-gradient-provenance.csv"
-    log, how = read_provenance_csv(GradsConfig(csv=str(csv), name=cfg.name))
+    log, how = read_provenance_csv(csv)
     src = source_of(csv)
     run = "OLMo-1B tied (published run)"
     grads_run = {"run": run, "variant": "imported", "seed": None, "input_grad_scale": 1.0,

@@ -22,6 +22,7 @@ from tqdm.auto import tqdm
 
 from precompute.lens import LensOptions
 from precompute.pair import PairConfig, PairRun
+from tying.toylab.corpus import load_corpus
 from tying.errors import UserError
 from tying.store import CacheWriter, cache_path, params_hash
 from tying.share import early_steps_for, output_share
@@ -74,20 +75,6 @@ def validate(cfg: DemoConfig) -> None:
         raise UserError(f"--early-steps must be a positive step number, got {cfg.early_steps}")
     if cfg.checkpoints + 1 > cfg.steps:
         raise UserError(f"--steps {cfg.steps} is too few for {cfg.checkpoints} log-spaced checkpoints")
-
-
-def load_corpus(spec: str, max_chars: int) -> str:
-    from tying.toylab import corpus
-
-    if spec == "python-docs":
-        text = corpus.python_docs_corpus(max_chars=max_chars)
-    elif spec.startswith("hf:"):
-        text = corpus.load_hf_dataset_text(spec[3:], max_chars=max_chars)
-    else:
-        if not Path(spec).is_file():
-            raise UserError(f"corpus file '{spec}' does not exist (or use 'python-docs' or 'hf:<dataset>')")
-        text = corpus.read_text_corpus(spec, max_chars=max_chars)
-    return corpus.check_corpus(text)
 
 
 def run_id(variant: str, scale: float, seed: int) -> str:

@@ -52,6 +52,15 @@ def check_name(name: str) -> str:
     return name
 
 
+def short_name(source: str) -> str:
+    """'allenai/OLMo-1B-hf' -> 'olmo-1b-hf': a model id or folder as part of a cache name."""
+    return re.sub(r"[^A-Za-z0-9.]+", "-", Path(source.rstrip("/")).name).strip("-").lower()
+
+
+def default_name(tied: str, untied: str) -> str:
+    return f"{short_name(tied)}__{short_name(untied)}"
+
+
 def cache_path(cache_dir: str | os.PathLike, name: str) -> Path:
     return Path(cache_dir) / f"{name}{CACHE_SUFFIX}"
 

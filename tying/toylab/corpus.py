@@ -171,3 +171,16 @@ def check_corpus(text: str, min_chars: int = MIN_CHARS) -> str:
     if n < min_chars:
         raise UserError(f"corpus too small: {n} characters (need at least {min_chars})")
     return text
+
+
+def load_corpus(spec: str, max_chars: int) -> str:
+    """The text named by ``spec``: 'python-docs' (offline), 'hf:<dataset>' (online) or a text file; checked."""
+    if spec == "python-docs":
+        text = python_docs_corpus(max_chars=max_chars)
+    elif spec.startswith("hf:"):
+        text = load_hf_dataset_text(spec[3:], max_chars=max_chars)
+    else:
+        if not Path(spec).is_file():
+            raise UserError(f"corpus file '{spec}' does not exist (or use 'python-docs' or 'hf:<dataset>')")
+        text = read_text_corpus(spec, max_chars=max_chars)
+    return check_corpus(text)
