@@ -1,6 +1,8 @@
 """The cache writer: stage skipping, schema checks and atomic replacement."""
 
 import hashlib
+import json
+from pathlib import Path
 import os
 
 import duckdb
@@ -90,7 +92,8 @@ def test_interrupted_write_leaves_previous_cache_intact(tmp_path, monkeypatch, w
         w.write_stage("neighbours", {"k": 9}, tables, seconds=0.1)
     monkeypatch.undo()
     assert _digest(path) == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.duckdb"]  # no temporary left behind
+    # no temporary left behind (the writers' lock file stays: removing it would race with a waiting writer)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != ".p.duckdb.lock") == ["p.duckdb"]
     con = open_cache(path)
     assert con.execute("SELECT mean_overlap FROM overlap_curve").fetchone()[0] == 0.25
     con.close()
@@ -153,3 +156,70 @@ def test_stale_temporary_of_a_dead_writer_is_removed(tmp_path):
     live.write_bytes(b"someone else's")
     CacheWriter(tmp_path / "p.duckdb")
     assert not stale.exists() and live.exists()
+
+
+_WRITER = r"""
+import sys, time
+import numpy as np, pandas as pd
+from tying.store import CacheWriter
+path, stage, start, rows = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
+n = np.arange(rows, dtype=np.int32)
+tables = {"umap": {"umap": pd.DataFrame({"matrix": "T", "token": n, "x": np.float32(1), "y": np.float32(2)})},
+          "load": {"norms": pd.DataFrame({"matrix": "I", "token": n, "norm": np.float32(3)})}}[stage]
+w = CacheWriter(path)
+time.sleep(max(0.0, start - time.time()))  # both writers begin together
+w.write_stage(stage, {"rows": rows}, tables, seconds=0.0)
+print("done", stage)
+"""
+
+
+def test_two_writers_at_once_keep_every_stage(tmp_path):
+    """Two processes write two stages of one cache at the same moment: both stages survive.
+
+    Without the writer lock each writer copies the (empty) cache, inserts its rows and
+    renames over the file, and the later rename drops the other writer's stage.
+    """
+    import subprocess
+    import sys
+    import time
+
+    path = tmp_path / "both.duckdb"
+    root = Path(__file__).resolve().parent.parent
+    start = time.time() + 8.0  # after both interpreters have imported duckdb and pandas
+    procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(path), stage, str(start), "400000"], cwd=root,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for stage in ("umap", "load")]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outs]
+    con = open_cache(path)
+    try:
+        assert sorted(r[0] for r in con.execute("SELECT stage FROM stages").fetchall()) == ["load", "umap"]
+        assert con.execute("SELECT count(*) FROM umap").fetchone() == (400000,)
+        assert con.execute("SELECT count(*) FROM norms").fetchone() == (400000,)
+    finally:
+        con.close()
+
+
+def test_a_second_writer_waits_with_a_message(tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    from tying.store import writer_lock
+
+    path = tmp_path / "wait.duckdb"
+    root = Path(__file__).resolve().parent.parent
+    with writer_lock(path):
+        proc = subprocess.Popen([sys.executable, "-c", _WRITER, str(path), "umap", "0", "50"], cwd=root,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(3.0)
+        assert proc.poll() is None  # still waiting for the lock
+        assert not path.exists()
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and "done umap" in out
+    assert "waiting for the other writer of wait.duckdb" in err and f"pid {os.getpid()}" in err
+    con = open_cache(path)
+    try:
+        assert con.execute("SELECT count(*) FROM umap").fetchone() == (50,)
+    finally:
+        con.close()

@@ -11,12 +11,14 @@ Reading is read-only: :func:`open_cache` checks the schema version and gives a
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import json
 import os
 import re
 import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
@@ -78,10 +80,55 @@ def _schema_version(con: duckdb.DuckDBPyConnection) -> int | None:
     return int(row[0]) if row else None
 
 
+def lock_path(path: str | os.PathLike) -> Path:
+    """The lock file of a cache: ``.<name>.duckdb.lock`` beside it (writers only; readers never touch it)."""
+    path = Path(path)
+    return path.with_name(f".{path.name}.lock")
+
+
+@contextlib.contextmanager
+def writer_lock(path: str | os.PathLike, *, say=None):
+    """Hold the exclusive writer lock of the cache at ``path`` (an advisory ``flock``).
+
+    A second writer of the same cache waits here until the first has renamed its stage
+    into place; ``say`` (default: a line on stderr) is told once that it waits. Readers
+    open the cache file itself and never wait. Where ``fcntl`` is missing (Windows) there
+    is no lock.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not on Linux or macOS
+        yield
+        return
+    lock = lock_path(path)
+    with open(lock, "a+") as fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "another process"
+            (say or (lambda m: print(m, file=sys.stderr, flush=True)))(
+                f"waiting for the other writer of {Path(path).name} ({holder}) to finish its stage")
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"pid {os.getpid()}")
+        fh.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
 class CacheWriter:
     """Writes one pair's cache stage by stage, each stage an atomic replace of the file.
 
     ``CacheWriter(path).write_stage("alignment", params, {"alignment": df, ...})``
+
+    Writers of one cache take turns: each stage is written under the cache's exclusive
+    writer lock (:func:`writer_lock`), starting from the file as it is at that moment, so
+    two commands writing one cache at once (``precompute lens`` while ``precompute pair``
+    runs UMAP) both keep their stages. A second writer waits, with a message.
     """
 
     def __init__(self, path: str | os.PathLike, *, force: bool = False, meta: dict[str, Any] | None = None):
@@ -91,6 +138,7 @@ class CacheWriter:
         self._check_writable()
         self._remove_stale_temporaries()
         self._done = {} if force else self._finished_stages()
+        self._start_empty = force  # a forced rebuild's first stage starts from an empty file
 
     # -- inspection -------------------------------------------------------------
     def _check_writable(self) -> None:
@@ -151,12 +199,17 @@ class CacheWriter:
         if not set(tables) <= expected:
             raise ValueError(f"stage {stage} writes {sorted(expected)}, got {sorted(tables)}")
         tables = {t: tables.get(t, pd.DataFrame()) for t in STAGE_TABLES[stage]}
+        with writer_lock(self.path):
+            self._write_stage_locked(stage, params, tables, seconds, invalidate_others)
+
+    def _write_stage_locked(self, stage, params, tables, seconds, invalidate_others) -> None:
         tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
         self._remove(tmp)
         try:
-            # Start from an empty file when nothing usable is there yet (new cache, --force,
-            # other schema); otherwise from a copy of the current cache.
-            if self._done and self.path.exists():
+            # Start from an empty file when nothing usable is there (new cache, the first
+            # stage of --force, another schema); otherwise from a copy of the cache as it is
+            # now, under the lock: stages other writers finished meanwhile are kept.
+            if not self._start_empty and self.path.exists() and self._usable():
                 shutil.copyfile(self.path, tmp)
             con = duckdb.connect(str(tmp))
             try:
@@ -201,7 +254,19 @@ class CacheWriter:
         except BaseException:
             self._remove(tmp)
             raise
+        self._start_empty = False
         self._done[stage] = phash
+
+    def _usable(self) -> bool:
+        """Whether the current file is a cache of this schema (else a stage starts from empty)."""
+        try:
+            con = duckdb.connect(str(self.path), read_only=True)
+        except duckdb.Error:
+            return False
+        try:
+            return _schema_version(con) == SCHEMA_VERSION
+        finally:
+            con.close()
 
     def _fsync_dir(self) -> None:
         try:
