@@ -24,7 +24,6 @@ import argparse
 import asyncio
 import os
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -132,7 +131,7 @@ async def session(i: int, port: int, stop_at: float, stats: Stats, query: str, t
     try:
         ws = await websockets.connect(url, subprotocols=["streamlit"], max_size=None, open_timeout=60,
                                       ping_interval=None)
-    except Exception as exc:  # noqa: BLE001 - counted and reported
+    except Exception as exc:
         stats.connect_errors += 1
         stats.error_notes.append(f"session {i}: connect failed: {exc!r}"[:200])
         return
@@ -143,7 +142,7 @@ async def session(i: int, port: int, stop_at: float, stats: Stats, query: str, t
             k += 1
             try:
                 seconds, problem = await run_page(ws, page, query, timeout)
-            except Exception as exc:  # noqa: BLE001 - a broken socket ends this session
+            except Exception as exc:
                 stats.error(page, repr(exc)[:160])
                 return
             if problem:

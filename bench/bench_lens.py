@@ -29,8 +29,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tying.device import pick_device  # noqa: E402
-from tying.lens import evaluate_lens, find_lens_parts, residual_stream, train_tuned_lens  # noqa: E402
+from tying.device import pick_device
+from tying.lens import evaluate_lens, find_lens_parts, residual_stream, train_tuned_lens
 
 TRAIN_TOKENS = 250 * 8 * 2048
 """Estimated training run: 250 steps of 8 sequences of 2,048 tokens."""

@@ -129,7 +129,7 @@ def _tensor_spans(folder: Path, keys) -> list[tuple[Path, int, int]]:
 def child(mode: str, folder: Path, tiny: Path, cold: bool) -> dict:
     """One measurement in this (fresh) process; returns a JSON-able dict."""
     import numpy as np
-    import torch  # noqa: F401  (part of the baseline)
+    import torch
     import transformers
     from transformers import AutoModelForCausalLM
 

@@ -27,8 +27,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tying.device import as_tensor, pick_device  # noqa: E402
-from tying.neighbours import knn, overlap_at_k  # noqa: E402
+from tying.device import as_tensor, pick_device
+from tying.neighbours import knn, overlap_at_k
 
 TARGET_RATIO = 2.0
 
@@ -101,8 +101,8 @@ def main(argv=None) -> int:
     rows = [
         ("floor: X X^T blocks, A", floor_a, floor_a / floor_a),
         ("floor: X X^T blocks, B", floor_b, floor_b / floor_b),
-        ("knn A (k={})".format(args.k), t_a, t_a / floor_a),
-        ("knn B (k={})".format(args.k), t_b, t_b / floor_b),
+        (f"knn A (k={args.k})", t_a, t_a / floor_a),
+        (f"knn B (k={args.k})", t_b, t_b / floor_b),
         ("overlap_at_k", t_ov, t_ov / floor),
         ("k-NN overlap total", total, total / floor),
     ]

@@ -108,7 +108,7 @@ def parse_concurrency(out: str):
     m = re.search(r"^(\d+) sessions x (\d+) s", out, flags=re.M)
     if m:
         rows.append(("sessions x seconds", f"{m.group(1)} x {m.group(2)}", "", None))
-    m = re.search(rf"^all pages\s+(\d+)\s+", out, flags=re.M)
+    m = re.search(r"^all pages\s+(\d+)\s+", out, flags=re.M)
     if m:
         rows.append(("page runs", int(m.group(1)), "", None))
     m = re.search(rf"^p50 page s\s+{NUM}\s*$", out, flags=re.M)
@@ -155,7 +155,7 @@ def run_one(name: str, quick: bool, full: bool, timeout: float | None):
     print(f"[{name}] exit {code} after {seconds:.0f} s", flush=True)
     try:
         rows = parser(out)
-    except Exception as exc:  # noqa: BLE001 - a parser bug must not hide the run
+    except Exception as exc:
         rows = [("parse error", repr(exc)[:60], "", None)]
     rows.append(("exit code", code, "0", code == 0))
     rows.append(("wall s (whole script)", round(seconds, 1), "", None))

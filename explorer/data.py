@@ -43,7 +43,7 @@ class CacheRef:
     mtime_ns: int
 
     @classmethod
-    def of(cls, path: Path) -> "CacheRef":
+    def of(cls, path: Path) -> CacheRef:
         return cls(path.name.removesuffix(".duckdb"), str(path), path.stat().st_mtime_ns)
 
 

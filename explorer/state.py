@@ -8,7 +8,8 @@ Junk in the URL is ignored (with a note), never an exception.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import streamlit as st
 

@@ -20,7 +20,7 @@ from tying.errors import UserError
 class _Parser(argparse.ArgumentParser):
     """argparse that raises UserError (one line, exit 2) instead of printing usage and exiting."""
 
-    def error(self, message: str):  # noqa: D401 - argparse API
+    def error(self, message: str):
         raise UserError(f"{message} (see 'python -m {self.prog} --help')")
 
 
@@ -390,3 +390,8 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
         return 2
+
+
+def main_exit() -> None:
+    """Console-script entry point (``precompute ...`` once the package is installed)."""
+    sys.exit(main())

@@ -32,7 +32,6 @@ from tying.share import DEFAULT_EARLY_STEPS
 from tying.store import CacheWriter, cache_path, check_name, short_name
 
 
-
 def revision_step(revision: str, index: int) -> int:
     """The training step a revision names ('step10000-tokens20B' -> 10000), else its index."""
     m = re.search(r"step[_-]?(\d+)", revision)

@@ -11,9 +11,9 @@ import platform
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -231,7 +231,7 @@ class PairRun:
         from tying.neighbours import overlap_curve
 
         K = self.cfg.neighbours_k
-        if K >= self.n:
+        if self.n <= K:
             raise UserError(f"--neighbours-k {K} is not smaller than the {self.n} common tokens")
         # compute enough neighbours once for the spectral stage too, when it uses every token
         k_compute = max(K, min(self.cfg.spectral_k, self.n - 1)) if self.spectral_rows() is None else K

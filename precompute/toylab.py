@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shlex
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -22,10 +21,10 @@ from tqdm.auto import tqdm
 
 from precompute.lens import LensOptions
 from precompute.pair import PairConfig, PairRun
-from tying.toylab.corpus import load_corpus
 from tying.errors import UserError
-from tying.store import CacheWriter, cache_path, params_hash
 from tying.share import early_steps_for, output_share
+from tying.store import CacheWriter, cache_path, params_hash
+from tying.toylab.corpus import load_corpus
 
 
 @dataclass
@@ -130,7 +129,7 @@ class DemoRun:
 
         cfg = self.cfg
         t_start = time.perf_counter()
-        log = lambda msg: tqdm.write(msg, file=sys.stderr)  # noqa: E731
+        log = lambda msg: tqdm.write(msg, file=sys.stderr)
         # checks the cache location before any work, and knows the finished stages
         cached = CacheWriter(self.path, force=cfg.force)
         text = load_corpus(cfg.corpus, cfg.max_chars)

@@ -151,7 +151,6 @@ def test_error_states(tmp_path, monkeypatch, caches):
 
 def test_presentation_mode_enlarges_chart_fonts():
     import altair as alt
-    import pandas as pd
 
     from explorer.charts import style
 
@@ -162,7 +161,6 @@ def test_presentation_mode_enlarges_chart_fonts():
 
 
 def test_exports_render_png_svg(caches):
-    import pandas as pd
 
     from explorer import charts, export
 

@@ -21,8 +21,8 @@ def _run(capsys, *argv):
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
-    import io
     import contextlib
+    import io
 
     root = tmp_path_factory.mktemp("demo")
     err = io.StringIO()

@@ -101,7 +101,7 @@ def _run(capsys, argv, cache: Path):
         code = main(argv)
     except SystemExit as exc:  # main must return, not exit
         code = f"SystemExit({exc.code})"
-    except BaseException as exc:  # noqa: BLE001 - an escaping exception is the bug
+    except BaseException as exc:
         code = f"raised {exc!r}"
     err = capsys.readouterr().err
     _check(argv, code, err, before, cache)

@@ -56,7 +56,7 @@ def _included(req_file: str, seen=None) -> set[str]:
     for line in (ROOT / req_file).read_text().splitlines():
         m = re.match(r"^\s*(?:-r|--requirement)\s*=?\s*(\S+)", line)
         if m:
-            _included(str((Path(req_file).parent / m.group(1))).removeprefix("./"), seen)
+            _included(str(Path(req_file).parent / m.group(1)).removeprefix("./"), seen)
     return seen
 
 
@@ -136,3 +136,17 @@ def test_the_dockerfile_install_command_resolves_here():
     if run.returncode and _NO_NETWORK.search(run.stderr + run.stdout):
         pytest.skip("pip cannot reach a package index here: " + (run.stderr.strip().splitlines() or [""])[-1][:200])
     assert run.returncode == 0, run.stderr[-2000:]
+
+
+def test_pyproject_matches_requirements_and_names_a_working_console_script():
+    """pyproject.toml's dependencies are requirements.txt's, and its console script is the CLI."""
+    import importlib
+    import tomllib
+
+    root = Path(__file__).resolve().parent.parent
+    meta = tomllib.loads((root / "pyproject.toml").read_text())
+    reqs = [ln.split("#")[0].strip() for ln in (root / "requirements.txt").read_text().splitlines()]
+    assert sorted(meta["project"]["dependencies"]) == sorted(r for r in reqs if r)
+    module, func = meta["project"]["scripts"]["precompute"].split(":")
+    assert callable(getattr(importlib.import_module(module), func))
+    assert meta["tool"]["ruff"]["line-length"] == 120

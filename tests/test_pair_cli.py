@@ -5,6 +5,7 @@ import json
 
 import numpy as np
 import pytest
+
 from precompute.cli import main
 from tests.tiny_models import make_tiny_model, make_tokenizer
 from tying.store import open_cache, query_df

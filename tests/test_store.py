@@ -1,9 +1,8 @@
 """The cache writer: stage skipping, schema checks and atomic replacement."""
 
 import hashlib
-import json
-from pathlib import Path
 import os
+from pathlib import Path
 
 import duckdb
 import pandas as pd

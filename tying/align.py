@@ -18,7 +18,7 @@ so memory on the device stays bounded by a few ``d x d`` matrices and one block.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import torch

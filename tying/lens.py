@@ -339,7 +339,7 @@ class TunedLens(nn.Module):
                 t.bias.zero_()
 
     @classmethod
-    def for_parts(cls, parts: LensParts) -> "TunedLens":
+    def for_parts(cls, parts: LensParts) -> TunedLens:
         """An identity lens for the model described by ``parts``."""
         return cls(parts.n_hidden, parts.d_model)
 

@@ -19,9 +19,10 @@ import os
 import re
 import shutil
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import duckdb
 import pandas as pd
@@ -233,10 +234,10 @@ class CacheWriter:
                 con.execute(
                     "INSERT INTO stages VALUES (?, ?, ?, ?, ?)",
                     [stage, phash, json.dumps(params, sort_keys=True, default=str), float(seconds),
-                     _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None)],
+                     _dt.datetime.now(_dt.UTC).replace(tzinfo=None)],
                 )
                 meta = {**self.meta, "schema_version": str(SCHEMA_VERSION),
-                        "updated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+                        "updated": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")}
                 for key, value in meta.items():
                     if value is None:  # an absent fact (no preset, say) is no row, never the string "null"
                         con.execute("DELETE FROM meta WHERE key = ?", [key])

@@ -750,9 +750,7 @@ def load_model_matrices(
         raise UserError(f"'{source}' is tied (it stores no separate output matrix); pass an untied model")
 
     inp = _read_matrix(reader, input_key, n_vocab, source)
-    if output_key is None:
-        tied, out = True, inp
-    elif _equals(reader, output_key, inp):
+    if output_key is None or _equals(reader, output_key, inp):
         tied, out = True, inp
     else:
         tied = False

@@ -1,7 +1,6 @@
 """Alignment: per-token cosine histograms (Figure 1), best and worst tokens, norm vs frequency."""
 
 import numpy as np
-import pandas as pd
 import streamlit as st
 
 from explorer import charts, data, export, frame, state

@@ -2,7 +2,6 @@
 
 from pathlib import Path
 
-import pandas as pd
 import streamlit as st
 
 from explorer import charts, data, export, frame, tables

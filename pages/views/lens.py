@@ -6,7 +6,6 @@ import streamlit as st
 from explorer import charts, data, export, frame, state, tables
 from tying import reference
 
-
 ref = frame.current()
 frame.require(ref, "lens_kl", "lens results", "python -m precompute lens ...")
 st.title(f"Lens · {ref.name}")

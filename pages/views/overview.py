@@ -100,7 +100,7 @@ if s.get("alignment"):
 if s.get("overlap_at_10"):
     st.subheader("Neighbour overlap (Table 5)")
     st.markdown("Share of each token's 10 nearest neighbours (cosine) that two matrices have in common, averaged "
-                "over tokens. **Claim: T\~O above T\~I.**")
+                r"over tokens. **Claim: T\~O above T\~I.**")
     cols = st.columns(3)
     for col, (a, b) in zip(cols, MATRIX_PAIRS):
         p = pair_label(a, b)

@@ -147,7 +147,7 @@ class GradientProvenance:
 
     # ------------------------------------------------------------------ API
 
-    def attach(self) -> "GradientProvenance":
+    def attach(self) -> GradientProvenance:
         """Register the forward hooks (idempotent)."""
         if not self._handles:
             self._handles = [
@@ -162,7 +162,7 @@ class GradientProvenance:
             handle.remove()
         self._handles = []
 
-    def __enter__(self) -> "GradientProvenance":
+    def __enter__(self) -> GradientProvenance:
         return self.attach()
 
     def __exit__(self, *exc) -> None:
