@@ -10,7 +10,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from tying.schema import MATRIX_NAMES
+from tying.schema import DISPLAY_COMPARISONS, MATRIX_NAMES
 
 COLOURS = {"T": "#7b3294", "I": "#2c7bb6", "O": "#e66101", "tied": "#7b3294", "untied": "#2c7bb6",
            "O->T": "#e66101", "I->T": "#2c7bb6", "I->O": "#999999",
@@ -39,7 +39,7 @@ def style(chart: alt.TopLevelMixin, *, presentation: bool = False) -> alt.TopLev
 
 # -- alignment -----------------------------------------------------------------------------
 
-def cosine_histogram(df: pd.DataFrame, *, comparisons=("O->T", "I->T"), title: str = "") -> alt.Chart:
+def cosine_histogram(df: pd.DataFrame, *, comparisons=DISPLAY_COMPARISONS[:2], title: str = "") -> alt.Chart:
     """Histogram of per-token cosine by comparison (the paper's Figure 1).
 
     ``df``: columns comparison, cosine (one row per token and comparison).

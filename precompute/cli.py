@@ -14,7 +14,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from tying.errors import UserError
+from tying.errors import UserError, first_line
 
 
 class _Parser(argparse.ArgumentParser):
@@ -106,7 +106,8 @@ def _add_pair_options(pair: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from precompute.dynamics import GradsConfig
+    from precompute.dynamics import EvolutionConfig, GradsConfig
+    from precompute.published import EvolutionJsonConfig, PaperConfig
     from precompute.toylab import DemoConfig
     from tying.share import TOYLAB_EARLY_FRACTION
 
@@ -167,6 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--force", action="store_true", help="retrain and recompute everything")
     demo.add_argument("--device", help="torch device (default: cuda when present, else cpu)")
 
+    ev_d = _defaults(EvolutionConfig)
     evo = sub.add_parser("evolution", help="embedding evolution over a model's checkpoints (Figure 3)",
                          description="Mean per-token cosine of the input and output matrices to the first "
                          "checkpoint and to the previous one, over a model's revisions.")
@@ -174,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a Hugging Face id, or a local folder with one subfolder per revision")
     evo.add_argument("--revisions", required=True, help="comma-separated revisions, first = reference")
     evo.add_argument("--name", help="cache name (default: <model>-evolution)")
-    evo.add_argument("--cache-dir", default="cache", help="folder of the caches (default: %(default)s)")
+    evo.add_argument("--cache-dir", default=ev_d["cache_dir"], help="folder of the caches (default: %(default)s)")
     evo.add_argument("--trust-remote-code", action="store_true", help="allow a hub model's own code to run")
 
     g = _defaults(GradsConfig)
@@ -205,16 +207,19 @@ def build_parser() -> argparse.ArgumentParser:
                         "into the evolution tables of one cache; one run per model.")
     ej.add_argument("--json", action="append", required=True, help="an evolution file; repeat for several models")
     ej.add_argument("--name", required=True, help="cache name")
-    ej.add_argument("--cache-dir", default="cache", help="folder of the caches (default: %(default)s)")
+    ej.add_argument("--cache-dir", default=_defaults(EvolutionJsonConfig)["cache_dir"],
+                    help="folder of the caches (default: %(default)s)")
 
     pp = sub.add_parser("paper", help="build cache/paper.duckdb from the paper's published measurements",
                         description="The authors' published real-model measurements in published/ (gradient "
                         "provenance of an OLMo-1B tied run, embedding evolution of OLMo-1B-0724, OLMo-7B-0424 and "
                         "Pythia-1B; Apache-2.0) and the paper's tables, as one cache of kind 'published'.")
-    pp.add_argument("--data-dir", default="published", help="folder of the published files (default: %(default)s)")
-    pp.add_argument("--name", default="paper", help="cache name (default: %(default)s)")
-    pp.add_argument("--cache-dir", default="cache", help="folder of the caches (default: %(default)s)")
-    pp.add_argument("--early-steps", type=_positive_int, default=1000,
+    pd_ = _defaults(PaperConfig)
+    pp.add_argument("--data-dir", default=pd_["data_dir"],
+                    help="folder of the published files (default: the project's published/)")
+    pp.add_argument("--name", default=pd_["name"], help="cache name (default: %(default)s)")
+    pp.add_argument("--cache-dir", default=pd_["cache_dir"], help="folder of the caches (default: %(default)s)")
+    pp.add_argument("--early-steps", type=_positive_int, default=pd_["early_steps"],
                     help="the early output share is over logged steps <= this (default %(default)s)")
 
     summ = sub.add_parser("summary", help="print a cache's headline numbers beside the paper's")
@@ -376,9 +381,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "summary":
             return _cmd_summary_path(resolve_cache(args.cache, args.cache_dir), as_json=args.json)
         raise UserError(f"unknown command {args.command}")
-    except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
+    except ValueError as exc:  # a UserError of a command, or a library function's bad argument
+        if os.environ.get("PRECOMPUTE_DEBUG"):
+            raise
+        print(f"error: {' '.join(first_line(exc).split())}", file=sys.stderr)
+        return getattr(exc, "exit_code", 2)
     except KeyboardInterrupt:
         print("interrupted; the cache keeps every stage finished before", file=sys.stderr)
         return 130

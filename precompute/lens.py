@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from tying.errors import UserError
+from tying.errors import UserError, first_line
 
 EVAL_FRACTION = 0.2
 
@@ -119,7 +119,7 @@ def _load_model(local_dir: str, device, trust_remote_code: bool):
         model = AutoModelForCausalLM.from_pretrained(local_dir, dtype=dtype, trust_remote_code=trust_remote_code)
         tok = AutoTokenizer.from_pretrained(local_dir, trust_remote_code=trust_remote_code)
     except (OSError, ValueError) as exc:
-        raise UserError(f"cannot load the model in '{local_dir}' for the lens: {str(exc).splitlines()[0]}") from None
+        raise UserError(f"cannot load the model in '{local_dir}' for the lens: {first_line(exc)}") from None
     return model.to(device).eval(), tok
 
 

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from tying import reference
-from tying.errors import UserError
+from tying.errors import UserError, first_line
 from tying.gradlog import read_provenance_csv
 from tying.share import DEFAULT_EARLY_STEPS
 from tying.store import CacheWriter, cache_path, check_name
@@ -80,7 +80,7 @@ def read_evolution_json(path) -> tuple[str, pd.DataFrame]:
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UserError(f"'{path}' is not a JSON file: {str(exc).splitlines()[0]}") from None
+        raise UserError(f"'{path}' is not a JSON file: {first_line(exc)}") from None
     if not isinstance(data, dict):
         raise UserError(f"'{path}' must hold a JSON object with the keys {', '.join(EVOLUTION_KEYS)}")
     missing = [k for k in EVOLUTION_KEYS if k not in data]

@@ -12,7 +12,6 @@ import torch
 from torch import nn
 
 from tests.tiny_models import FAMILIES, tiny_config
-from tying.errors import UserError
 from tying.lens import (
     TunedLens,
     convergence,
@@ -97,7 +96,7 @@ def test_kl_in_bits_of_a_known_pair():
     q2 = torch.log(torch.tensor([0.5, 1 / 6, 1 / 6, 1 / 6]))
     expected = 0.25 * (math.log2(0.25 / 0.5) + 3 * math.log2(0.25 * 6))
     assert kl_bits(torch.zeros(4), q2).item() == pytest.approx(expected, abs=1e-6)
-    with pytest.raises(UserError, match="different shapes"):
+    with pytest.raises(ValueError, match="different shapes"):
         kl_bits(torch.zeros(3), torch.zeros(4))
 
 
@@ -219,11 +218,11 @@ def test_models_the_lens_cannot_read_are_refused():
             self.model = nn.Module()
             self.model.norm = nn.LayerNorm(4)
 
-    with pytest.raises(UserError, match="cannot find the final norm of NoNorm"):
+    with pytest.raises(ValueError, match="cannot find the final norm of NoNorm"):
         find_lens_parts(NoNorm())
-    with pytest.raises(UserError, match="cannot find the unembedding of NoUnembedding"):
+    with pytest.raises(ValueError, match="cannot find the unembedding of NoUnembedding"):
         find_lens_parts(NoUnembedding())
-    with pytest.raises(UserError, match="not unembedding\\(final_norm\\(h\\)\\)"):
+    with pytest.raises(ValueError, match="not unembedding\\(final_norm\\(h\\)\\)"):
         find_lens_parts(ToyLM(logit_scale=2.0))
 
 
@@ -276,7 +275,7 @@ def test_training_lowers_the_tuned_lens_kl_and_leaves_the_model_alone(tokenizer)
     after = model.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)
     assert model.lm_head.weight.requires_grad and not model.training
-    with pytest.raises(UserError, match="steps must be at least 1"):
+    with pytest.raises(ValueError, match="steps must be at least 1"):
         train_tuned_lens(model, batches, steps=0)
 
 
@@ -317,7 +316,7 @@ def test_accumulating_micro_batches_gives_the_lens_of_one_step_on_all_their_toke
 
 @pytest.mark.parametrize("bad", [0, -2, 1.5, True, "2", None])
 def test_a_bad_accumulation_count_is_refused(bad):
-    with pytest.raises(UserError, match="accumulate must be an integer of at least 1"):
+    with pytest.raises(ValueError, match="accumulate must be an integer of at least 1"):
         train_tuned_lens(tiny_lm(), [random_ids()], steps=1, accumulate=bad)
 
 
@@ -340,7 +339,7 @@ def test_resolve_budget_defaults_per_device():
     assert resolve_budget(LensOptions(steps=10, seq_len=64, tokens_per_step=1_000), "cuda") == (1_024, 2, 10_240)
     assert resolve_budget(LensOptions(seq_len=64, tokens_per_step=100, train_tokens=5_000), "cpu") == (512, 1, 5_000)
     for bad in (dict(tokens_per_step=0), dict(train_tokens=0), dict(batch_size=0)):
-        with pytest.raises(UserError, match="must be positive"):
+        with pytest.raises(ValueError, match="must be positive"):
             resolve_budget(LensOptions(**bad), "cpu")
 
 
@@ -388,9 +387,9 @@ def test_convergence_edge_cases():
     empty = convergence(pd.DataFrame({"step": [], "layer": [], "kl_bits": []}))
     assert len(empty) == 0 and "change" in empty.columns
     for bad in (0, 1.5, "x"):
-        with pytest.raises(UserError, match="tail must be a number between 0 and 1"):
+        with pytest.raises(ValueError, match="tail must be a number between 0 and 1"):
             convergence(pd.DataFrame({"step": [0], "layer": [0], "kl_bits": [1.0]}), tail=bad)
-    with pytest.raises(UserError, match="missing kl_bits"):
+    with pytest.raises(ValueError, match="missing kl_bits"):
         convergence(pd.DataFrame({"step": [0], "layer": [0]}))
 
 
@@ -432,7 +431,7 @@ def test_training_curve_chart_is_a_rolling_mean():
 
 def test_a_lens_for_another_model_shape_is_refused():
     model = tiny_lm("gpt2")
-    with pytest.raises(UserError, match="the lens has 5 translators"):
+    with pytest.raises(ValueError, match="the lens has 5 translators"):
         evaluate_lens(model, [random_ids()], TunedLens(5, 32))
 
 
@@ -458,7 +457,7 @@ def test_prediction_trajectory(tokenizer):
     assert (np.diff(probs, axis=1) <= 0).all() and (probs > 0).all()
     logit_only = prediction_trajectory(model, tokenizer, TEXT, None, top_k=1, max_tokens=5)
     assert set(logit_only.lens) == {"logit"} and len(logit_only) == 5 * parts.n_hidden
-    with pytest.raises(UserError, match="no text"):
+    with pytest.raises(ValueError, match="no text"):
         prediction_trajectory(model, tokenizer, "   ", lens)
 
 
@@ -474,9 +473,9 @@ def test_text_batches(tokenizer):
     capped = text_batches(tokenizer, [TEXT] * 100, seq_len=8, batch_size=2, max_tokens=40)
     assert sum(b.numel() for b in capped) == 40 and all(b.shape == (2, 8) for b in capped[:-1])
     for empty in ([], ["", "  \n"], ""):
-        with pytest.raises(UserError, match="no text to evaluate the lens on"):
+        with pytest.raises(ValueError, match="no text to evaluate the lens on"):
             text_batches(tokenizer, empty)
-    with pytest.raises(UserError, match="no text to evaluate the lens on"):
+    with pytest.raises(ValueError, match="no text to evaluate the lens on"):
         evaluate_lens(tiny_lm(), [])
 
 
@@ -486,15 +485,15 @@ def test_a_layer_out_of_range_is_a_user_error(tokenizer):
     h = torch.zeros(2, parts.d_model)
     message = "layer {} out of range: the model has 3 hidden states \\(0..2\\)"
     for layer in (-1, 3, 10):
-        with pytest.raises(UserError, match=message.format(layer)):
+        with pytest.raises(ValueError, match=message.format(layer)):
             lens_logits(parts, h, layer)
-        with pytest.raises(UserError, match=message.format(layer)):
+        with pytest.raises(ValueError, match=message.format(layer)):
             TunedLens.for_parts(parts)(h, layer)
-    with pytest.raises(UserError, match=message.format(3)):
+    with pytest.raises(ValueError, match=message.format(3)):
         evaluate_lens(model, [random_ids(len(tokenizer))], layers=[0, 3])
-    with pytest.raises(UserError, match=message.format(7)):
+    with pytest.raises(ValueError, match=message.format(7)):
         prediction_trajectory(model, tokenizer, TEXT, None, layers=[7])
-    with pytest.raises(UserError, match="layer must be an integer"):
+    with pytest.raises(ValueError, match="layer must be an integer"):
         lens_logits(parts, h, 1.5)
 
 
@@ -530,8 +529,8 @@ def test_saved_lens_round_trip_and_fingerprint(tmp_path):
     with pytest.warns(UserWarning, match="another unembedding"):
         assert load_lens(path, changed) is None
 
-    with pytest.raises(UserError, match="no saved lens"):
+    with pytest.raises(ValueError, match="no saved lens"):
         load_lens(tmp_path / "missing.safetensors", fingerprint)
     (tmp_path / "blocker").write_text("a file, not a folder")
-    with pytest.raises(UserError, match="cannot write the lens"):
+    with pytest.raises(ValueError, match="cannot write the lens"):
         save_lens(lens, tmp_path / "blocker" / "lens.safetensors", fingerprint)

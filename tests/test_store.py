@@ -9,7 +9,6 @@ import pandas as pd
 import pytest
 
 from tying import store
-from tying.errors import UserError
 from tying.schema import SCHEMA_VERSION
 from tying.store import CacheError, CacheWriter, list_caches, open_cache, params_hash
 
@@ -134,13 +133,13 @@ def test_old_schema_cache_is_rebuilt_not_copied(tmp_path):
 def test_unwritable_cache_dir(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    with pytest.raises(UserError, match="cannot write the cache"):
+    with pytest.raises(ValueError, match="cannot write the cache"):
         CacheWriter(blocker / "sub" / "p.duckdb")
     if os.geteuid() != 0:  # root ignores permission bits
         ro = tmp_path / "ro"
         ro.mkdir()
         ro.chmod(0o500)
-        with pytest.raises(UserError, match="cannot write the cache"):
+        with pytest.raises(ValueError, match="cannot write the cache"):
             CacheWriter(ro / "p.duckdb")
 
 

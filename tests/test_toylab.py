@@ -7,7 +7,6 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tying.errors import UserError
 from tying.toylab.corpus import check_corpus, python_docs_corpus, read_text_corpus
 from tying.toylab.model import build_twins, embedding_matrices, toy_config
 from tying.toylab.provenance import GradientProvenance, check_scale
@@ -58,13 +57,13 @@ def test_read_text_corpus(tmp_path):
     path = tmp_path / "t.txt"
     path.write_text("one\n\n\n\ntwo  \nlines\n", encoding="utf-8")
     assert read_text_corpus(path) == "one\n\ntwo\nlines"
-    with pytest.raises(UserError, match="not found"):
+    with pytest.raises(ValueError, match="not found"):
         read_text_corpus(tmp_path / "missing.txt")
 
 
 def test_tiny_corpus_refused():
     for text in ("", "   ", "a few words"):
-        with pytest.raises(UserError, match=r"corpus too small: \d+ characters \(need at least 20000\)"):
+        with pytest.raises(ValueError, match=r"corpus too small: \d+ characters \(need at least 20000\)"):
             check_corpus(text)
     assert check_corpus("x" * 20_000) == "x" * 20_000
 
@@ -91,12 +90,12 @@ def test_hub_dataset_without_datasets_package(monkeypatch):
     from tying.toylab.corpus import load_hf_dataset_text
 
     monkeypatch.setitem(sys.modules, "datasets", None)  # import fails as if not installed
-    with pytest.raises(UserError, match="needs the 'datasets' package"):
+    with pytest.raises(ValueError, match="needs the 'datasets' package"):
         load_hf_dataset_text("wikitext")
 
 
 def test_vocab_larger_than_corpus_supports(tmp_path):
-    with pytest.raises(UserError, match=r"vocabulary of 5000 tokens asked, the corpus supports only \d+"):
+    with pytest.raises(ValueError, match=r"vocabulary of 5000 tokens asked, the corpus supports only \d+"):
         train_bpe("a small text with few distinct pairs " * 50, 5000, tmp_path)
 
 
@@ -244,9 +243,9 @@ def test_gradient_split_generic_module_with_padding():
 
 @pytest.mark.parametrize("bad", [0, -1.0, float("nan"), "x"])
 def test_bad_scale_refused(bad):
-    with pytest.raises(UserError, match="--input-grad-scale must be > 0"):
+    with pytest.raises(ValueError, match="--input-grad-scale must be > 0"):
         check_scale(bad)
-    with pytest.raises(UserError, match="--input-grad-scale must be > 0"):
+    with pytest.raises(ValueError, match="--input-grad-scale must be > 0"):
         train_twins(np.arange(2000) % 50, steps=2, input_grad_scale=bad)
 
 
@@ -264,18 +263,18 @@ def test_log_spaced_steps(total, n):
 
 def test_bad_training_inputs():
     tokens = np.arange(5000) % 50
-    with pytest.raises(UserError, match="unknown variant"):
+    with pytest.raises(ValueError, match="unknown variant"):
         train_twins(tokens, variants=("tied", "shared"), steps=2)
-    with pytest.raises(UserError, match="too few for a context"):
+    with pytest.raises(ValueError, match="too few for a context"):
         train_twins(np.arange(60) % 50, steps=2, context=64, variants=("tied",))
-    with pytest.raises(UserError, match="token ids must lie"):
+    with pytest.raises(ValueError, match="token ids must lie"):
         train_twins(tokens, vocab_size=10, steps=2, variants=("tied",))
 
 
 def test_log_spaced_steps_too_few():
-    with pytest.raises(UserError, match="too few"):
+    with pytest.raises(ValueError, match="too few"):
         log_spaced_steps(4, 10)
-    with pytest.raises(UserError, match="too few"):
+    with pytest.raises(ValueError, match="too few"):
         train_twins(np.arange(5000) % 50, steps=3, checkpoint_steps=10, variants=("tied",))
 
 

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from tests.tiny_models import make_tokenizer
-from tying.errors import UserError
 from tying.vocab import common_vocabulary
 
 
@@ -51,7 +50,7 @@ def test_identical_vocabularies(two_vocabularies):
 def test_too_small_overlap():
     a = [f"a{i}" for i in range(200)] + ["x", "y"]
     b = [f"b{i}" for i in range(200)] + ["y", "x"]
-    with pytest.raises(UserError, match="share only 2 tokens \\(minimum 100\\)"):
+    with pytest.raises(ValueError, match="share only 2 tokens \\(minimum 100\\)"):
         common_vocabulary(a, b)
     common = common_vocabulary(a, b, min_tokens=2)
     assert common.tokens == ["x", "y"]
@@ -67,12 +66,12 @@ def test_duplicates_and_empty_strings():
 
 
 def test_no_overlap_at_all():
-    with pytest.raises(UserError, match="share only 0 tokens"):
+    with pytest.raises(ValueError, match="share only 0 tokens"):
         common_vocabulary(["a"], ["b"], min_tokens=1)
 
 
 def test_texts_must_line_up():
-    with pytest.raises(UserError, match="display strings"):
+    with pytest.raises(ValueError, match="display strings"):
         common_vocabulary(["a", "b"], ["a", "b"], ["a"], min_tokens=1)
 
 
@@ -98,5 +97,5 @@ def test_match_by_ids_on_real_tokenizers(two_vocabularies):
     assert len(by_id) == 300 and (by_id.untied_ids == np.arange(300)).all()
     same = np.mean([tokens_a[i] == tokens_b[i] for i in range(300)])
     assert by_id.same_string == pytest.approx(same)
-    with pytest.raises(UserError):
+    with pytest.raises(ValueError):
         common_vocabulary(tokens_a, tokens_b, match="bytes")

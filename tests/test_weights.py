@@ -14,7 +14,6 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from tests.tiny_models import FAMILIES, make_tokenizer
 from tying import weights
-from tying.errors import UserError
 from tying.weights import load_model_matrices, read_safetensors_header
 
 EXPECTED_KEYS = {
@@ -145,13 +144,13 @@ def test_chunked_reading_matches(tiny_model, monkeypatch):
 
 
 def test_role_mismatch_both_ways(tiny_model):
-    with pytest.raises(UserError, match="is tied .*pass an untied model"):
+    with pytest.raises(ValueError, match="is tied .*pass an untied model"):
         load_model_matrices(str(tiny_model("llama", True)), role="untied")
-    with pytest.raises(UserError, match="is untied .*pass a tied model"):
+    with pytest.raises(ValueError, match="is untied .*pass a tied model"):
         load_model_matrices(str(tiny_model("llama", False)), role="tied")
     assert load_model_matrices(str(tiny_model("llama", True)), role="tied").tied
     assert not load_model_matrices(str(tiny_model("llama", False)), role="untied").tied
-    with pytest.raises(UserError, match="role must be"):
+    with pytest.raises(ValueError, match="role must be"):
         load_model_matrices(str(tiny_model("llama", True)), role="both")
 
 
@@ -166,7 +165,7 @@ def test_untied_config_with_equal_matrices_is_tied(tiny_model):
     model = _full_model(path)
     # the stored copy is not counted twice
     assert m.n_params == sum(p.numel() for p in model.parameters()) - m.input.size
-    with pytest.raises(UserError, match="is tied \\(its output matrix equals its input matrix\\)"):
+    with pytest.raises(ValueError, match="is tied \\(its output matrix equals its input matrix\\)"):
         load_model_matrices(str(path), role="untied")
 
 
@@ -179,21 +178,21 @@ def _inf_in_output(model):
 
 
 def test_nan_or_inf_refused(tiny_model):
-    with pytest.raises(UserError, match="contains NaN or inf values in model.embed_tokens.weight"):
+    with pytest.raises(ValueError, match="contains NaN or inf values in model.embed_tokens.weight"):
         load_model_matrices(str(tiny_model("llama", False, edit=_nan_in_input)))
-    with pytest.raises(UserError, match="contains NaN or inf values in lm_head.weight"):
+    with pytest.raises(ValueError, match="contains NaN or inf values in lm_head.weight"):
         load_model_matrices(str(tiny_model("llama", False, edit=_inf_in_output)))
 
 
 def test_missing_paths(tmp_path, tiny_model):
-    with pytest.raises(UserError, match="path does not exist"):
+    with pytest.raises(ValueError, match="path does not exist"):
         load_model_matrices(str(tmp_path / "nowhere"))
-    with pytest.raises(UserError, match="no config.json"):
+    with pytest.raises(ValueError, match="no config.json"):
         load_model_matrices(str(tmp_path))
     (tmp_path / "file.txt").write_text("x")
-    with pytest.raises(UserError, match="not a model directory"):
+    with pytest.raises(ValueError, match="not a model directory"):
         load_model_matrices(str(tmp_path / "file.txt"))
-    with pytest.raises(UserError, match="applies only to Hugging Face ids"):
+    with pytest.raises(ValueError, match="applies only to Hugging Face ids"):
         load_model_matrices(str(tiny_model("llama", True)), revision="main")
 
 
@@ -202,20 +201,20 @@ def test_corrupt_safetensors(tiny_model, tmp_path):
     weights_file = path / "model.safetensors"
     data = weights_file.read_bytes()
     weights_file.write_bytes(data[: len(data) // 2])  # truncated
-    with pytest.raises(UserError, match="corrupt safetensors file"):
+    with pytest.raises(ValueError, match="corrupt safetensors file"):
         load_model_matrices(str(path))
     weights_file.write_bytes((40).to_bytes(8, "little") + b"{not json" + b"\0" * 64)
-    with pytest.raises(UserError, match="corrupt safetensors file"):
+    with pytest.raises(ValueError, match="corrupt safetensors file"):
         load_model_matrices(str(path))
     weights_file.write_bytes(b"abc")
-    with pytest.raises(UserError, match="corrupt safetensors file"):
+    with pytest.raises(ValueError, match="corrupt safetensors file"):
         load_model_matrices(str(path))
 
 
 def test_corrupt_bin(tiny_model, tmp_path):
     path = _copy(tiny_model("gpt2", True, safe_serialization=False), tmp_path)
     (path / "pytorch_model.bin").write_bytes(b"not a torch file")
-    with pytest.raises(UserError, match="corrupt checkpoint file"):
+    with pytest.raises(ValueError, match="corrupt checkpoint file"):
         load_model_matrices(str(path))
 
 
@@ -224,14 +223,14 @@ def test_missing_embedding_tensors(tiny_model, tmp_path):
     state = load_file(path / "model.safetensors")
     del state["lm_head.weight"]
     save_file(state, path / "model.safetensors")
-    with pytest.raises(UserError, match="no output embedding tensor \\('lm_head.weight'\\)"):
+    with pytest.raises(ValueError, match="no output embedding tensor \\('lm_head.weight'\\)"):
         load_model_matrices(str(path))
     del state["model.embed_tokens.weight"]
     save_file(state, path / "model.safetensors")
-    with pytest.raises(UserError, match="no input embedding tensor \\('model.embed_tokens.weight'\\)"):
+    with pytest.raises(ValueError, match="no input embedding tensor \\('model.embed_tokens.weight'\\)"):
         load_model_matrices(str(path))
     (path / "model.safetensors").unlink()
-    with pytest.raises(UserError, match="has no weights"):
+    with pytest.raises(ValueError, match="has no weights"):
         load_model_matrices(str(path))
 
 
@@ -254,14 +253,14 @@ def test_no_tokenizer(tiny_model, tmp_path):
     path = _copy(tiny_model("llama", True), tmp_path)
     for name in ("tokenizer.json", "tokenizer_config.json"):
         (path / name).unlink()
-    with pytest.raises(UserError, match="no usable tokenizer"):
+    with pytest.raises(ValueError, match="no usable tokenizer"):
         load_model_matrices(str(path))
 
 
 def test_tokenizer_larger_than_matrix(tiny_model, tmp_path):
     path = _copy(tiny_model("llama", False), tmp_path)
     make_tokenizer(path, 400)
-    with pytest.raises(UserError, match="the tokenizer has 400 tokens but .* has only 300 rows"):
+    with pytest.raises(ValueError, match="the tokenizer has 400 tokens but .* has only 300 rows"):
         load_model_matrices(str(path))
 
 
@@ -287,10 +286,10 @@ def _offline(monkeypatch, tmp_path):
 def test_hub_id_offline_fails_fast(monkeypatch, tmp_path):
     _offline(monkeypatch, tmp_path)
     start = time.perf_counter()
-    with pytest.raises(UserError, match="cannot fetch 'nobody-here/no-such-model' from the Hugging Face Hub"):
+    with pytest.raises(ValueError, match="cannot fetch 'nobody-here/no-such-model' from the Hugging Face Hub"):
         load_model_matrices("nobody-here/no-such-model", cache_dir=str(tmp_path / "cache"))
     assert time.perf_counter() - start < 10
-    with pytest.raises(UserError, match="not a local path and not a valid Hub id"):
+    with pytest.raises(ValueError, match="not a local path and not a valid Hub id"):
         load_model_matrices("no such model!", cache_dir=str(tmp_path / "cache"))
 
 
@@ -401,7 +400,7 @@ def test_hub_errors_become_user_errors(monkeypatch, tmp_path, tiny_model):
     ]
     for error, message in cases:
         _fake_hub(monkeypatch, FakeHub(tiny_model("llama", True), tmp_path / "cache", error=error))
-        with pytest.raises(UserError, match=f"cannot fetch 'x/y' from the Hugging Face Hub: {message}"):
+        with pytest.raises(ValueError, match=f"cannot fetch 'x/y' from the Hugging Face Hub: {message}"):
             load_model_matrices("x/y", revision="v9", cache_dir=str(tmp_path / "cache"))
 
 

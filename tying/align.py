@@ -23,8 +23,8 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from tying.device import as_tensor, pick_device
-from tying.errors import NotApplicable, UserError
+from tying.device import as_device, as_tensor, to_numpy
+from tying.errors import NotApplicable
 
 METHODS = ("identity_raw", "identity", "orthogonal", "linear")
 """Maps from source to target, weakest first (``identity_raw``: raw rows, no centring)."""
@@ -51,20 +51,10 @@ def comparison_label(source: str, target: str) -> str:
 # --------------------------------------------------------------------------- helpers
 
 
-def _device(device) -> torch.device:
-    return pick_device(device) if not isinstance(device, torch.device) else device
-
-
 def _check_matrix(X, name: str = "matrix"):
     if X.ndim != 2:
-        raise UserError(f"{name} must be 2-dimensional (tokens x width), got shape {tuple(X.shape)}")
+        raise ValueError(f"{name} must be 2-dimensional (tokens x width), got shape {tuple(X.shape)}")
     return X
-
-
-def _to_numpy(x) -> np.ndarray:
-    if isinstance(x, torch.Tensor):
-        return x.detach().cpu().numpy()
-    return np.asarray(x)
 
 
 def _row_blocks(rows, n: int, block_rows: int):
@@ -77,11 +67,11 @@ def _row_blocks(rows, n: int, block_rows: int):
             yield rows[start:start + block_rows]
 
 
-def _take(X, sel, device: torch.device) -> torch.Tensor:
-    """Rows ``sel`` of ``X`` (numpy array or tensor) as a float32 tensor on ``device``."""
+def _take(X, sel, device: torch.device, dtype=torch.float32) -> torch.Tensor:
+    """Rows ``sel`` of ``X`` (numpy array or tensor) as a ``dtype`` (float32) tensor on ``device``."""
     if isinstance(X, torch.Tensor) and not isinstance(sel, slice):
         sel = torch.as_tensor(sel, device=X.device)
-    return as_tensor(X[sel], device)
+    return as_tensor(X[sel], device, dtype=dtype)
 
 
 def _column_mean(X, rows, device: torch.device) -> torch.Tensor:
@@ -91,7 +81,7 @@ def _column_mean(X, rows, device: torch.device) -> torch.Tensor:
     """
     n = X.shape[0] if rows is None else len(rows)
     if n == 0:
-        raise UserError("cannot centre on zero rows")
+        raise ValueError("cannot centre on zero rows")
     total = torch.zeros(X.shape[1], dtype=torch.float64, device=device)
     for sel in _row_blocks(rows, X.shape[0], BLOCK_ROWS):
         total += _take(X, sel, device).sum(dim=0, dtype=torch.float64)
@@ -173,7 +163,7 @@ def _check_pair(src, tgt):
     _check_matrix(src, "source matrix")
     _check_matrix(tgt, "target matrix")
     if src.shape[0] != tgt.shape[0]:
-        raise UserError(f"source and target must have the same tokens (rows): "
+        raise ValueError(f"source and target must have the same tokens (rows): "
                         f"{src.shape[0]} vs {tgt.shape[0]}")
 
 
@@ -192,7 +182,7 @@ def centre(X) -> np.ndarray:
     X: array of shape (n_tokens, d). Returns float32 array of shape (n_tokens, d) whose
     columns have mean zero (the mean is accumulated in float64).
     """
-    X = _check_matrix(_to_numpy(X))
+    X = _check_matrix(to_numpy(X))
     mean = X.mean(axis=0, dtype=np.float64).astype(np.float32)
     return X.astype(np.float32, copy=False) - mean
 
@@ -206,7 +196,7 @@ def procrustes(src, tgt, device=None) -> np.ndarray:
     """
     _check_pair(src, tgt)
     _require_equal_widths("orthogonal map", src, tgt)
-    dev = _device(device)
+    dev = as_device(device)
     _, C = _products(src, tgt, None, None, None, dev, gram=False, cross=True)
     return _procrustes_from_cross(C).to(torch.float32).cpu().numpy()
 
@@ -220,24 +210,27 @@ def least_squares(src, tgt, device=None, ridge: float = 1e-6) -> np.ndarray:
     src^T src (a tiny relative ridge for stability). Returns float32 array (d_src, d_tgt).
     """
     _check_pair(src, tgt)
-    dev = _device(device)
+    dev = as_device(device)
     G, C = _products(src, tgt, None, None, None, dev, gram=True, cross=True)
     return _least_squares_from_products(G, C, ridge).to(torch.float32).cpu().numpy()
 
 
-def rowwise_cosine(A, B, device=None) -> np.ndarray:
+def rowwise_cosine(A, B, device=None, *, double: bool = False) -> np.ndarray:
     """Cosine between matching rows of A and B.
 
-    A, B: arrays of shape (n, d). Returns float32 array of shape (n,); a row pair where
-    either row is zero gets cosine 0.
+    A, B: arrays of shape (n, d). Returns an array of shape (n,), float32 (float64 with
+    ``double``, computed in float64 throughout); a row pair where either row is zero gets
+    cosine 0.
     """
     _check_pair(A, B)
     if A.shape[1] != B.shape[1]:
-        raise UserError(f"rows must have equal widths to compare: {A.shape[1]} vs {B.shape[1]}")
-    dev = _device(device)
-    parts = [_cosine_rows(_take(A, sel, dev), _take(B, sel, dev)).cpu()
+        raise ValueError(f"rows must have equal widths to compare: {A.shape[1]} vs {B.shape[1]}")
+    dev = as_device(device)
+    dtype = torch.float64 if double else torch.float32
+    parts = [_cosine_rows(_take(A, sel, dev, dtype), _take(B, sel, dev, dtype)).cpu()
              for sel in _row_blocks(None, A.shape[0], BLOCK_ROWS)]
-    return torch.cat(parts).numpy().astype(np.float32) if parts else np.zeros(0, np.float32)
+    out_dtype = np.float64 if double else np.float32
+    return torch.cat(parts).numpy().astype(out_dtype) if parts else np.zeros(0, out_dtype)
 
 
 def split_tokens(n: int, held_out_fraction: float = 0.2, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -247,9 +240,9 @@ def split_tokens(n: int, held_out_fraction: float = 0.2, seed: int = 0) -> tuple
     holds round(held_out_fraction * n) rows (at least 1, leaving at least 1 to fit).
     """
     if not 0.0 < held_out_fraction < 1.0:
-        raise UserError(f"held-out fraction must be between 0 and 1, got {held_out_fraction}")
+        raise ValueError(f"held-out fraction must be between 0 and 1, got {held_out_fraction}")
     if n < 2:
-        raise UserError(f"need at least 2 tokens to split, got {n}")
+        raise ValueError(f"need at least 2 tokens to split, got {n}")
     n_eval = min(max(int(round(held_out_fraction * n)), 1), n - 1)
     perm = np.random.default_rng(seed).permutation(n)
     return np.sort(perm[n_eval:]).astype(np.int64), np.sort(perm[:n_eval]).astype(np.int64)
@@ -266,13 +259,13 @@ def alignment_cosines(src, tgt, method: str, *, fit_idx=None, eval_idx=None, dev
     Raises NotApplicable for identity or orthogonal maps across different widths.
     """
     if method not in METHODS:
-        raise UserError(f"unknown alignment method '{method}' (choose from {', '.join(METHODS)})")
+        raise ValueError(f"unknown alignment method '{method}' (choose from {', '.join(METHODS)})")
     _check_pair(src, tgt)
     if method in UNFITTED:
         _require_equal_widths("identity map", src, tgt)
     elif method == "orthogonal":
         _require_equal_widths("orthogonal map", src, tgt)
-    dev = _device(device)
+    dev = as_device(device)
     fit_rows = _as_rows(fit_idx, src.shape[0])
     eval_rows = _as_rows(eval_idx, src.shape[0])
     if method == "identity_raw":
@@ -288,7 +281,7 @@ def _as_rows(idx, n: int):
         return None
     rows = np.asarray(idx).astype(np.int64, copy=False).ravel()
     if rows.size and (rows.min() < 0 or rows.max() >= n):
-        raise UserError(f"token indices must lie in 0..{n - 1}")
+        raise ValueError(f"token indices must lie in 0..{n - 1}")
     return rows
 
 
@@ -330,12 +323,12 @@ def run_alignment(matrices: dict, *, held_out_fraction: float = 0.2, seed: int =
         _check_matrix(X, f"matrix {name}")
     comparisons = [(a, b) for a, b in COMPARISONS if a in matrices and b in matrices]
     if not comparisons:
-        raise UserError(f"no comparison possible: need two of I, O, T, got {sorted(matrices)}")
+        raise ValueError(f"no comparison possible: need two of I, O, T, got {sorted(matrices)}")
     sizes = {name: X.shape[0] for name, X in matrices.items()}
     if len(set(sizes.values())) != 1:
-        raise UserError(f"all matrices must have the same tokens (rows), got {sizes}")
+        raise ValueError(f"all matrices must have the same tokens (rows), got {sizes}")
     n = next(iter(sizes.values()))
-    dev = _device(device)
+    dev = as_device(device)
     fit_idx, eval_idx = split_tokens(n, held_out_fraction, seed)
     plan = {"in_sample": (None, np.arange(n, dtype=np.int64)), "held_out": (fit_idx, eval_idx)}
     say = progress or (lambda message: None)

@@ -10,8 +10,6 @@ import math
 import numpy as np
 import pandas as pd
 
-from tying.errors import UserError
-
 
 def convergence(curve: pd.DataFrame, tail: float = 0.1) -> pd.DataFrame:
     """How far a tuned-lens training curve has settled, per hidden state (pure; no model).
@@ -35,12 +33,12 @@ def convergence(curve: pd.DataFrame, tail: float = 0.1) -> pd.DataFrame:
     try:
         share = float(tail)
     except (TypeError, ValueError):
-        raise UserError(f"tail must be a number between 0 and 1, got {tail!r}") from None
+        raise ValueError(f"tail must be a number between 0 and 1, got {tail!r}") from None
     if not 0.0 < share <= 1.0:
-        raise UserError(f"tail must be a number between 0 and 1, got {tail!r}")
+        raise ValueError(f"tail must be a number between 0 and 1, got {tail!r}")
     missing = [c for c in ("step", "layer", "kl_bits") if c not in curve.columns]
     if missing:
-        raise UserError(f"a training curve needs the columns step, layer and kl_bits; missing {', '.join(missing)}")
+        raise ValueError(f"a training curve needs the columns step, layer and kl_bits; missing {', '.join(missing)}")
     keys = ["model", "layer"] if "model" in curve.columns else ["layer"]
     per_step = curve.groupby(keys + ["step"], as_index=False, sort=True)["kl_bits"].mean()
     rows = []

@@ -27,3 +27,15 @@ def as_tensor(x, device: torch.device | None = None, dtype=torch.float32) -> tor
     if isinstance(x, np.ndarray):
         x = torch.from_numpy(np.ascontiguousarray(x))
     return x.to(device=device, dtype=dtype)
+
+
+def as_device(device) -> torch.device:
+    """``device`` itself when it is a torch.device, else :func:`pick_device` of it (None: the default)."""
+    return device if isinstance(device, torch.device) else pick_device(device)
+
+
+def to_numpy(x) -> np.ndarray:
+    """A numpy array of ``x`` (a tensor is detached and moved to the CPU first)."""
+    if isinstance(x, torch.Tensor):
+        return x.detach().cpu().numpy()
+    return np.asarray(x)

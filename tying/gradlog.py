@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tying.errors import UserError
+from tying.errors import UserError, first_line
 from tying.share import step_share
 
 DEFAULT_COLUMNS = {"step": "step", "input": "embedding_grad_l2_norm", "output": "output_proj_grad_l2_norm"}
@@ -45,7 +45,7 @@ def read_provenance_csv(csv, *, step_column: str = DEFAULT_COLUMNS["step"],
     try:
         df = pd.read_csv(p)
     except Exception as exc:  # pandas raises many kinds for unreadable files
-        raise UserError(f"cannot read '{csv}' as CSV: {str(exc).splitlines()[0] if str(exc) else exc}") from None
+        raise UserError(f"cannot read '{csv}' as CSV: {first_line(exc)}") from None
     in_col, out_col, kind = effective_columns(df.columns, input_column, output_column)
     wanted = {"step": step_column, "grad_input_norm": in_col, "grad_output_norm": out_col}
     if loss_column:

@@ -37,8 +37,6 @@ import hashlib
 import json
 import math
 import operator
-import os
-import tempfile
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import contextmanager
@@ -52,8 +50,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from tying.convergence import convergence  # noqa: F401 - part of this module's API
-from tying.device import pick_device
-from tying.errors import UserError
+from tying.device import as_device
+from tying.store import atomic_write
 
 LENSES = ("tuned", "logit")
 """Values of the ``lens`` column."""
@@ -126,7 +124,7 @@ def _find_final_norm(model: nn.Module) -> nn.Module:
             found = getattr(base, name, None)
             if isinstance(found, nn.Module):
                 return found
-    raise UserError(
+    raise ValueError(
         f"cannot find the final norm of {type(model).__name__}; looked for "
         f"{', '.join(FINAL_NORM_PATHS)} (a causal language model with a final norm is needed)"
     )
@@ -173,12 +171,12 @@ def find_lens_parts(model: nn.Module) -> LensParts:
     ``unembed(final_norm(h))`` reproduces the model's logits (a model with soft-capped or
     rescaled logits is refused, since the lens could not reproduce them).
 
-    Raises UserError when the unembedding or the final norm cannot be found.
+    Raises ValueError when the unembedding or the final norm cannot be found.
     """
     get_out = getattr(model, "get_output_embeddings", None)
     unembed = get_out() if callable(get_out) else None
     if not isinstance(unembed, nn.Module):
-        raise UserError(
+        raise ValueError(
             f"cannot find the unembedding of {type(model).__name__}; the model has no "
             "get_output_embeddings() module (a causal language model is needed)"
         )
@@ -191,13 +189,13 @@ def find_lens_parts(model: nn.Module) -> LensParts:
         with torch.no_grad(), _capture_norm_input(final_norm) as seen:
             out = model(input_ids=ids, output_hidden_states=True, use_cache=False)
     except Exception as exc:  # the model itself failed: say so in one line
-        raise UserError(f"cannot run {type(model).__name__} with output_hidden_states: {exc}") from exc
+        raise ValueError(f"cannot run {type(model).__name__} with output_hidden_states: {exc}") from exc
     finally:
         model.train(was_training)
     hs = getattr(out, "hidden_states", None)
     logits = getattr(out, "logits", None)
     if not hs or logits is None or seen.get("h") is None:
-        raise UserError(
+        raise ValueError(
             f"{type(model).__name__} returned no hidden states, no logits, or never called its final norm"
         )
     pre, last = seen["h"], hs[-1]
@@ -208,7 +206,7 @@ def find_lens_parts(model: nn.Module) -> LensParts:
     ref = logits.float()
     tol = 1e-3 if logits.dtype == torch.float32 and pre.dtype == torch.float32 else 3e-2
     if mine.shape != ref.shape or not torch.allclose(mine, ref, rtol=tol, atol=tol * (1 + ref.abs().max().item())):
-        raise UserError(
+        raise ValueError(
             f"the logits of {type(model).__name__} are not unembedding(final_norm(h)) (scaled or capped "
             "logits?); the lens cannot reproduce them"
         )
@@ -223,13 +221,13 @@ def find_lens_parts(model: nn.Module) -> LensParts:
 
 def _check_layer(layer, n_hidden: int) -> int:
     if isinstance(layer, bool):
-        raise UserError(f"layer must be an integer, got {layer!r}")
+        raise ValueError(f"layer must be an integer, got {layer!r}")
     try:
         idx = operator.index(layer)
     except TypeError:
-        raise UserError(f"layer must be an integer, got {layer!r}") from None
+        raise ValueError(f"layer must be an integer, got {layer!r}") from None
     if not 0 <= idx < n_hidden:
-        raise UserError(f"layer {idx} out of range: the model has {n_hidden} hidden states (0..{n_hidden - 1})")
+        raise ValueError(f"layer {idx} out of range: the model has {n_hidden} hidden states (0..{n_hidden - 1})")
     return idx
 
 
@@ -238,7 +236,7 @@ def _check_layers(layers, n_hidden: int) -> list[int]:
         return list(range(n_hidden))
     out = [_check_layer(layer, n_hidden) for layer in layers]
     if not out:
-        raise UserError("no layers selected")
+        raise ValueError("no layers selected")
     return out
 
 
@@ -268,7 +266,7 @@ def residual_stream(model: nn.Module, parts: LensParts, input_ids: torch.Tensor)
         out = body(input_ids=input_ids, output_hidden_states=True, use_cache=False)
     hs = list(out.hidden_states)
     if len(hs) != parts.n_hidden:
-        raise UserError(f"the model returned {len(hs)} hidden states, expected {parts.n_hidden}")
+        raise ValueError(f"the model returned {len(hs)} hidden states, expected {parts.n_hidden}")
     if parts.final_hidden_is_normed:
         hs[-1] = seen["h"]
     return hs
@@ -311,7 +309,7 @@ def kl_bits(p_logits: torch.Tensor, q_logits: torch.Tensor) -> torch.Tensor:
     (...). Computed in float32 through log_softmax; rounding below zero is clipped to 0.
     """
     if p_logits.shape != q_logits.shape:
-        raise UserError(f"logits of different shapes: {tuple(p_logits.shape)} and {tuple(q_logits.shape)}")
+        raise ValueError(f"logits of different shapes: {tuple(p_logits.shape)} and {tuple(q_logits.shape)}")
     logp = F.log_softmax(p_logits.float(), dim=-1)
     logq = F.log_softmax(q_logits.float(), dim=-1)
     return _kl_nats_from_logprobs(logp, logq) / LN2
@@ -329,7 +327,7 @@ class TunedLens(nn.Module):
     def __init__(self, n_hidden: int, d_model: int):
         super().__init__()
         if n_hidden < 1 or d_model < 1:
-            raise UserError(f"a lens needs n_hidden >= 1 and d_model >= 1, got {n_hidden} and {d_model}")
+            raise ValueError(f"a lens needs n_hidden >= 1 and d_model >= 1, got {n_hidden} and {d_model}")
         self.n_hidden = int(n_hidden)
         self.d_model = int(d_model)
         self.translators = nn.ModuleList(nn.Linear(d_model, d_model) for _ in range(n_hidden))
@@ -347,7 +345,7 @@ class TunedLens(nn.Module):
         """Translate hidden state ``layer``: (..., d_model) -> (..., d_model), float32."""
         idx = _check_layer(layer, self.n_hidden)
         if h.shape[-1] != self.d_model:
-            raise UserError(f"hidden state of width {h.shape[-1]}, the lens expects {self.d_model}")
+            raise ValueError(f"hidden state of width {h.shape[-1]}, the lens expects {self.d_model}")
         translator = self.translators[idx]
         x = h.to(translator.weight.dtype)
         return x + translator(x)
@@ -361,7 +359,7 @@ def _module_dtype(module: nn.Module) -> torch.dtype | None:
 
 def _check_lens(lens: TunedLens | None, parts: LensParts):
     if lens is not None and (lens.n_hidden != parts.n_hidden or lens.d_model != parts.d_model):
-        raise UserError(
+        raise ValueError(
             f"the lens has {lens.n_hidden} translators of width {lens.d_model}, but the model has "
             f"{parts.n_hidden} hidden states of width {parts.d_model}"
         )
@@ -411,12 +409,8 @@ def _autocast(device: torch.device, enabled: bool | None):
     return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=use)
 
 
-def _as_device(device) -> torch.device:
-    return device if isinstance(device, torch.device) else pick_device(device)
-
-
 def _prepare(model: nn.Module, device, parts: LensParts | None) -> tuple[torch.device, LensParts]:
-    dev = _as_device(device) if device is not None else _model_device(model)
+    dev = as_device(device) if device is not None else _model_device(model)
     if _model_device(model) != dev:
         model.to(dev)
     return dev, parts if parts is not None else find_lens_parts(model)
@@ -427,13 +421,13 @@ def _check_batches(batches) -> list[torch.Tensor]:
         batches = [batches]
     batches = list(batches)
     if not batches:
-        raise UserError("no text to evaluate the lens on")
+        raise ValueError("no text to evaluate the lens on")
     for b in batches:
         if not isinstance(b, torch.Tensor) or b.ndim != 2 or b.dtype not in (torch.long, torch.int32, torch.int64):
             got = tuple(b.shape) if isinstance(b, torch.Tensor) else type(b).__name__
-            raise UserError(f"a batch must be an integer tensor of shape (batch, seq), got {got}")
+            raise ValueError(f"a batch must be an integer tensor of shape (batch, seq), got {got}")
         if b.numel() == 0:
-            raise UserError("empty batch: no text to evaluate the lens on")
+            raise ValueError("empty batch: no text to evaluate the lens on")
     return batches
 
 
@@ -486,18 +480,18 @@ def train_tuned_lens(
     """
     steps = int(steps)
     if steps < 1:
-        raise UserError(f"steps must be at least 1, got {steps}")
+        raise ValueError(f"steps must be at least 1, got {steps}")
     try:
         n_micro = None if isinstance(accumulate, bool) else operator.index(accumulate)
     except TypeError:
         n_micro = None
     if n_micro is None or n_micro < 1:
-        raise UserError(f"accumulate must be an integer of at least 1, got {accumulate!r}")
+        raise ValueError(f"accumulate must be an integer of at least 1, got {accumulate!r}")
     accumulate = n_micro
     if chunk_tokens < 1:
-        raise UserError(f"chunk_tokens must be positive, got {chunk_tokens}")
+        raise ValueError(f"chunk_tokens must be positive, got {chunk_tokens}")
     if optimizer not in ("sgd", "adam"):
-        raise UserError(f"unknown optimizer '{optimizer}' (choose sgd or adam)")
+        raise ValueError(f"unknown optimizer '{optimizer}' (choose sgd or adam)")
     batches = _check_batches(batches)
     dev, parts = _prepare(model, device, parts)
     lens = TunedLens.for_parts(parts) if lens is None else lens
@@ -578,7 +572,7 @@ def evaluate_lens(
     (population standard deviation over tokens), n_tokens.
     """
     if chunk_tokens < 1:
-        raise UserError(f"chunk_tokens must be positive, got {chunk_tokens}")
+        raise ValueError(f"chunk_tokens must be positive, got {chunk_tokens}")
     batches = _check_batches(batches)
     dev, parts = _prepare(model, device, parts)
     _check_lens(lens, parts)
@@ -632,15 +626,15 @@ def prediction_trajectory(
     position x layer x lens x rank.
     """
     if not isinstance(text, str) or not text.strip():
-        raise UserError("no text to trace predictions on")
+        raise ValueError("no text to trace predictions on")
     if int(max_tokens) < 1:
-        raise UserError(f"max_tokens must be positive, got {max_tokens}")
+        raise ValueError(f"max_tokens must be positive, got {max_tokens}")
     dev, parts = _prepare(model, device, parts)
     _check_lens(lens, parts)
     chosen = _check_layers(layers, parts.n_hidden)
     ids = tokenizer(text, verbose=False)["input_ids"][: int(max_tokens)]
     if not ids:
-        raise UserError("no text to trace predictions on")
+        raise ValueError("no text to trace predictions on")
     n_vocab = None
     kinds = [("tuned", lens.to(dev)), ("logit", None)] if lens is not None else [("logit", None)]
     cols = {name: [] for name in ("position", "layer", "lens", "rank", "pred_id", "prob")}
@@ -651,7 +645,7 @@ def prediction_trajectory(
                 logits = lens_logits(parts, hs[layer][0], layer, tl).float()
                 n_vocab = logits.shape[-1]
                 if not 1 <= int(top_k) <= n_vocab:
-                    raise UserError(f"top_k must be between 1 and the vocabulary size ({n_vocab}), got {top_k}")
+                    raise ValueError(f"top_k must be between 1 and the vocabulary size ({n_vocab}), got {top_k}")
                 probs, top = torch.softmax(logits, dim=-1).topk(int(top_k), dim=-1)
                 n_pos, k = top.shape
                 cols["position"].append(np.repeat(np.arange(n_pos), k))
@@ -698,12 +692,12 @@ def text_batches(
     ``batch_size`` at a time into LongTensors of shape (batch, seq_len); a last partial
     chunk forms its own batch of shape (1, remainder), so no token is dropped.
 
-    Raises UserError("no text to evaluate the lens on") when the texts hold no tokens.
+    Raises ValueError("no text to evaluate the lens on") when the texts hold no tokens.
     """
     if int(seq_len) < 1 or int(batch_size) < 1:
-        raise UserError(f"seq_len and batch_size must be positive, got {seq_len} and {batch_size}")
+        raise ValueError(f"seq_len and batch_size must be positive, got {seq_len} and {batch_size}")
     if max_tokens is not None and int(max_tokens) < 1:
-        raise UserError(f"max_tokens must be positive, got {max_tokens}")
+        raise ValueError(f"max_tokens must be positive, got {max_tokens}")
     if isinstance(texts, str):
         texts = [texts]
     eos = getattr(tokenizer, "eos_token_id", None)
@@ -722,7 +716,7 @@ def text_batches(
     if max_tokens is not None:
         stream = stream[: int(max_tokens)]
     if not stream:
-        raise UserError("no text to evaluate the lens on")
+        raise ValueError("no text to evaluate the lens on")
     tokens = torch.tensor(stream, dtype=torch.long)
     n_full = len(stream) // seq_len
     full = tokens[: n_full * seq_len].reshape(n_full, seq_len)
@@ -763,19 +757,6 @@ def _sidecar(path: Path) -> Path:
     return path.with_suffix(".json")
 
 
-def _atomic_write(path: Path, write: Callable[[str], None]):
-    """Call ``write(temp_path)`` on a temporary file next to ``path``, then rename it over ``path``."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def save_lens(lens: TunedLens, path, fingerprint: str, meta: dict | None = None) -> Path:
     """Save ``lens`` to ``path`` (safetensors) with a JSON sidecar next to it (same name, .json).
 
@@ -804,10 +785,10 @@ def save_lens(lens: TunedLens, path, fingerprint: str, meta: dict | None = None)
     try:
         text = json.dumps(sidecar, indent=2, sort_keys=True, default=str)
         path.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write(path, lambda tmp: save_file(tensors, tmp, metadata=header))
-        _atomic_write(_sidecar(path), lambda tmp: Path(tmp).write_text(text + "\n"))
+        atomic_write(path, lambda tmp: save_file(tensors, tmp, metadata=header))
+        atomic_write(_sidecar(path), lambda tmp: Path(tmp).write_text(text + "\n"))
     except OSError as exc:
-        raise UserError(f"cannot write the lens to {path}: {exc.strerror or exc}") from exc
+        raise ValueError(f"cannot write the lens to {path}: {exc.strerror or exc}") from exc
     return path
 
 
@@ -815,14 +796,14 @@ def _read_header(path: Path) -> dict:
     from safetensors import safe_open
 
     if not path.is_file():
-        raise UserError(f"no saved lens at {path}")
+        raise ValueError(f"no saved lens at {path}")
     try:
         with safe_open(str(path), framework="pt") as f:
             header = f.metadata() or {}
     except Exception as exc:
-        raise UserError(f"cannot read the lens at {path}: {exc}") from exc
+        raise ValueError(f"cannot read the lens at {path}: {exc}") from exc
     if header.get("format") != _LENS_FORMAT:
-        raise UserError(f"{path} is not a saved tuned lens")
+        raise ValueError(f"{path} is not a saved tuned lens")
     return header
 
 
@@ -833,14 +814,14 @@ def read_lens_meta(path) -> dict:
     try:
         return json.loads(_sidecar(path).read_text())
     except (OSError, ValueError) as exc:
-        raise UserError(f"cannot read the sidecar of the lens at {path}: {exc}") from exc
+        raise ValueError(f"cannot read the sidecar of the lens at {path}: {exc}") from exc
 
 
 def load_lens(path, fingerprint: str, *, device=None) -> TunedLens | None:
     """Load a lens saved by :func:`save_lens` (safetensors only, no pickle).
 
     Returns None, with a warning, when the lens was trained for another unembedding (its
-    fingerprint differs from ``fingerprint``). Raises UserError when the file is missing or
+    fingerprint differs from ``fingerprint``). Raises ValueError when the file is missing or
     is not a saved lens.
     """
     from safetensors.torch import load_file
@@ -858,6 +839,6 @@ def load_lens(path, fingerprint: str, *, device=None) -> TunedLens | None:
     try:
         lens.load_state_dict(load_file(str(path)), strict=True)
     except (RuntimeError, KeyError) as exc:
-        raise UserError(f"the lens at {path} does not match its header: {exc}") from exc
+        raise ValueError(f"the lens at {path} does not match its header: {exc}") from exc
     lens.eval()
-    return lens if device is None else lens.to(_as_device(device))
+    return lens if device is None else lens.to(as_device(device))

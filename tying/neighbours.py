@@ -14,8 +14,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from tying.device import as_tensor, pick_device
-from tying.errors import UserError
+from tying.device import as_device, as_tensor, to_numpy
 from tying.overlap import overlap_at_k, overlap_curve  # noqa: F401 - part of this module's API
 
 BACKENDS = ("auto", "faiss", "torch")
@@ -39,16 +38,16 @@ def knn(X, k: int, *, device=None, block_rows: int = 4096, backend: str = "auto"
     Rows are processed ``block_rows`` at a time.
     """
     if X.ndim != 2:
-        raise UserError(f"matrix must be 2-dimensional (tokens x width), got shape {tuple(X.shape)}")
+        raise ValueError(f"matrix must be 2-dimensional (tokens x width), got shape {tuple(X.shape)}")
     n = X.shape[0]
     k = int(k)
     if k < 1 or k >= n:
-        raise UserError(f"k must be between 1 and the number of tokens minus 1 ({n - 1}), got {k}")
+        raise ValueError(f"k must be between 1 and the number of tokens minus 1 ({n - 1}), got {k}")
     if block_rows < 1:
-        raise UserError(f"block_rows must be positive, got {block_rows}")
+        raise ValueError(f"block_rows must be positive, got {block_rows}")
     if backend not in BACKENDS:
-        raise UserError(f"unknown k-NN backend '{backend}' (choose from {', '.join(BACKENDS)})")
-    dev = pick_device(device) if not isinstance(device, torch.device) else device
+        raise ValueError(f"unknown k-NN backend '{backend}' (choose from {', '.join(BACKENDS)})")
+    dev = as_device(device)
     if backend == "auto":
         backend = "torch" if dev.type == "cuda" else "faiss"
     if backend == "torch":
@@ -58,9 +57,7 @@ def knn(X, k: int, *, device=None, block_rows: int = 4096, backend: str = "auto"
 
 def _normalise_rows_numpy(X) -> np.ndarray:
     """Float32 copy of X, shape (n, d), with unit rows; zero rows stay zero."""
-    if isinstance(X, torch.Tensor):
-        X = X.detach().cpu().numpy()
-    X = np.asarray(X, dtype=np.float32)
+    X = np.asarray(to_numpy(X), dtype=np.float32)
     norms = np.linalg.norm(X, axis=1, keepdims=True)
     return np.ascontiguousarray(X / np.where(norms > 0, norms, 1.0).astype(np.float32))
 

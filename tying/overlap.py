@@ -8,17 +8,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from tying.errors import UserError
-
 
 def _check_ids(ids_a, ids_b, k: int):
     a, b = np.asarray(ids_a), np.asarray(ids_b)
     if a.ndim != 2 or b.ndim != 2:
-        raise UserError("neighbour ids must be 2-dimensional (tokens x neighbours)")
+        raise ValueError("neighbour ids must be 2-dimensional (tokens x neighbours)")
     if a.shape[0] != b.shape[0]:
-        raise UserError(f"neighbour ids must cover the same tokens: {a.shape[0]} vs {b.shape[0]} rows")
+        raise ValueError(f"neighbour ids must cover the same tokens: {a.shape[0]} vs {b.shape[0]} rows")
     if k < 1 or k > min(a.shape[1], b.shape[1]):
-        raise UserError(f"k must be between 1 and {min(a.shape[1], b.shape[1])} (neighbours stored), got {k}")
+        raise ValueError(f"k must be between 1 and {min(a.shape[1], b.shape[1])} (neighbours stored), got {k}")
     return a, b
 
 
@@ -47,7 +45,7 @@ def overlap_curve(ids_a, ids_b, k_max: int, block_rows: int = 512) -> np.ndarray
     a, b = _check_ids(ids_a, ids_b, k_max)
     n = a.shape[0]
     if n == 0:
-        raise UserError("neighbour ids cover no tokens")
+        raise ValueError("neighbour ids cover no tokens")
     a = np.ascontiguousarray(a[:, :k_max])
     b = np.ascontiguousarray(b[:, :k_max])
     matches = np.zeros((k_max, k_max), dtype=np.int64)  # [rank in a, rank in b]

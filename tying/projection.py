@@ -11,15 +11,12 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import torch
 
-from tying.errors import UserError
+from tying.device import to_numpy
 
 
 def _as_numpy(X) -> np.ndarray:
-    if isinstance(X, torch.Tensor):
-        X = X.detach().cpu().numpy()
-    return np.asarray(X, dtype=np.float32)
+    return np.asarray(to_numpy(X), dtype=np.float32)
 
 
 def _pca(X: np.ndarray, dims: int, seed: int) -> np.ndarray:
@@ -50,14 +47,14 @@ def aligned_umap(matrices: list, *, n_neighbors: int = 15, min_dist: float = 0.1
     fewer than 4 tokens (too few for UMAP) are placed on a line, the same in every view.
     """
     if len(matrices) == 0:
-        raise UserError("aligned UMAP needs at least one matrix")
+        raise ValueError("aligned UMAP needs at least one matrix")
     views = [_as_numpy(X) for X in matrices]
     for i, X in enumerate(views):
         if X.ndim != 2:
-            raise UserError(f"matrix {i} must be 2-dimensional (tokens x width), got shape {X.shape}")
+            raise ValueError(f"matrix {i} must be 2-dimensional (tokens x width), got shape {X.shape}")
     n = views[0].shape[0]
     if any(X.shape[0] != n for X in views):
-        raise UserError(f"all matrices must have the same tokens (rows), got {[X.shape[0] for X in views]}")
+        raise ValueError(f"all matrices must have the same tokens (rows), got {[X.shape[0] for X in views]}")
     if n < 4:
         # Too few points for a neighbour graph: a line through the tokens, the same in every view.
         return [np.column_stack([np.arange(n, dtype=np.float32), np.zeros(n, np.float32)]) for _ in views]

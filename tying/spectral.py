@@ -15,8 +15,6 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import eigsh
 
-from tying.errors import UserError
-
 _DENSE_MAX = 512
 """Matrices up to this size are decomposed densely (exact, and safe for tiny inputs)."""
 
@@ -32,12 +30,12 @@ def knn_graph(ids, n: int) -> sp.csr_matrix:
     """
     ids = np.asarray(ids)
     if ids.ndim != 2:
-        raise UserError(f"neighbour ids must be 2-dimensional (tokens x neighbours), got shape {ids.shape}")
+        raise ValueError(f"neighbour ids must be 2-dimensional (tokens x neighbours), got shape {ids.shape}")
     n_rows, k = ids.shape
     if n_rows > n:
-        raise UserError(f"neighbour ids have {n_rows} rows but the graph has only {n} nodes")
+        raise ValueError(f"neighbour ids have {n_rows} rows but the graph has only {n} nodes")
     if ids.size and (ids.min() < 0 or ids.max() >= n):
-        raise UserError(f"neighbour ids must lie in 0..{n - 1}")
+        raise ValueError(f"neighbour ids must lie in 0..{n - 1}")
     rows = np.repeat(np.arange(n_rows, dtype=np.int64), k)
     cols = ids.astype(np.int64, copy=False).ravel()
     keep = rows != cols
@@ -52,7 +50,7 @@ def knn_graph(ids, n: int) -> sp.csr_matrix:
 def omnibus(A, B) -> sp.csr_matrix:
     """The omnibus matrix [[A, (A+B)/2], [(A+B)/2, B]] of two (n, n) matrices; shape (2n, 2n)."""
     if A.shape != B.shape or A.shape[0] != A.shape[1]:
-        raise UserError(f"omnibus needs two square matrices of one shape, got {A.shape} and {B.shape}")
+        raise ValueError(f"omnibus needs two square matrices of one shape, got {A.shape} and {B.shape}")
     A, B = sp.csr_matrix(A, dtype=np.float64), sp.csr_matrix(B, dtype=np.float64)
     mid = (A + B) * 0.5
     return sp.bmat([[A, mid], [mid, B]], format="csr")
@@ -68,11 +66,11 @@ def adjacency_spectral_embedding(M, n_components: int) -> np.ndarray:
     """
     N = M.shape[0]
     if M.ndim != 2 or M.shape[1] != N:
-        raise UserError(f"adjacency spectral embedding needs a square matrix, got shape {M.shape}")
+        raise ValueError(f"adjacency spectral embedding needs a square matrix, got shape {M.shape}")
     if N < 2:
-        raise UserError("adjacency spectral embedding needs at least 2 nodes")
+        raise ValueError("adjacency spectral embedding needs at least 2 nodes")
     if n_components < 1:
-        raise UserError(f"n_components must be positive, got {n_components}")
+        raise ValueError(f"n_components must be positive, got {n_components}")
     c = min(int(n_components), N - 1)
     if N <= _DENSE_MAX:
         dense = M.toarray() if sp.issparse(M) else np.asarray(M, dtype=np.float64)
@@ -103,12 +101,12 @@ def spectral_distance(ids_a, ids_b, *, n_components: int = 128) -> float:
     """
     ids_a, ids_b = np.asarray(ids_a), np.asarray(ids_b)
     if ids_a.ndim != 2 or ids_b.ndim != 2 or ids_a.shape[0] != ids_b.shape[0]:
-        raise UserError(f"neighbour ids must be 2-dimensional and cover the same tokens, "
+        raise ValueError(f"neighbour ids must be 2-dimensional and cover the same tokens, "
                         f"got shapes {ids_a.shape} and {ids_b.shape}")
     n = ids_a.shape[0]
     Z = adjacency_spectral_embedding(omnibus(knn_graph(ids_a, n), knn_graph(ids_b, n)), n_components)
     Za, Zb = Z[:n], Z[n:]
     scale = min(_spectral_norm(Za), _spectral_norm(Zb))
     if scale == 0.0:
-        raise UserError("spectral distance undefined: an embedding is all zeros (graphs without edges?)")
+        raise ValueError("spectral distance undefined: an embedding is all zeros (graphs without edges?)")
     return _spectral_norm(Za - Zb) / scale

@@ -19,7 +19,8 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Iterable
+import tempfile
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from tying.errors import UserError
+from tying.errors import UserError, first_line
 from tying.schema import SCHEMA_VERSION, STAGE_TABLES, TABLES
 
 CACHE_SUFFIX = ".duckdb"
@@ -79,6 +80,46 @@ def _schema_version(con: duckdb.DuckDBPyConnection) -> int | None:
     except duckdb.Error:
         return None
     return int(row[0]) if row else None
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[Path], None], *, tmp: Path | None = None) -> Path:
+    """Write ``path`` atomically: ``write(tmp)`` fills a temporary file beside it, which is
+    synced and renamed over ``path`` (then the folder is synced). On any failure, also an
+    interrupt, the temporary is removed and ``path`` is left as it was.
+
+    ``tmp``: the temporary's path (default: a fresh ``.<name>.<random>.tmp`` beside ``path``).
+    """
+    path = Path(path)
+    if tmp is None:
+        fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        os.close(fd)
+        tmp = Path(name)
+    _remove_with_wal(tmp)
+    try:
+        write(tmp)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        try:
+            fd = os.open(path.parent, os.O_RDONLY)
+        except OSError:
+            return path
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except BaseException:
+        _remove_with_wal(tmp)
+        raise
+    return path
+
+
+def _remove_with_wal(path: Path) -> None:
+    for p in (path, path.with_name(path.name + ".wal")):
+        try:
+            p.unlink()
+        except FileNotFoundError:
+            pass
 
 
 def lock_path(path: str | os.PathLike) -> Path:
@@ -204,9 +245,9 @@ class CacheWriter:
             self._write_stage_locked(stage, params, tables, seconds, invalidate_others)
 
     def _write_stage_locked(self, stage, params, tables, seconds, invalidate_others) -> None:
-        tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
-        self._remove(tmp)
-        try:
+        phash = params_hash(params)
+
+        def fill(tmp: Path) -> None:
             # Start from an empty file when nothing usable is there (new cache, the first
             # stage of --force, another schema); otherwise from a copy of the cache as it is
             # now, under the lock: stages other writers finished meanwhile are kept.
@@ -229,7 +270,6 @@ class CacheWriter:
                         con.register("_frame", frame)
                         con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _frame")
                         con.unregister("_frame")
-                phash = params_hash(params)
                 con.execute("DELETE FROM stages WHERE stage = ?", [stage])
                 con.execute(
                     "INSERT INTO stages VALUES (?, ?, ?, ?, ?)",
@@ -248,13 +288,8 @@ class CacheWriter:
                 con.execute("CHECKPOINT")
             finally:
                 con.close()
-            with open(tmp, "rb") as fh:
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.path)
-            self._fsync_dir()
-        except BaseException:
-            self._remove(tmp)
-            raise
+
+        atomic_write(self.path, fill, tmp=self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}"))
         self._start_empty = False
         self._done[stage] = phash
 
@@ -269,23 +304,9 @@ class CacheWriter:
         finally:
             con.close()
 
-    def _fsync_dir(self) -> None:
-        try:
-            fd = os.open(self.path.parent, os.O_RDONLY)
-        except OSError:
-            return
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
     @staticmethod
     def _remove(path: Path) -> None:
-        for p in (path, path.with_name(path.name + ".wal")):
-            try:
-                p.unlink()
-            except FileNotFoundError:
-                pass
+        _remove_with_wal(path)
 
 
 # -- reading ---------------------------------------------------------------------
@@ -304,7 +325,7 @@ def open_cache(path: str | os.PathLike) -> duckdb.DuckDBPyConnection:
     try:
         con = duckdb.connect(str(path), read_only=True)
     except duckdb.Error as exc:
-        raise CacheError(f"'{path}' is not a readable cache ({_first_line(exc)})", rebuild_command(name)) from None
+        raise CacheError(f"'{path}' is not a readable cache ({first_line(exc)})", rebuild_command(name)) from None
     version = _schema_version(con)
     if version != SCHEMA_VERSION:
         rebuild = read_meta(con).get("command") or rebuild_command(name)
@@ -377,5 +398,3 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _first_line(exc: BaseException) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -4,6 +4,7 @@ import numpy as np
 import streamlit as st
 
 from explorer import charts, data, export, frame, state
+from tying.schema import DISPLAY_COMPARISONS
 
 ref = frame.current()
 frame.require(ref, "alignment", "alignment results", "python -m precompute pair ... (without --skip alignment)")
@@ -32,7 +33,7 @@ if per_token.empty:
     st.stop()
 means = per_token.groupby("comparison")["cosine"].mean()
 cols = st.columns(3)
-for col, comp in zip(cols, ("O->T", "I->T", "I->O")):
+for col, comp in zip(cols, DISPLAY_COMPARISONS):
     if comp in means:
         col.metric(f"mean cosine {comp.replace('->', '→')}", f"{means[comp]:.3f}")
 export.show(charts.cosine_histogram(per_token, title=f"Per-token cosine, {state.METHOD_LABEL[method]} map, {split.replace('_', '-')}"),
@@ -40,7 +41,7 @@ export.show(charts.cosine_histogram(per_token, title=f"Per-token cosine, {state.
 
 st.subheader("Best- and worst-aligned tokens")
 toks = data.tokens(ref)
-comp = st.selectbox("Comparison", sorted(per_token["comparison"].unique(), key=["O->T", "I->T", "I->O"].index),
+comp = st.selectbox("Comparison", sorted(per_token["comparison"].unique(), key=DISPLAY_COMPARISONS.index),
                     key="align_comp", format_func=lambda c: c.replace("->", "→"))
 sub = per_token[per_token["comparison"] == comp].merge(toks[["token", "shown", "freq_tied"]], on="token")
 n_show = 15

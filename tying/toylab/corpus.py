@@ -13,7 +13,7 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
-from tying.errors import UserError
+from tying.errors import UserError, first_line
 
 PARAGRAPH_BREAK = "\n\n"
 """What separates paragraphs (documents) in every corpus string."""
@@ -157,8 +157,7 @@ def load_hf_dataset_text(
     except UserError:
         raise
     except Exception as exc:  # connection errors, unknown dataset or split: all user-fixable
-        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise UserError(f"cannot read dataset {name} (split {split}): {message}") from None
+        raise UserError(f"cannot read dataset {name} (split {split}): {first_line(exc)}") from None
 
 
 def check_corpus(text: str, min_chars: int = MIN_CHARS) -> str:

@@ -30,17 +30,15 @@ from dataclasses import dataclass
 
 import torch
 
-from tying.errors import UserError
-
 
 def check_scale(input_grad_scale: float) -> float:
-    """Return the factor as a float; UserError("--input-grad-scale must be > 0") when it is not."""
+    """Return the factor as a float; ValueError("--input-grad-scale must be > 0") when it is not."""
     try:
         s = float(input_grad_scale)
     except (TypeError, ValueError):
-        raise UserError(f"--input-grad-scale must be > 0, got {input_grad_scale!r}") from None
+        raise ValueError(f"--input-grad-scale must be > 0, got {input_grad_scale!r}") from None
     if not s > 0 or s != s or s == float("inf"):
-        raise UserError(f"--input-grad-scale must be > 0 (and finite), got {input_grad_scale}")
+        raise ValueError(f"--input-grad-scale must be > 0 (and finite), got {input_grad_scale}")
     return s
 
 

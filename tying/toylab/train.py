@@ -24,8 +24,8 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from tying.device import pick_device
-from tying.errors import UserError
+from tying.align import rowwise_cosine
+from tying.device import as_device
 from tying.toylab.model import VARIANTS, build_twins, check_variant, embedding_matrices
 from tying.toylab.provenance import GradientProvenance, check_scale
 
@@ -83,13 +83,13 @@ def log_spaced_steps(total: int, n: int) -> list[int]:
     move up by one, so the result always has exactly ``n`` sorted steps.
 
     Raises:
-        UserError: ``n`` < 2 or ``total`` < ``n - 1`` (too few steps for that many snapshots).
+        ValueError: ``n`` < 2 or ``total`` < ``n - 1`` (too few steps for that many snapshots).
     """
     total, n = int(total), int(n)
     if n < 2:
-        raise UserError(f"at least 2 checkpoints are needed (the start and the end), got {n}")
+        raise ValueError(f"at least 2 checkpoints are needed (the start and the end), got {n}")
     if total < n - 1:
-        raise UserError(f"{total} training steps are too few for {n} checkpoints (need at least {n - 1})")
+        raise ValueError(f"{total} training steps are too few for {n} checkpoints (need at least {n - 1})")
     targets = np.geomspace(1, total, n - 1)
     steps = [0]
     for i, target in enumerate(targets):
@@ -108,7 +108,7 @@ def batch_offsets(n_tokens: int, steps: int, batch_size: int, context: int, seed
     """
     high = n_tokens - context  # o + context + 1 <= n_tokens
     if high < 1:
-        raise UserError(f"{n_tokens} training tokens are too few for a context of {context}")
+        raise ValueError(f"{n_tokens} training tokens are too few for a context of {context}")
     return np.random.default_rng(seed).integers(0, high, size=(steps, batch_size), dtype=np.int64)
 
 
@@ -259,24 +259,24 @@ def train_twins(
         ``{variant: TrainResult}`` in the order of ``variants``.
 
     Raises:
-        UserError: an unknown variant, a bad factor, too few tokens for the context, or
+        ValueError: an unknown variant, a bad factor, too few tokens for the context, or
             too few steps for the snapshots asked.
     """
     tokens = np.asarray(tokens)
     if tokens.ndim != 1 or not np.issubdtype(tokens.dtype, np.integer) or len(tokens) == 0:
-        raise UserError(f"tokens must be a non-empty 1-d integer array, got {tokens.dtype} of shape {tokens.shape}")
+        raise ValueError(f"tokens must be a non-empty 1-d integer array, got {tokens.dtype} of shape {tokens.shape}")
     if not variants:
-        raise UserError("no variants to train")
+        raise ValueError("no variants to train")
     for name in variants:
         check_variant(name)
     if steps < 1 or batch_size < 1 or context < 1:
-        raise UserError("steps, batch size and context must be positive")
+        raise ValueError("steps, batch size and context must be positive")
     scale = check_scale(input_grad_scale)
     vocab_size = int(vocab_size or int(tokens.max()) + 1)
     if int(tokens.max()) >= vocab_size or int(tokens.min()) < 0:
-        raise UserError(f"token ids must lie in [0, {vocab_size}), got {tokens.min()}..{tokens.max()}")
+        raise ValueError(f"token ids must lie in [0, {vocab_size}), got {tokens.min()}..{tokens.max()}")
     if not 0 < eval_fraction < 1:
-        raise UserError(f"eval_fraction must lie in (0, 1), got {eval_fraction}")
+        raise ValueError(f"eval_fraction must lie in (0, 1), got {eval_fraction}")
     n_eval = max(context + 1, int(len(tokens) * eval_fraction))
     train_tokens, eval_tokens = tokens[:-n_eval], tokens[-n_eval:]
     offsets = batch_offsets(len(train_tokens), steps, batch_size, context, seed)
@@ -285,8 +285,8 @@ def train_twins(
     else:
         snap_steps = sorted({int(s) for s in checkpoint_steps} | {0, steps})
         if snap_steps[0] < 0 or snap_steps[-1] > steps:
-            raise UserError(f"checkpoint steps must lie in [0, {steps}], got {snap_steps[0]}..{snap_steps[-1]}")
-    device = pick_device(device) if not isinstance(device, torch.device) else device
+            raise ValueError(f"checkpoint steps must lie in [0, {steps}], got {snap_steps[0]}..{snap_steps[-1]}")
+    device = as_device(device)
     model_kwargs = dict(vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, n_heads=n_heads, d_ff=d_ff,
                         context=context)
     opt = dict(lr=lr, warmup_steps=max(1, round(0.05 * steps)) if warmup_steps is None else int(warmup_steps),
@@ -320,20 +320,14 @@ def train_twins(
     return results
 
 
-def _unit_rows(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, dtype=np.float64)
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    return x / np.where(norms > 0, norms, 1.0)
-
-
 def mean_row_cosine(a: np.ndarray, b: np.ndarray) -> float:
     """Mean over tokens of the cosine between row i of ``a`` and row i of ``b`` (both (n_vocab, d)).
 
-    A zero row counts as cosine 0 with anything.
+    A zero row counts as cosine 0 with anything (:func:`tying.align.rowwise_cosine`).
     """
     if a.shape != b.shape:
         raise ValueError(f"shapes differ: {a.shape} vs {b.shape}")
-    return float(np.einsum("ij,ij->i", _unit_rows(a), _unit_rows(b)).mean())
+    return float(np.mean(rowwise_cosine(a, b, device="cpu", double=True)))
 
 
 def embedding_evolution(checkpoints: dict[int, tuple[np.ndarray, np.ndarray]], centre: bool = False) -> pd.DataFrame:
