@@ -14,6 +14,7 @@ from tying.schema import DISPLAY_COMPARISONS, MATRIX_NAMES
 
 COLOURS = {"T": "#7b3294", "I": "#2c7bb6", "O": "#e66101", "tied": "#7b3294", "untied": "#2c7bb6",
            "O->T": "#e66101", "I->T": "#2c7bb6", "I->O": "#999999",
+           "O→T": "#e66101", "I→T": "#2c7bb6", "I→O": "#999999",
            "T~O": "#e66101", "T~I": "#2c7bb6", "I~O": "#999999"}
 SAMPLE_POINTS = 12_000  # most points a projection scatter draws (the rest: density or a sample)
 
@@ -46,22 +47,25 @@ def cosine_histogram(df: pd.DataFrame, *, comparisons=DISPLAY_COMPARISONS[:2], t
     """
     data = df[df["comparison"].isin(comparisons)]
     bins = np.linspace(-0.2 if len(data) == 0 else min(-0.2, float(data["cosine"].min())), 1.0, 49)
+    shown = [c.replace("->", "→") for c in comparisons]  # the page writes O→T: so does the legend
     rows = []
     for comp, g in data.groupby("comparison"):
         counts, edges = np.histogram(g["cosine"], bins=bins)
-        rows.append(pd.DataFrame({"comparison": comp, "lo": edges[:-1], "hi": edges[1:],
+        rows.append(pd.DataFrame({"comparison": comp.replace("->", "→"), "lo": edges[:-1], "hi": edges[1:],
                                   "share": counts / max(1, len(g))}))
     hist = pd.concat(rows) if rows else pd.DataFrame(columns=["comparison", "lo", "hi", "share"])
     means = data.groupby("comparison", as_index=False)["cosine"].mean()
+    means["comparison"] = means["comparison"].str.replace("->", "→", regex=False)
     bars = alt.Chart(hist).mark_bar(opacity=0.55, binSpacing=0).encode(
         x=alt.X("lo:Q", title="per-token cosine", scale=alt.Scale(domain=[float(bins[0]), 1.0])),
         x2="hi:Q",
         y=alt.Y("share:Q", title="share of tokens", stack=None),
-        color=alt.Color("comparison:N", scale=_scale(comparisons), title="comparison"),
+        y2=alt.datum(0),  # bars stand on the axis (without it Vega-Lite draws floating dashes)
+        color=alt.Color("comparison:N", scale=_scale(shown), title="comparison"),
         tooltip=["comparison", alt.Tooltip("lo:Q", format=".2f"), alt.Tooltip("share:Q", format=".3f")],
     )
     rules = alt.Chart(means).mark_rule(strokeDash=[4, 3], size=2).encode(
-        x="cosine:Q", color=alt.Color("comparison:N", scale=_scale(comparisons)),
+        x="cosine:Q", color=alt.Color("comparison:N", scale=_scale(shown)),
         tooltip=["comparison", alt.Tooltip("cosine:Q", title="mean", format=".3f")])
     return (bars + rules).properties(title=title, width="container", height=280)
 
@@ -292,8 +296,9 @@ def evolution(df: pd.DataFrame, column: str = "cos_init") -> alt.Chart:
     d = df.copy()
     d["step_plot"] = d["step"].clip(lower=1)
     title = "cosine to initial" if column == "cos_init" else "cosine to previous checkpoint"
-    enc = dict(
-        x=alt.X("step_plot:Q", scale=alt.Scale(type="log"), title="step (log)"),
+    last = max(2, int(d["step_plot"].max())) if len(d) else 2
+    enc = dict(  # the axis ends at the last step (a log scale would round 250 up to 1,000)
+        x=alt.X("step_plot:Q", scale=alt.Scale(type="log", domain=[1, last], nice=False), title="step (log)"),
         y=alt.Y(f"{column}:Q", title=title),
         color=alt.Color("matrix:N", scale=_scale(["T", "I", "O"]), title="matrix"),
         detail="run:N", tooltip=["run", "label", "matrix", alt.Tooltip(f"{column}:Q", format=".3f")],

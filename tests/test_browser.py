@@ -111,6 +111,9 @@ def test_page_renders_in_chromium(server, browser, page):
     time.sleep(1.0)
     assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
     assert "<script>alert" not in browser.page_source.split("<body", 1)[-1].replace("&lt;script&gt;", "")
+    # "T~O ... T~I" is text, never markdown strikethrough; visitors see no Deploy button (.streamlit/config.toml)
+    assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stMain"] del, [data-testid="stMain"] s')
+    assert not [b for b in browser.find_elements(By.TAG_NAME, "button") if b.text.strip() == "Deploy"]
     out = ROOT / "bench" / "out" / "screenshots"
     out.mkdir(parents=True, exist_ok=True)
     assert browser.save_screenshot(str(out / f"{page}.png"))

@@ -63,3 +63,22 @@ def test_lens_convergence_lines():
     assert "**not converged**" in lines["tied"] and "hidden state 0" in lines["tied"]
     assert "converged —" in lines["untied"] and "**not" not in lines["untied"]
     assert "100 steps × 2,048 tokens (4 micro-batches of 8 × 64) = 204,800 tokens" in lines["untied"]
+
+
+def test_figure1_bars_stand_on_the_axis_and_name_comparisons_as_the_page_does():
+    from explorer import charts
+
+    df = pd.DataFrame({"comparison": ["O->T"] * 50 + ["I->T"] * 50, "cosine": np.linspace(-0.1, 1, 100)})
+    spec = charts.cosine_histogram(df).to_dict()
+    bars = spec["layer"][0]
+    assert bars["mark"]["type"] == "bar" and bars["encoding"]["y2"] == {"datum": 0}
+    assert bars["encoding"]["color"]["scale"]["domain"] == ["O→T", "I→T"]
+
+
+def test_evolution_axis_ends_at_the_last_step():
+    from explorer import charts
+
+    e = pd.DataFrame({"run": "r", "step": [0, 10, 250], "label": ["0", "10", "250"], "matrix": "O",
+                      "cos_init": [1.0, 0.9, 0.4], "cos_prev": [np.nan, 0.9, 0.5]})
+    x = charts.evolution(e).to_dict()["encoding"]["x"]["scale"]
+    assert x["domain"] == [1, 250] and x["nice"] is False

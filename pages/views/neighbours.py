@@ -45,11 +45,11 @@ if b1.button("🎲 Random token", key="random"):
 changed = (data.overlap_table(ref, k)["T~O"] - data.overlap_table(ref, k)["T~I"]).to_numpy()
 with b2.popover("Most-changed tokens"):
     st.caption(f"Tokens whose neighbourhood in T differs most between the I and the O views "
-               f"(overlap@{k} T~O minus T~I, both extremes).")
+               f"(overlap@{k} T\\~O minus T\\~I, both extremes).")
     order = np.argsort(changed)
     extremes = np.concatenate([order[:10], order[-10:][::-1]])
     pick = st.radio("Pick", extremes.tolist(), key="changed_pick", index=None,
-                    format_func=lambda t: f"{toks.at[t, 'shown']}  ({changed[t]:+.1f})")
+                    format_func=lambda t: f"{data.escape_markdown(toks.at[t, 'shown'])}  ({changed[t]:+.1f})")
     if pick is not None:
         token = int(pick)
 if token != state.get("token"):
@@ -71,7 +71,7 @@ for col, m in zip(cols, ("T", "I", "O")):
 ov = {pair_label(a, b): len(set(nb[nb.matrix == a].neighbour) & set(nb[nb.matrix == b].neighbour)) / k
       for a, b in MATRIX_PAIRS}
 st.caption(f"Shared neighbours are highlighted; 'also in' names the other matrices that list them. This token's "
-           f"overlap@{k}: " + ", ".join(f"{p} {v:.2f}" for p, v in ov.items()))
+           f"overlap@{k}: " + ", ".join(f"{data.escape_markdown(p)} {v:.2f}" for p, v in ov.items()))
 
 st.subheader(f"overlap@{k} over the vocabulary")
 table = data.overlap_table(ref, k)
