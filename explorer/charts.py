@@ -178,7 +178,7 @@ _SERIES_DASH = {"tuned lens": [1, 0], "logit lens": [6, 4]}
 
 
 def kl_curves(df: pd.DataFrame, paper: pd.DataFrame | None = None, *,
-              paper_label: str = PAPER_LENS_LABEL) -> alt.Chart:
+              paper_label: str = PAPER_LENS_LABEL, log_y: bool = False) -> alt.Chart:
     """Mean KL (bits) per hidden state for tuned and logit lens, tied and untied.
 
     ``df``: model ('tied'|'untied'), lens ('tuned'|'logit'), layer, kl_mean, kl_std;
@@ -188,6 +188,8 @@ def kl_curves(df: pd.DataFrame, paper: pd.DataFrame | None = None, *,
 
     Colour is the model (tied / untied); the series legend tells tuned lens (solid line,
     circles), logit lens (dashed line, squares) and the paper (triangles) apart by mark.
+    ``log_y``: a symmetric-log KL axis, so a large logit-lens KL at the input embedding does
+    not flatten the tuned curves (0 stays drawable).
     """
     data = df.assign(series=df["lens"].map(lambda v: f"{v} lens"),
                      lo=(df["kl_mean"] - df["kl_std"]).clip(lower=0), hi=df["kl_mean"] + df["kl_std"])
@@ -204,9 +206,11 @@ def kl_curves(df: pd.DataFrame, paper: pd.DataFrame | None = None, *,
                color=alt.Color("model:N", scale=_scale(["tied", "untied"]),
                                legend=alt.Legend(title="model", symbolOpacity=1.0)))
     tip = ["model", "series", "layer", alt.Tooltip("kl_mean:Q", format=".3f")]
-    y = alt.Y("kl_mean:Q", title="KL to final output (bits)")
+    yscale = alt.Scale(type="symlog", constant=0.1) if log_y else alt.Scale()
+    ytitle = "KL to final output (bits, symlog)" if log_y else "KL to final output (bits)"
+    y = alt.Y("kl_mean:Q", title=ytitle, scale=yscale)
     band = alt.Chart(data[data["lens"] == "tuned"]).mark_area(opacity=0.12).encode(
-        y=alt.Y("lo:Q", title="KL to final output (bits)"), y2="hi:Q", detail="model:N", **enc)
+        y=alt.Y("lo:Q", title=ytitle, scale=yscale), y2="hi:Q", detail="model:N", **enc)
     lines = alt.Chart(data).mark_line().encode(y=y, strokeDash=dash, detail="series:N", **enc)
     points = alt.Chart(data).mark_point(filled=True, size=40).encode(
         y=y, shape=shape, tooltip=tip + [alt.Tooltip("kl_std:Q", format=".3f")], **enc)
@@ -253,10 +257,11 @@ def trajectory(df: pd.DataFrame) -> alt.Chart:
     rect = base.mark_rect().encode(color=alt.Color("prob:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]),
                                                    title="top-1 prob"),
                                    tooltip=["token:N", "layer:O", "prediction:N", alt.Tooltip("prob:Q", format=".2f")])
-    text = base.mark_text(fontSize=9).encode(text="prediction:N",
-                                              color=alt.condition("datum.prob > 0.5", alt.value("white"),
-                                                                  alt.value("black")))
-    return (rect + text).properties(width="container", height=22 * max(1, top["layer"].nunique()))
+    text = base.mark_text(fontSize=12).encode(text="prediction:N",
+                                               color=alt.condition("datum.prob > 0.5", alt.value("white"),
+                                                                   alt.value("black")))
+    # a row per hidden state tall enough for its label and text, and never a sliver
+    return (rect + text).properties(width="container", height=max(260, 44 * max(1, top["layer"].nunique())))
 
 
 # -- training dynamics ----------------------------------------------------------------------
@@ -277,13 +282,35 @@ def gradient_norms(df: pd.DataFrame) -> alt.Chart:
     ).properties(width="container", height=260)
 
 
+def run_colours(runs) -> alt.Scale:
+    """Tied runs in the tied purple (input-scaled ones in a lighter shade), untied in blue, others grey."""
+    palette = []
+    for r in runs:
+        name = str(r).split(": ")[-1]
+        if name.startswith("tied_scaled"):
+            palette.append("#c2a5cf")
+        elif name.startswith("tied") or " tied" in name:
+            palette.append(COLOURS["T"])
+        elif name.startswith("untied"):
+            palette.append(COLOURS["I"])
+        else:
+            palette.append("#555555")
+    return alt.Scale(domain=list(runs), range=palette)
+
+
 def output_share(df: pd.DataFrame, window: int = 10) -> alt.Chart:
-    """Output side's share per step (rolling mean over ``window`` steps), with the 0.5 line."""
+    """Output side's share per step (rolling mean over ``window`` steps), with the 0.5 line.
+
+    Runs are coloured by what they are (tied purple, input-scaled tied light purple).
+    """
     d = df.sort_values(["run", "step"]).copy()
     d["share"] = d.groupby("run")["output_share"].transform(lambda s: s.rolling(window, min_periods=1).mean())
+    runs = sorted(d["run"].unique())
     line = alt.Chart(d).mark_line().encode(
         x="step:Q", y=alt.Y("share:Q", title=f"output share (rolling {window})", scale=alt.Scale(domain=[0, 1])),
-        color=alt.Color("run:N", title="run"), tooltip=["run", "step", alt.Tooltip("share:Q", format=".3f")])
+        color=alt.Color("run:N", title="run", scale=run_colours(runs)),
+        strokeDash=alt.StrokeDash("run:N", title="run"),
+        tooltip=["run", "step", alt.Tooltip("share:Q", format=".3f")])
     half = alt.Chart(pd.DataFrame({"y": [0.5]})).mark_rule(strokeDash=[4, 4], color="#888").encode(y="y:Q")
     return (line + half).properties(width="container", height=240)
 

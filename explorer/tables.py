@@ -72,7 +72,10 @@ def seeds(s: dict[str, Any]) -> pd.DataFrame:
     """Headline numbers over seeds: mean, sample std (blank with one seed), number of seeds."""
     rows = [{"metric": m, "mean": v["mean"], "std": v["std"] if v["n"] > 1 else None, "seeds": v["n"]}
             for m, v in (s.get("seeds") or {}).items()]
-    return pd.DataFrame(rows, columns=["metric", "mean", "std", "seeds"])
+    out = pd.DataFrame(rows, columns=["metric", "mean", "std", "seeds"])
+    if len(out) and (out["seeds"] <= 1).all():  # one seed: no spread to show, no column of blanks
+        out = out.drop(columns="std")
+    return out
 
 
 def directions(s: dict[str, Any]) -> pd.DataFrame:

@@ -31,8 +31,10 @@ if preset and preset in reference.TUNED_LENS_KL and not beside_toylab and not pu
         paper = paper.assign(layer=paper["layer"] - 1)
         paper = paper[paper["layer"] >= 0]
         label = "paper, shifted to l − 1 (authors' indexing, see note)"
-export.show(charts.kl_curves(kl, paper, paper_label=label), kl, f"lens-kl-{ref.name}", key="kl",
-            spec_key=("kl", ref, shift))
+log_kl = st.checkbox("Log scale (symlog): keep a large logit-lens KL at the input from flattening the rest",
+                     key="lens_log")
+export.show(charts.kl_curves(kl, paper, paper_label=label, log_y=log_kl), kl, f"lens-kl-{ref.name}", key="kl",
+            spec_key=("kl", ref, shift, log_kl))
 if paper is not None:
     st.caption("Note: the paper's points (triangles) come from the authors' evaluation, which applied translator "
                "max(0, l − 1) to hidden state l and read the already-normed last hidden state, so their curve is "
@@ -47,7 +49,8 @@ if beside_toylab and preset in reference.TUNED_LENS_KL:
     st.caption(f"The paper's OLMo curve (16 layers) is not drawn over these {int(kl['layer'].max())}-layer toy models. "
                f"For scale: its tuned-lens KL at the input embedding and the first block is {ref_kl['tied'][0]:.2f} and "
                f"{ref_kl['tied'][1]:.2f} bits tied, {ref_kl['untied'][0]:.2f} and {ref_kl['untied'][1]:.2f} untied "
-               f"(the authors' layer indexing). {s['scale']['line'] if s.get('scale') else ''}.")
+               f"(the authors' layer indexing). " + (s["scale"]["line"][:1].upper() + s["scale"]["line"][1:] + "."
+                                               if s.get("scale") else ""))
 gap = (s.get("lens") or {}).get("gap")
 if gap:
     st.caption(f"Mean tuned-lens KL over the first {gap['layers']} hidden states: tied {gap['tied']:.2f} bits, "
