@@ -1,46 +1,37 @@
 """Weight-tying explorer: ``streamlit run app.py``.
 
 The shared frame around every page: the pair picker and presentation mode in the
-sidebar, the view's state in the URL, and ``st.navigation`` over the pages in ``pages/``.
+sidebar, the view's state in the URL, and ``st.navigation`` over the page scripts in
+``views/``. (They are not in a folder named ``pages/``: beside the entry point such a
+folder puts Streamlit in its legacy multipage mode until ``st.navigation`` has run once in
+the server, which shows "Page not found" over a cold deep link.)
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.parse import urlparse
 
 import streamlit as st
-from streamlit.runtime.pages_manager import PagesManager
 
 from explorer import data, state
-
-# A folder named pages/ beside the entry point puts Streamlit in its legacy multipage mode
-# for the first session of a server process, until st.navigation runs once. In that first
-# run a deep link (/neighbours?token=...) cannot be resolved yet; it is followed below.
-LEGACY_FIRST_RUN = bool(PagesManager.uses_pages_directory)
 
 HERE = Path(__file__).resolve().parent
 
 st.set_page_config(page_title="Weight-tying explorer", page_icon="🪢", layout="wide")
 
 PAGES = [
-    st.Page(HERE / "pages" / "views" / "overview.py", title="Overview", icon="🏠", default=True, url_path="overview"),
-    st.Page(HERE / "pages" / "views" / "alignment.py", title="Alignment", icon="📐", url_path="alignment"),
-    st.Page(HERE / "pages" / "views" / "neighbours.py", title="Neighbours", icon="🧭", url_path="neighbours"),
-    st.Page(HERE / "pages" / "views" / "projection.py", title="Projection", icon="🗺️", url_path="projection"),
-    st.Page(HERE / "pages" / "views" / "lens.py", title="Lens", icon="🔎", url_path="lens"),
-    st.Page(HERE / "pages" / "views" / "dynamics.py", title="Training dynamics", icon="📈", url_path="dynamics"),
+    st.Page(HERE / "views" / "overview.py", title="Overview", icon="🏠", default=True, url_path="home"),
+    st.Page(HERE / "views" / "alignment.py", title="Alignment", icon="📐", url_path="alignment"),
+    st.Page(HERE / "views" / "neighbours.py", title="Neighbours", icon="🧭", url_path="neighbours"),
+    st.Page(HERE / "views" / "projection.py", title="Projection", icon="🗺️", url_path="projection"),
+    st.Page(HERE / "views" / "lens.py", title="Lens", icon="🔎", url_path="lens"),
+    st.Page(HERE / "views" / "dynamics.py", title="Training dynamics", icon="📈", url_path="dynamics"),
 ]
-page = st.navigation(PAGES)
-if LEGACY_FIRST_RUN:
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    manager = get_script_run_ctx().pages_manager
-    wanted = {manager.intended_page_name, manager.intended_page_script_hash,
-              urlparse(st.context.url or "").path.rstrip("/").rsplit("/", 1)[-1]} - {None, ""}
-    target = next((p for p in PAGES if p.url_path in wanted or p._script_hash in wanted), None)
-    if target is not None and target.url_path != page.url_path:
-        st.switch_page(target)
+# The default page is served at "/"; the same script under its own name answers /overview
+# (a hidden entry: links and old bookmarks to /overview open it with no "Page not found").
+OVERVIEW_ALIAS = st.Page(HERE / "views" / "overview.py", title="Overview", icon="🏠", url_path="overview",
+                         visibility="hidden")
+page = st.navigation(PAGES + [OVERVIEW_ALIAS])
 
 notes = state.load_from_url()
 listing = data.caches(str(data.cache_dir()))

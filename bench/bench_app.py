@@ -48,7 +48,7 @@ def main(argv=None) -> int:
     at.query_params["pair"] = "bench"
     at.run()
     for page in PAGES:
-        at.switch_page(f"pages/views/{page}.py")
+        at.switch_page(f"views/{page}.py")
         at.run()  # warm-up: fills the query caches
         assert not at.exception, [e.value for e in at.exception]
         times = []
@@ -58,7 +58,7 @@ def main(argv=None) -> int:
             times.append(time.perf_counter() - t)
         rows.append((f"page {page}", statistics.median(times), 0.5))
 
-    at.switch_page("pages/views/neighbours.py")
+    at.switch_page("views/neighbours.py")
     at.run()
     times = []
     for token in (1000, 2000, 3000, 4000, 5000)[: max(3, args.repeats)]:

@@ -31,7 +31,7 @@ def _app(cache_dir, monkeypatch, page="overview", **params):
         at.query_params[k] = str(v)
     at.run()
     if page != "overview":
-        at.switch_page(f"pages/views/{page}.py").run()
+        at.switch_page(f"views/{page}.py").run()
     return at
 
 
@@ -111,7 +111,7 @@ def test_change_pair(caches, monkeypatch):
     assert not at.exception
     assert any("other" in t.value for t in at.title)
     # the 'other' cache has no lens: the lens page says so and how to add it
-    at.switch_page("pages/views/lens.py").run()
+    at.switch_page("views/lens.py").run()
     assert not at.exception
     assert any("python -m precompute lens" in i.value for i in at.info)
 
@@ -122,7 +122,7 @@ def test_junk_url_parameters_are_ignored(caches, monkeypatch):
     notes = " ".join(c.value for c in at.sidebar.caption)
     assert "token" in notes and "k=" in notes and "method" in notes
     for page in PAGES[1:]:
-        at.switch_page(f"pages/views/{page}.py").run()
+        at.switch_page(f"views/{page}.py").run()
         assert not at.exception, page
     at = _app(caches, monkeypatch, "neighbours", pair="synthetic", token=10 ** 6)
     assert not at.exception
@@ -227,7 +227,7 @@ for pair in ("demo", "paper"):
         at.query_params["pair"] = pair
         at.run()
         if page != "overview":
-            at.switch_page(f"pages/views/{{page}}.py").run()
+            at.switch_page(f"views/{{page}}.py").run()
         assert not at.exception, (pair, page, [e.value for e in at.exception])
 print("torch" in sys.modules)
 """

@@ -91,7 +91,21 @@ def test_deep_link_on_a_cold_server(server, browser):
     WebDriverWait(browser, 60).until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Neighbours"))
     assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
     time.sleep(2.0)
-    browser.get_log("browser")  # Streamlit logs one "page does not seem to exist" while it switches modes
+    assert "Page not found" not in browser.find_element(By.TAG_NAME, "body").text  # no dialog over the page
+    browser.get_log("browser")
+
+
+def test_overview_by_name_has_no_dialog(server, browser):
+    """/overview (the default page's own name) opens the overview with no "Page not found" dialog."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(f"{server}/overview?pair=synthetic")
+    WebDriverWait(browser, 60).until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Overview"))
+    time.sleep(2.0)
+    assert "Page not found" not in browser.find_element(By.TAG_NAME, "body").text
+    browser.get_log("browser")
 
 
 @pytest.mark.parametrize("page", list(PAGES))

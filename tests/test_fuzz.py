@@ -223,5 +223,5 @@ def test_url_fuzz_every_page(synthetic, monkeypatch, page):
         at.run()
         assert not at.exception, (page, params, [e.value for e in at.exception])
         if page != "overview":
-            at.switch_page(f"pages/views/{page}.py").run()
+            at.switch_page(f"views/{page}.py").run()
             assert not at.exception, (page, params, [e.value for e in at.exception])

@@ -22,7 +22,7 @@ def _module_name(path: Path) -> str:
 
 def _graph() -> dict[str, set[str]]:
     files = [p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")]
-    files += list((ROOT / "pages").rglob("*.py")) + [ROOT / "app.py"]
+    files += list((ROOT / "views").rglob("*.py")) + [ROOT / "app.py"]
     modules = {_module_name(p): p for p in files}
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
@@ -69,7 +69,7 @@ def test_layers_point_one_way():
             dep_top = dep.split(".")[0]
             if top == "tying":
                 assert dep_top == "tying", f"the library {name} imports {dep}"
-            if top in ("explorer", "pages", "app"):
+            if top in ("explorer", "views", "app"):
                 assert dep_top != "precompute", f"the app's {name} imports the writer {dep}"
             if top == "precompute":
                 assert dep_top in ("tying", "precompute"), f"{name} imports {dep}"
