@@ -47,12 +47,19 @@ with st.sidebar:
                      on_change=state.sync, args=("pair",),
                      format_func=lambda n: n + ("  ⚠" if next(c for c in listing if c.name == n).error else ""))
         state.sync("pair")
-    st.toggle("Presentation mode", key="presentation", help="Large fonts in every chart and text, for talks.")
+    st.toggle("Presentation mode", key=state.widget_key("presentation", False, lambda v: isinstance(v, bool)),
+              on_change=state.sync, args=("presentation",),
+              help="Large headline numbers, text and chart fonts, for talks; kept in the URL.")
+    state.sync("presentation")
     for note in notes:
         st.caption(f"⚠ {note}")
 
-if st.session_state.get("presentation"):
+if state.get("presentation"):
+    # a room reads the headline numbers first: they grow most (the default is 2.25rem)
     st.html("<style>.stMainBlockContainer p, .stMainBlockContainer li, .stMainBlockContainer td "
-            "{font-size: 1.35rem !important;} h1 {font-size: 3rem !important;}</style>")
+            "{font-size: 1.35rem !important;} h1 {font-size: 3rem !important;} "
+            "[data-testid='stMetricValue'] {font-size: 3.6rem !important;} "
+            "[data-testid='stMetricLabel'] p {font-size: 1.3rem !important;} "
+            "[data-testid='stCaptionContainer'] p {font-size: 1.15rem !important;}</style>")
 
 page.run()

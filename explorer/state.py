@@ -48,6 +48,7 @@ PARSERS: dict[str, Callable[[str], Any]] = {
     "split": _choice(SPLITS),
     "layer": _int_in(0, 10_000),
     "view": _choice(("side by side", "overlaid")),
+    "presentation": lambda s: {"true": True, "1": True, "false": False, "0": False}[s.strip().lower()],
 }
 
 

@@ -158,3 +158,27 @@ def test_published_cache_page_in_chromium(server, browser, page):
     out = ROOT / "bench" / "out" / "screenshots"
     out.mkdir(parents=True, exist_ok=True)
     assert browser.save_screenshot(str(out / f"paper-{page}.png"))
+
+
+def test_presentation_mode_enlarges_headline_numbers_and_survives_a_reload(server, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    def metric_px(url: str) -> float:
+        browser.get(url)
+        WebDriverWait(browser, 60).until(EC.presence_of_element_located(
+            (By.CSS_SELECTOR, '[data-testid="stMetricValue"]')))
+        time.sleep(1.5)
+        el = browser.find_element(By.CSS_SELECTOR, '[data-testid="stMetricValue"]')
+        return float(browser.execute_script("return parseFloat(getComputedStyle(arguments[0]).fontSize)", el))
+
+    normal = metric_px(f"{server}/?pair=synthetic")
+    big = metric_px(f"{server}/?pair=synthetic&presentation=True")
+    assert big >= 1.4 * normal and big >= 48, (normal, big)
+    browser.refresh()  # a reload keeps it: it lives in the URL
+    WebDriverWait(browser, 60).until(EC.presence_of_element_located((By.CSS_SELECTOR, '[data-testid="stMetricValue"]')))
+    time.sleep(1.5)
+    el = browser.find_element(By.CSS_SELECTOR, '[data-testid="stMetricValue"]')
+    assert float(browser.execute_script("return parseFloat(getComputedStyle(arguments[0]).fontSize)", el)) == big
+    assert "presentation=True" in browser.current_url
