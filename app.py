@@ -58,8 +58,11 @@ if state.get("presentation"):
     # a room reads the headline numbers first: they grow most (the default is 2.25rem)
     st.html("<style>.stMainBlockContainer p, .stMainBlockContainer li, .stMainBlockContainer td "
             "{font-size: 1.35rem !important;} h1 {font-size: 3rem !important;} "
-            "[data-testid='stMetricValue'] {font-size: 3.6rem !important;} "
-            "[data-testid='stMetricLabel'] p {font-size: 1.3rem !important;} "
-            "[data-testid='stCaptionContainer'] p {font-size: 1.15rem !important;}</style>")
+            ".stMainBlockContainer [data-testid='stMetricValue'], "
+            ".stMainBlockContainer [data-testid='stMetricValue'] p, "
+            ".stMainBlockContainer [data-testid='stMetricValue'] * "
+            "{font-size: 3.6rem !important; line-height: 1.15 !important;} "
+            ".stMainBlockContainer [data-testid='stMetricLabel'] p {font-size: 1.3rem !important;} "
+            ".stMainBlockContainer [data-testid='stCaptionContainer'] p {font-size: 1.15rem !important;}</style>")
 
 page.run()

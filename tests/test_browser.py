@@ -170,8 +170,14 @@ def test_presentation_mode_enlarges_headline_numbers_and_survives_a_reload(serve
         WebDriverWait(browser, 60).until(EC.presence_of_element_located(
             (By.CSS_SELECTOR, '[data-testid="stMetricValue"]')))
         time.sleep(1.5)
+        return _metric_text_px()
+
+    def _metric_text_px() -> float:
+        # the size the digits are drawn at: the innermost element holding the number's text
         el = browser.find_element(By.CSS_SELECTOR, '[data-testid="stMetricValue"]')
-        return float(browser.execute_script("return parseFloat(getComputedStyle(arguments[0]).fontSize)", el))
+        inner = browser.execute_script(
+            "let e = arguments[0]; while (e.firstElementChild) { e = e.firstElementChild; } return e;", el)
+        return float(browser.execute_script("return parseFloat(getComputedStyle(arguments[0]).fontSize)", inner))
 
     normal = metric_px(f"{server}/?pair=synthetic")
     big = metric_px(f"{server}/?pair=synthetic&presentation=True")
@@ -179,6 +185,5 @@ def test_presentation_mode_enlarges_headline_numbers_and_survives_a_reload(serve
     browser.refresh()  # a reload keeps it: it lives in the URL
     WebDriverWait(browser, 60).until(EC.presence_of_element_located((By.CSS_SELECTOR, '[data-testid="stMetricValue"]')))
     time.sleep(1.5)
-    el = browser.find_element(By.CSS_SELECTOR, '[data-testid="stMetricValue"]')
-    assert float(browser.execute_script("return parseFloat(getComputedStyle(arguments[0]).fontSize)", el)) == big
+    assert _metric_text_px() == big
     assert "presentation=True" in browser.current_url
