@@ -101,6 +101,18 @@ def tokens(ref: CacheRef) -> pd.DataFrame:
     return df
 
 
+def default_token(toks: pd.DataFrame, among=None) -> int:
+    """The token a page opens on when none is picked: the most frequent (by the tied model's
+    corpus counts), within ``among`` (token ids) when given; else the first. Every page agrees."""
+    cand = toks if among is None else toks[toks["token"].isin(set(among))]
+    if cand.empty:
+        return int(toks["token"].iloc[0]) if len(toks) else 0
+    freq = cand["freq_tied"]
+    if freq.notna().any():
+        return int(cand.loc[freq.fillna(0).astype("int64").idxmax(), "token"])
+    return int(cand["token"].iloc[0])
+
+
 @st.cache_resource(max_entries=64, show_spinner=False)
 def alignment(ref: CacheRef, method: str, split: str) -> pd.DataFrame:
     """Per-token cosine (columns comparison, token, cosine) for one method and split."""

@@ -234,3 +234,16 @@ print("torch" in sys.modules)
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_projection_keeps_token_and_k_in_the_url_and_opens_where_neighbours_does(caches, monkeypatch):
+    at = _app(caches, monkeypatch, "neighbours", pair="synthetic")
+    heading = [m.value for m in at.main.markdown if m.value.startswith("### ")][0]
+    at.switch_page("views/projection.py").run()  # as from the sidebar: no token in the URL
+    assert not at.exception
+    assert at.query_params["token"] and at.query_params["k"]
+    toks = duckdb.connect(str(caches / "synthetic.duckdb"), read_only=True).execute(
+        "SELECT token FROM tokens ORDER BY freq_tied DESC, token LIMIT 1").fetchone()[0]
+    assert int(at.query_params["token"][0] if isinstance(at.query_params["token"], list)
+               else at.query_params["token"]) == toks
+    assert heading  # neighbours opened on a token too

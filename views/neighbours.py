@@ -26,7 +26,7 @@ with c1:
                           placeholder="e.g. ␣the, import, (")
 token = state.get("token")
 if token is None or not 0 <= token < n_tokens:
-    token = int(toks["freq_tied"].fillna(0).idxmax()) if toks["freq_tied"].notna().any() else 0
+    token = data.default_token(toks)
 if query:
     q = query.replace("␣", " ")
     hits = toks[toks["text"].fillna("").str.contains(q, regex=False) | toks["raw"].fillna("").str.contains(q, regex=False)]

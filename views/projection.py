@@ -27,8 +27,12 @@ limit = c3.select_slider("Points drawn per view", options=[2000, 5000, 12000, 25
 
 token = state.get("token")
 if token is None or token not in set(coords["token"]):
-    token = int(coords["token"].iloc[0])
+    token = data.default_token(toks, among=coords["token"].unique())  # the same default as Neighbours
 k = min(int(state.get("k", 10) or 10), data.max_k(ref) or 10)
+# reached from the sidebar, the URL has lost them: the view is a link again
+for name, value in (("token", token), ("k", k)):
+    if st.query_params.get(name) != str(value):
+        state.put(name, value)
 nb = data.neighbours_of(ref, token, k) if data.has_rows(ref, "neighbours") else pd.DataFrame(columns=["neighbour", "matrix"])
 
 # highlighted: the picked token and its neighbours in each matrix's own view
