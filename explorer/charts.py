@@ -10,7 +10,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from tying.schema import DISPLAY_COMPARISONS, MATRIX_NAMES
+from tying.schema import DISPLAY_COMPARISONS, MATRIX_NAMES, display_comparison
 
 COLOURS = {"T": "#7b3294", "I": "#2c7bb6", "O": "#e66101", "tied": "#7b3294", "untied": "#2c7bb6",
            "O->T": "#e66101", "I->T": "#2c7bb6", "I->O": "#999999",
@@ -47,15 +47,15 @@ def cosine_histogram(df: pd.DataFrame, *, comparisons=DISPLAY_COMPARISONS[:2], t
     """
     data = df[df["comparison"].isin(comparisons)]
     bins = np.linspace(-0.2 if len(data) == 0 else min(-0.2, float(data["cosine"].min())), 1.0, 49)
-    shown = [c.replace("->", "→") for c in comparisons]  # the page writes O→T: so does the legend
+    shown = [display_comparison(c) for c in comparisons]  # the page writes O→T: so does the legend
     rows = []
     for comp, g in data.groupby("comparison"):
         counts, edges = np.histogram(g["cosine"], bins=bins)
-        rows.append(pd.DataFrame({"comparison": comp.replace("->", "→"), "lo": edges[:-1], "hi": edges[1:],
+        rows.append(pd.DataFrame({"comparison": display_comparison(comp), "lo": edges[:-1], "hi": edges[1:],
                                   "share": counts / max(1, len(g))}))
     hist = pd.concat(rows) if rows else pd.DataFrame(columns=["comparison", "lo", "hi", "share"])
     means = data.groupby("comparison", as_index=False)["cosine"].mean()
-    means["comparison"] = means["comparison"].str.replace("->", "→", regex=False)
+    means["comparison"] = means["comparison"].map(display_comparison)
     bars = alt.Chart(hist).mark_bar(opacity=0.55, binSpacing=0).encode(
         x=alt.X("lo:Q", title="per-token cosine", scale=alt.Scale(domain=[float(bins[0]), 1.0])),
         x2="hi:Q",

@@ -11,19 +11,21 @@ from typing import Any
 
 import pandas as pd
 
-from tying.schema import MATRIX_PAIRS, METHOD_LABELS, TABLE1_COMPARISONS, TABLE1_METHODS, pair_label
-
-
-def arrow(comparison: str) -> str:
-    """'O->T' -> 'O→T' for display."""
-    return comparison.replace("->", "→")
+from tying import summary
+from tying.schema import (
+    MATRIX_PAIRS,
+    METHOD_LABELS,
+    TABLE1_COMPARISONS,
+    TABLE1_METHODS,
+    display_comparison,
+    pair_label,
+)
 
 
 def paper_label(s: dict[str, Any]) -> str:
+    """The label of the paper's figures beside this cache's (empty when the summary has none)."""
     paper = s.get("paper") or {}
-    if not paper:
-        return ""
-    return f"paper ({paper['preset']})" if paper.get("beside_toylab") else "paper"
+    return summary.paper_label(paper) if paper else ""
 
 
 def fit_height(df: pd.DataFrame, row_px: int = 35) -> int:
@@ -46,7 +48,7 @@ def table1(s: dict[str, Any]) -> pd.DataFrame:
             cell = (s.get("alignment") or {}).get(comp, {}).get(meth)
             if cell is None:
                 continue
-            row = {"comparison": arrow(comp), "map": METHOD_LABELS[meth], "in-sample": cell.get("in_sample"),
+            row = {"comparison": display_comparison(comp), "map": METHOD_LABELS[meth], "in-sample": cell.get("in_sample"),
                    "held-out": cell.get("held_out")}
             if paper:
                 row[label] = _quoted(paper.get(comp, {}).get(meth))
@@ -203,7 +205,7 @@ def paper_table1_all() -> pd.DataFrame:
     """The paper's Table 1 for every pair it reports: identity (raw rows), orthogonal, linear."""
     from tying import reference
 
-    rows = [{"pair": preset, "comparison": arrow(comp), "identity (raw rows)": cells.get("identity_raw"),
+    rows = [{"pair": preset, "comparison": display_comparison(comp), "identity (raw rows)": cells.get("identity_raw"),
              "orthogonal": cells.get("orthogonal"), "linear": cells.get("linear"),
              "rows paired by": "token id" if reference.TABLE1_MATCH.get(preset) == "ids" else "token string"}
             for preset, table in reference.TABLE1.items() for comp, cells in table.items()]

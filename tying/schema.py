@@ -242,6 +242,12 @@ KINDS = ("pair", "toylab", "evolution", "provenance", "published")
 # What the summary's Table 1 and Table 5 read (and what the app's overview shows).
 TABLE1_COMPARISONS = ("I->O", "O->T", "I->T")
 DISPLAY_COMPARISONS = ("O->T", "I->T", "I->O")
+
+
+def display_comparison(comparison: str) -> str:
+    """``"O->T" -> "O→T"``: a comparison as the app writes it."""
+    return comparison.replace("->", "→")
+
 """The order the app shows comparisons in: the paper's contrast (O->T vs I->T) first."""
 TABLE1_METHODS = ("identity_raw", "identity", "orthogonal", "linear")
 METHOD_LABELS = {"identity_raw": "identity (raw rows)", "identity": "identity (centred)",

@@ -274,7 +274,8 @@ def _format_published(s: dict[str, Any], lines: list[str]) -> None:
         lines.append(f"  {preset:<14} " + "   ".join(f"{p} {v:.3f}" for p, v in cells.items()))
 
 
-def _paper_label(paper: dict[str, Any]) -> str:
+def paper_label(paper: dict[str, Any]) -> str:
+    """How the paper's figures are labelled beside this cache's: "paper", or "paper (olmo)" beside the toy lab."""
     return f"paper ({paper.get('preset')})" if paper.get("beside_toylab") else "paper"
 
 
@@ -284,7 +285,7 @@ def _format_pair_tables(s: dict[str, Any], paper: dict[str, Any], lines: list[st
                  "identity column, the other maps are on centred rows")
     width = 22
     lines.append(f"  {'':14}" + "".join(f"{METHOD_LABELS[m]:>{width}}" for m in TABLE1_METHODS))
-    label = _paper_label(paper)
+    label = paper_label(paper)
     for comp in TABLE1_COMPARISONS:
         row = f"  {comp:14}"
         for meth in TABLE1_METHODS:

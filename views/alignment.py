@@ -4,7 +4,7 @@ import numpy as np
 import streamlit as st
 
 from explorer import charts, data, export, frame, state
-from tying.schema import DISPLAY_COMPARISONS
+from tying.schema import DISPLAY_COMPARISONS, display_comparison
 
 ref = frame.current()
 frame.require(ref, "alignment", "alignment results", "python -m precompute pair ... (without --skip alignment)")
@@ -42,7 +42,7 @@ export.show(charts.cosine_histogram(per_token, title=f"Per-token cosine, {state.
 st.subheader("Best- and worst-aligned tokens")
 toks = data.tokens(ref)
 comp = st.selectbox("Comparison", sorted(per_token["comparison"].unique(), key=DISPLAY_COMPARISONS.index),
-                    key="align_comp", format_func=lambda c: c.replace("->", "→"))
+                    key="align_comp", format_func=display_comparison)
 sub = per_token[per_token["comparison"] == comp].merge(toks[["token", "shown", "freq_tied"]], on="token")
 n_show = 15
 best = sub.nlargest(n_show, "cosine")[["token", "shown", "cosine", "freq_tied"]]
