@@ -109,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     from precompute.dynamics import EvolutionConfig, GradsConfig
     from precompute.published import EvolutionJsonConfig, PaperConfig
     from precompute.toylab import DemoConfig
+    from precompute.trajectory import TrajectoryConfig
     from tying.share import TOYLAB_EARLY_FRACTION
 
     p = _Parser(prog="precompute", description="Precompute weight-tying analyses into DuckDB caches.")
@@ -222,6 +223,21 @@ def build_parser() -> argparse.ArgumentParser:
     pp.add_argument("--early-steps", type=_positive_int, default=pd_["early_steps"],
                     help="the early output share is over logged steps <= this (default %(default)s)")
 
+    tr = sub.add_parser("trajectory", help="top-k predictions of every hidden state of a cache's models on a text (JSON)",
+                        description="Run the cache's tied and untied models (they must be on this machine, as the "
+                        "toy lab's are) on a text and print, as JSON, the top-k next-token predictions of every "
+                        "hidden state under the cache's tuned lens (when one fits) and the logit lens.")
+    td = _defaults(TrajectoryConfig)
+    tr.add_argument("cache", help="a cache file (cache/<name>.duckdb) or a pair name in --cache-dir")
+    tr.add_argument("--cache-dir", default=td["cache_dir"], help="folder of the caches (default: %(default)s)")
+    tr.add_argument("--text", required=True, help="the text to trace (at most 2,000 characters)")
+    tr.add_argument("--top-k", type=_positive_int, default=td["top_k"], help="predictions per cell (default %(default)s)")
+    tr.add_argument("--max-tokens", type=_positive_int, default=td["max_tokens"],
+                    help="the text is cut to this many tokens (default %(default)s, at most 256)")
+    tr.add_argument("--device", default=td["device"], help="cpu, cuda, cuda:1 (default: CUDA when present)")
+    tr.add_argument("--trust-remote-code", action="store_true",
+                    help="allow model code from the model's folder (off by default)")
+
     summ = sub.add_parser("summary", help="print a cache's headline numbers beside the paper's")
     summ.add_argument("cache", help="a cache file (cache/<name>.duckdb) or a pair name in --cache-dir")
     summ.add_argument("--cache-dir", default="cache", help="folder of the caches (default: %(default)s)")
@@ -334,6 +350,16 @@ def _cmd_paper(args: argparse.Namespace, argv: list[str]) -> int:
     return _cmd_summary_path(path, as_json=False)
 
 
+def _cmd_trajectory(args: argparse.Namespace) -> int:
+    from precompute.trajectory import TrajectoryConfig, run_trajectory
+
+    cfg = TrajectoryConfig(cache=args.cache, cache_dir=args.cache_dir, text=args.text, top_k=args.top_k,
+                           max_tokens=args.max_tokens, device=args.device, trust_remote_code=args.trust_remote_code)
+    out = run_trajectory(cfg, resolve_cache(args.cache, args.cache_dir))
+    print(json.dumps(out, default=str, allow_nan=False))
+    return 0
+
+
 def resolve_cache(cache: str, cache_dir: str) -> Path:
     from tying.store import CACHE_SUFFIX
 
@@ -378,6 +404,8 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_evolution_json(args, argv)
         if args.command == "paper":
             return _cmd_paper(args, argv)
+        if args.command == "trajectory":
+            return _cmd_trajectory(args)
         if args.command == "summary":
             return _cmd_summary_path(resolve_cache(args.cache, args.cache_dir), as_json=args.json)
         raise UserError(f"unknown command {args.command}")

@@ -114,9 +114,14 @@ def test_dockerfile_user_port_and_command_match_the_space():
 def test_dockerignore_keeps_the_demo_cache_in_the_image():
     ignored = {ln.strip().rstrip("/") for ln in (ROOT / ".dockerignore").read_text().splitlines()
                if ln.strip() and not ln.startswith("#")}
-    assert {".venv", "bench/out", "cache/toylab", "cache/lens", ".git"} <= ignored
+    assert {".venv", "bench/out", "cache/toylab/*", "cache/toylab/demo/*", "cache/lens/*", ".git"} <= ignored
     assert not ignored & {"cache", "cache/*", "cache/demo.duckdb", "*.duckdb"}
     assert (ROOT / "cache" / "demo.duckdb").exists()
+    # of the toy lab's training folders only the seed-0 twins (and their lenses) go in: the Lens page runs them
+    assert {"!cache/toylab/demo", "!cache/toylab/demo/tied-seed0", "!cache/toylab/demo/untied-seed0",
+            "!cache/lens/demo"} <= ignored
+    for folder in ("toylab/demo/tied-seed0", "toylab/demo/untied-seed0", "lens/demo"):
+        assert any((ROOT / "cache" / folder).glob("*.safetensors")), folder
 
 
 _NO_NETWORK = re.compile(r"(?i)(connection|network is unreachable|name resolution|max retries|timed out|"

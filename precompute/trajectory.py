@@ -1,0 +1,91 @@
+"""Prediction trajectories of a cache's models on any text: ``python -m precompute trajectory``.
+
+The app runs this in a child process when a visitor types their own text on the Lens page
+(the app itself never imports torch); it prints JSON. It needs the cache's models on this
+machine (always so for the toy lab's twins) and uses the cache's tuned-lens translators when
+one fits the model's unembedding; without one, the logit lens only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from tying.errors import UserError
+from tying.localmodels import lens_files, model_dirs
+
+MAX_TEXT_CHARS = 2000
+
+
+@dataclass
+class TrajectoryConfig:
+    cache: str = ""  # a cache file, or a name in cache_dir
+    cache_dir: str = "cache"
+    text: str = ""
+    top_k: int = 5
+    max_tokens: int = 32
+    device: str | None = None
+    trust_remote_code: bool = False
+
+
+def _stage_params(cache_path: Path) -> tuple[dict, dict]:
+    """The load stage's and the lens stage's recorded parameters."""
+    from tying.store import CacheError, open_cache
+    from tying.summary import summarize
+
+    try:
+        con = open_cache(cache_path)
+    except CacheError as exc:
+        raise UserError(exc.message) from None
+    try:
+        stages = summarize(con).get("stages") or {}
+    finally:
+        con.close()
+    return ((stages.get("load") or {}).get("params") or {}), ((stages.get("lens") or {}).get("params") or {})
+
+
+def run_trajectory(cfg: TrajectoryConfig, cache_path: Path) -> dict:
+    """{"models": {role: {"model": folder, "lens": translator file or None}}, "rows": [...]}:
+    one row per model x lens x hidden state x position x rank (the lens_trajectory columns)."""
+    import pandas as pd
+
+    from precompute.lens import _load_model
+    from tying import lens as L
+    from tying.device import as_device
+
+    text = cfg.text
+    if not text.strip():
+        raise UserError("no text: give --text with at least one visible character")
+    if len(text) > MAX_TEXT_CHARS:
+        raise UserError(f"the text has {len(text):,} characters; at most {MAX_TEXT_CHARS:,}")
+    if not 1 <= cfg.max_tokens <= 256:
+        raise UserError(f"--max-tokens must be between 1 and 256, got {cfg.max_tokens}")
+    if not cache_path.is_file():
+        raise UserError(f"no cache at {cache_path}")
+    load, lens_stage = _stage_params(cache_path)
+    dirs = model_dirs(load, cache_path)
+    if not dirs:
+        raise UserError(f"the models of {cache_path.name} are not on this machine (the cache records where they "
+                        "were when it was built)")
+    device = as_device(cfg.device)
+    frames, used = [], {}
+    for role, folder in dirs.items():
+        model, tok = _load_model(str(folder), device, cfg.trust_remote_code)
+        parts = L.find_lens_parts(model)
+        fp = L.unembedding_fingerprint(parts)
+        lens, lens_file = None, None
+        for f in lens_files(cache_path, role, lens_stage.get("budget")):
+            lens = L.load_lens(f, fp, device=device)
+            if lens is not None:
+                lens_file = f
+                break
+        try:
+            t = L.prediction_trajectory(model, tok, text, lens, top_k=cfg.top_k, max_tokens=cfg.max_tokens,
+                                        device=device, parts=parts)
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+        frames.append(t.assign(model=role))
+        used[role] = {"model": str(folder), "lens": str(lens_file) if lens_file else None}
+        del model
+    rows = pd.concat(frames, ignore_index=True)
+    return {"models": used, "rows": rows.to_dict("records")}
