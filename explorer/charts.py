@@ -35,6 +35,7 @@ def style(chart: alt.TopLevelMixin, *, presentation: bool = False) -> alt.TopLev
             .configure_legend(labelFontSize=size, titleFontSize=size + 1, symbolSize=12 * size)
             .configure_title(fontSize=size + 6, anchor="start")
             .configure_header(labelFontSize=size + 1, titleFontSize=size + 2)
+            .configure_text(fontSize=size + 1)
             .configure_view(strokeWidth=0))
 
 
@@ -123,47 +124,75 @@ def overlap_curve(df: pd.DataFrame, paper: dict | None = None, k: int | None = N
 
 # -- projection ------------------------------------------------------------------------------
 
-def projection(df: pd.DataFrame, highlight: pd.DataFrame, *, mode: str = "side by side",
-               density: bool = False) -> alt.Chart:
-    """UMAP coordinates of T, I, O with highlighted tokens drawn on top in every view.
+PICK = "pick"  # the point-selection parameter of a projection view: a click picks that token
+PROJECTION_ORDER = ("I", "T", "O")
 
-    ``df``: matrix, token, x, y, shown (already sampled by the caller);
-    ``highlight``: the same columns plus ``role`` ('picked' or 'neighbour').
+
+def _projection_layers(df: pd.DataFrame, highlight: pd.DataFrame, *, density: bool, label_matrix: bool,
+                       colour_matrix: bool = True, interactive: bool = True):
+    """Background (points or density), highlighted tokens and the picked token's label.
+
+    Points carry a click selection on ``token`` (``PICK``) and every view zooms and pans
+    (wheel, drag; double-click resets) unless ``interactive`` is false (views concatenated
+    into one figure cannot share parameter names).
     """
-    order = ["I", "T", "O"]
-    base = alt.Chart(df)
+    # nearest: a click anywhere picks the closest token (a point is a few pixels wide)
+    pick = alt.selection_point(name=PICK, fields=["token"], on="click", clear=False, empty=False, nearest=True)
+    zoom = alt.selection_interval(name="zoom", bind="scales")
     if density:
-        points = base.mark_rect().encode(
+        points = alt.Chart(df).mark_rect().encode(
             x=alt.X("x:Q", bin=alt.Bin(maxbins=60), title=None, axis=None),
             y=alt.Y("y:Q", bin=alt.Bin(maxbins=60), title=None, axis=None),
             color=alt.Color("count():Q", scale=alt.Scale(scheme="greys", type="log"), legend=None))
     else:
-        points = base.mark_circle(size=6, opacity=0.35).encode(
+        colour = (alt.Color("matrix:N", scale=_scale(list(PROJECTION_ORDER)), title="matrix") if colour_matrix
+                  else alt.value(COLOURS.get(str(df["matrix"].iloc[0]) if len(df) else "T", "#555555")))
+        points = alt.Chart(df).mark_circle(size=9, opacity=0.4, cursor="pointer").encode(
             x=alt.X("x:Q", title=None, axis=None), y=alt.Y("y:Q", title=None, axis=None),
-            color=alt.Color("matrix:N", scale=_scale(order), title="matrix"),
-            tooltip=["shown:N", "token:Q", "matrix:N"])
-    marks = alt.Chart(highlight).mark_point(filled=True, stroke="black", strokeWidth=1).encode(
+            color=colour, tooltip=[alt.Tooltip("shown:N", title="token"), alt.Tooltip("token:Q", title="id"),
+                                   "matrix:N"])
+        if interactive:
+            points = points.add_params(pick, zoom)
+    hi = highlight.assign(label=highlight["shown"] + (" (" + highlight["matrix"] + ")" if label_matrix else ""))
+    marks = alt.Chart(hi).mark_point(filled=True, stroke="black", strokeWidth=1, cursor="pointer").encode(
         x="x:Q", y="y:Q",
-        size=alt.Size("role:N", scale=alt.Scale(domain=["picked", "neighbour"], range=[220, 70]), legend=None),
-        shape=alt.Shape("role:N", scale=alt.Scale(domain=["picked", "neighbour"], range=["diamond", "circle"])),
-        color=alt.value("#ffd92f"), tooltip=["shown:N", "token:Q", "matrix:N", "role:N"])
-    labels = alt.Chart(highlight[highlight["role"] == "picked"]).mark_text(dy=-14, fontWeight="bold").encode(
-        x="x:Q", y="y:Q", text="shown:N")
-    layered = alt.layer(points, marks, labels)
+        size=alt.Size("role:O", scale=alt.Scale(domain=["picked", "neighbour"], range=[240, 80]), legend=None),
+        shape=alt.Shape("role:N", scale=alt.Scale(domain=["picked", "neighbour"], range=["diamond", "circle"]),
+                        title="highlighted"),
+        color=alt.value("#ffd92f"), tooltip=[alt.Tooltip("shown:N", title="token"), alt.Tooltip("token:Q", title="id"),
+                                             "matrix:N", "role:N"])
+    if density and interactive:  # no background points to click: the highlighted ones carry the selection
+        marks = marks.add_params(pick, zoom)
+    labels = alt.Chart(hi[hi["role"] == "picked"]).mark_text(dy=-16, fontWeight="bold").encode(
+        x="x:Q", y="y:Q", text="label:N")
+    return alt.layer(points, marks, labels)
+
+
+def projection_view(df: pd.DataFrame, highlight: pd.DataFrame, matrix: str, *, density: bool = False,
+                    height: int = 420) -> alt.LayerChart:
+    """One matrix's UMAP view at the width of its column, the picked token labelled."""
+    sub = df[df["matrix"] == matrix]
+    hi = highlight[highlight["matrix"] == matrix]
+    return _projection_layers(sub, hi, density=density, label_matrix=False, colour_matrix=False).properties(
+        width="container", height=height, title=f"{matrix} ({MATRIX_NAMES[matrix]})")
+
+
+def projection(df: pd.DataFrame, highlight: pd.DataFrame, *, mode: str = "side by side",
+               density: bool = False, height: int = 420) -> alt.TopLevelMixin:
+    """UMAP coordinates of T, I, O with highlighted tokens drawn on top in every view.
+
+    ``df``: matrix, token, x, y, shown (already sampled by the caller);
+    ``highlight``: the same columns plus ``role`` ('picked' or 'neighbour').
+    Overlaid: one view, each highlighted token labelled with its matrix; density is drawn
+    per matrix, so it is always side by side. Side by side: three views in one figure (the
+    exported one; the page draws the three views in columns of their own).
+    """
     if mode == "overlaid" and not density:
-        return layered.properties(width="container", height=520)
-    return _facet_layers(df, highlight, points, marks, labels, order)
-
-
-def _facet_layers(df, highlight, points, marks, labels, order):
-    """One view per matrix, side by side (separate charts so each view keeps its own data)."""
-    views = []
-    for m in order:
-        sub = df[df["matrix"] == m]
-        hi = highlight[highlight["matrix"] == m]
-        v = alt.layer(points.properties(data=sub), marks.properties(data=hi),
-                      labels.properties(data=hi[hi["role"] == "picked"]))
-        views.append(v.properties(width=300, height=300, title=f"{m} ({MATRIX_NAMES[m]})"))
+        return _projection_layers(df, highlight, density=False, label_matrix=True).properties(
+            width="container", height=int(height * 1.25))
+    views = [_projection_layers(df[df["matrix"] == m], highlight[highlight["matrix"] == m], density=density,
+                                label_matrix=False, interactive=False).properties(width=300, height=300, title=f"{m} ({MATRIX_NAMES[m]})")
+             for m in PROJECTION_ORDER]
     return alt.hconcat(*views).resolve_scale(color="shared")
 
 
@@ -257,7 +286,7 @@ def trajectory(df: pd.DataFrame) -> alt.Chart:
     rect = base.mark_rect().encode(color=alt.Color("prob:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]),
                                                    title="top-1 prob"),
                                    tooltip=["token:N", "layer:O", "prediction:N", alt.Tooltip("prob:Q", format=".2f")])
-    text = base.mark_text(fontSize=12).encode(text="prediction:N",
+    text = base.mark_text().encode(text="prediction:N",
                                                color=alt.condition("datum.prob > 0.5", alt.value("white"),
                                                                    alt.value("black")))
     # a row per hidden state tall enough for its label and text, and never a sliver

@@ -120,6 +120,24 @@ def alignment(ref: CacheRef, method: str, split: str) -> pd.DataFrame:
                       "ORDER BY comparison, token", (method, split))
 
 
+@st.cache_resource(max_entries=64, show_spinner=False)
+def alignment_means(ref: CacheRef, method: str, split: str) -> dict[str, float]:
+    """Mean per-token cosine by comparison for one method and split."""
+    return {str(c): float(v) for c, v in alignment(ref, method, split).groupby("comparison")["cosine"].mean().items()}
+
+
+@st.cache_resource(max_entries=256, show_spinner=False)
+def extremes(ref: CacheRef, method: str, split: str, comparison: str, n: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The ``n`` best- and worst-aligned tokens of one comparison: token, token text, cosine,
+    frequency. Read-only."""
+    per_token = alignment(ref, method, split)
+    sub = per_token[per_token["comparison"] == comparison].merge(tokens(ref)[["token", "shown", "freq_tied"]],
+                                                                  on="token")
+    cols = {"shown": "token text", "freq_tied": "frequency"}
+    keep = ["token", "shown", "cosine", "freq_tied"]
+    return (sub.nlargest(n, "cosine")[keep].rename(columns=cols), sub.nsmallest(n, "cosine")[keep].rename(columns=cols))
+
+
 @st.cache_data(max_entries=16, show_spinner=False)
 def alignment_summary(ref: CacheRef) -> pd.DataFrame:
     return query(ref, "SELECT * FROM alignment_summary ORDER BY comparison, method, split")
@@ -138,8 +156,10 @@ def max_k(ref: CacheRef) -> int:
     return int(ids.shape[1]) if ids.ndim == 2 else 0
 
 
+@st.cache_resource(max_entries=4096, show_spinner=False)
 def neighbours_of(ref: CacheRef, token: int, k: int) -> pd.DataFrame:
-    """Top-k neighbours of ``token`` in T, I and O: matrix, rank, neighbour, score, shown, shared."""
+    """Top-k neighbours of ``token`` in T, I and O: matrix, rank, neighbour, score, shown, in
+    (the other matrices that list the same neighbour). Shared: read-only."""
     df = query(ref, "SELECT matrix, rank, neighbour, score FROM neighbours WHERE token = ? AND rank <= ? "
                     "ORDER BY matrix, rank", (int(token), int(k)))
     shown = tokens(ref)["shown"].to_numpy()
@@ -149,6 +169,29 @@ def neighbours_of(ref: CacheRef, token: int, k: int) -> pd.DataFrame:
         "".join(o for o in MATRICES if o != m and n in sets.get(o, ())) for m, n in zip(df["matrix"], df["neighbour"])
     ]
     return df
+
+
+@st.cache_resource(max_entries=1024, show_spinner=False)
+def find_tokens(ref: CacheRef, query: str, limit: int = 200) -> tuple[int, ...]:
+    """Tokens whose text or raw form contains ``query`` ('␣' stands for a space), exact matches
+    (ignoring surrounding spaces) first; at most ``limit``."""
+    q = query.replace("␣", " ")
+    if not q:
+        return ()
+    toks = tokens(ref)
+    hits = toks[toks["text"].fillna("").str.contains(q, regex=False) | toks["raw"].fillna("").str.contains(q, regex=False)]
+    exact = hits[hits["text"].fillna("").str.strip() == q.strip()]
+    return tuple(int(t) for t in pd.concat([exact, hits.drop(exact.index)])["token"].head(limit))
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def most_changed(ref: CacheRef, k: int, n: int = 10) -> dict[int, float]:
+    """The ``n`` tokens at each extreme of overlap@k T~O minus T~I: token -> difference."""
+    table = overlap_table(ref, k)
+    changed = (table["T~O"] - table["T~I"]).to_numpy()
+    order = np.argsort(changed, kind="stable")
+    extremes = np.concatenate([order[:n], order[-n:][::-1]])
+    return {int(t): float(changed[t]) for t in extremes}
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
@@ -194,10 +237,94 @@ def umap(ref: CacheRef) -> pd.DataFrame:
     return query(ref, "SELECT matrix, token, x, y FROM umap ORDER BY matrix, token")
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@st.cache_resource(max_entries=16, show_spinner=False)
+def norm_frequency_correlation(ref: CacheRef) -> dict[str, float]:
+    """Pearson correlation of each matrix's row norms with log corpus frequency (tokens seen
+    at least once; matrices with fewer than 3 such tokens left out). Empty without frequencies."""
+    nf = norms(ref)
+    out = {}
+    for m, g in nf.groupby("matrix"):
+        seen = g["freq"].fillna(0) > 0
+        if seen.sum() > 2:
+            out[str(m)] = float(np.corrcoef(np.log(g["freq"][seen].astype(float)), g["norm"][seen])[0, 1])
+    return out
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def umap_shown(ref: CacheRef) -> pd.DataFrame:
+    """UMAP coordinates with each token's visible text: matrix, token, x, y, shown. Read-only."""
+    return umap(ref).merge(tokens(ref)[["token", "shown"]], on="token", how="left")
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def umap_sample(ref: CacheRef, limit: int) -> pd.DataFrame:
+    """At most ``limit`` projected tokens per view, a seeded sample of the same tokens in every
+    view (all of them when there are fewer). Read-only."""
+    coords = umap_shown(ref)
+    ids = coords["token"].drop_duplicates()
+    if len(ids) <= limit:
+        return coords
+    return coords[coords["token"].isin(ids.sample(limit, random_state=0))]
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def projected_tokens(ref: CacheRef) -> frozenset[int]:
+    """The tokens UMAP was computed on."""
+    return frozenset(int(t) for t in umap(ref)["token"].unique())
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
 def table(ref: CacheRef, name: str) -> pd.DataFrame:
-    """A whole small table (runs, train_log, evolution, scaling, seed_metrics, lens tables)."""
+    """A whole small table (runs, train_log, evolution, scaling, seed_metrics, lens tables).
+    Shared: read-only."""
     return query(ref, f"SELECT * FROM {name}")
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def lens_layers(ref: CacheRef) -> int:
+    """The index of the last hidden state in the lens tables (the number of blocks)."""
+    return int(table(ref, "lens_kl")["layer"].max())
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def lens_convergence(ref: CacheRef) -> tuple[str, ...]:
+    """One line per model on whether its tuned lens converged, with the recorded budget."""
+    from explorer.tables import lens_convergence as lines
+
+    budget = ((summary(ref).get("stages") or {}).get("lens") or {}).get("params", {}).get("budget")
+    return tuple(lines(table(ref, "lens_curve"), budget))
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def trajectory_choices(ref: CacheRef) -> dict[str, list]:
+    traj = table(ref, "lens_trajectory")
+    return {"models": sorted(traj["model"].unique()), "samples": sorted(int(i) for i in traj["sample"].unique())}
+
+
+@st.cache_resource(max_entries=256, show_spinner=False)
+def trajectory(ref: CacheRef, model: str, lens: str, sample: int) -> pd.DataFrame:
+    """One sample text's prediction trajectory, tokens and predictions made visible. Read-only."""
+    traj = table(ref, "lens_trajectory")
+    return visible_trajectory(traj[(traj["model"] == model) & (traj["lens"] == lens) & (traj["sample"] == sample)])
+
+
+def visible_trajectory(t: pd.DataFrame) -> pd.DataFrame:
+    t = t.copy()
+    t["token"] = t["token"].map(visible_token)
+    t["prediction"] = t["prediction"].map(visible_token)
+    return t
+
+
+def trajectory_text(t: pd.DataFrame) -> str:
+    """The input text of a trajectory, its tokens joined (as shown)."""
+    first = t[(t["layer"] == t["layer"].min()) & (t["rank"] == 1)].sort_values("position")
+    return "".join(first["token"])
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def per_run(ref: CacheRef, name: str) -> dict[str, pd.DataFrame]:
+    """The rows of table ``name`` (evolution or train_log) split by run. Read-only."""
+    return {str(run): g for run, g in table(ref, name).groupby("run")}
 
 
 def open_error(ref: CacheRef) -> CacheError | None:

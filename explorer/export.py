@@ -1,21 +1,35 @@
-"""Figures out of the app: every chart as PNG and SVG, its data as CSV.
+"""Figures on the page and out of the app: every chart drawn from a memoised spec, and
+exported as PNG and SVG, its data as CSV.
 
-PNG and SVG are rendered by vl-convert from the chart's Vega-Lite spec only when the
-user clicks (deferred download), so drawing a page costs nothing extra.
+Drawing a chart the ordinary way (``st.altair_chart``) rebuilds it on every rerun: the
+chart object, its Vega-Lite dict and the Arrow bytes of its data, tens of milliseconds of
+one core per chart, which a roomful of visitors pays many times over. Here a chart is
+built once per ``spec_key`` (the cache and the view's parameters) and presentation mode:
+the page passes a builder, and ``figure`` keeps the finished spec with its data already
+serialised as Arrow IPC; a rerun only sends it. PNG and SVG are rendered by vl-convert
+when the user clicks (deferred download), so drawing a page costs nothing extra.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import altair as alt
 import pandas as pd
+import pyarrow as pa
 import streamlit as st
 
 from explorer.charts import style
 
 EXPORT_WIDTH = 720  # charts sized to their container get this width in exported files
+PRESENTATION_SIZE = 1.5  # presentation mode: fixed chart heights (and widths) grow by this much
+MAX_FIGURES = 512  # figures kept in memory (least recently used dropped first)
 
 
 def _fixed_width(spec):
@@ -27,8 +41,22 @@ def _fixed_width(spec):
     return spec
 
 
+def scaled_sizes(spec, factor: float):
+    """The spec with every numeric ``width`` and ``height`` multiplied by ``factor``: charts for a
+    projector are taller, so enlarged titles and labels keep their room."""
+    if isinstance(spec, dict):
+        return {k: (round(v * factor) if k in ("width", "height") and isinstance(v, (int, float))
+                    and not isinstance(v, bool) else scaled_sizes(v, factor)) for k, v in spec.items()}
+    if isinstance(spec, list):
+        return [scaled_sizes(v, factor) for v in spec]
+    return spec
+
+
 def vega_lite_spec(chart: alt.TopLevelMixin, *, presentation: bool = False) -> str:
-    return json.dumps(_fixed_width(style(chart, presentation=presentation).to_dict()))
+    spec = style(chart, presentation=presentation).to_dict()
+    if presentation:
+        spec = scaled_sizes(spec, PRESENTATION_SIZE)
+    return json.dumps(_fixed_width(spec))
 
 
 def to_png(chart: alt.TopLevelMixin, *, presentation: bool = False, scale: float = 2.0) -> bytes:
@@ -47,39 +75,102 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower() or "figure"
 
 
-@st.cache_resource(max_entries=256, show_spinner=False)
-def _spec_cache() -> dict:
-    return {}
+# -- the spec a page sends ----------------------------------------------------------------------
+
+def arrow_bytes(df: pd.DataFrame) -> bytes:
+    """A DataFrame as an Arrow IPC stream (how Streamlit's front end reads chart datasets)."""
+    table = pa.Table.from_pandas(df.reset_index(drop=True), preserve_index=False)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
 
 
-def _spec(chart: alt.TopLevelMixin, presentation: bool, spec_key: object) -> dict:
-    """The chart's Vega-Lite spec; memoised under ``spec_key`` (converting a chart to a spec
-    costs tens of milliseconds, most of a rerun's time on a large cache)."""
-    cache = _spec_cache()
-    full_key = (spec_key, presentation)
-    if full_key not in cache:
-        if len(cache) > 512:
-            cache.clear()
-        cache[full_key] = style(chart, presentation=presentation).to_dict()
-    return cache[full_key]
+_ALTAIR_LOCK = threading.Lock()  # data transformers and themes are global to Altair
 
 
-def show(chart: alt.TopLevelMixin, data: pd.DataFrame, name: str, *, key: str, spec_key=None) -> None:
-    """Draw a chart with PNG, SVG and CSV download buttons under it.
+def _collect_as_arrow(data, datasets: dict):
+    """Altair data transformer: keep each DataFrame as Arrow bytes under a content hash."""
+    raw = arrow_bytes(data) if isinstance(data, pd.DataFrame) else json.dumps(data, sort_keys=True).encode()
+    name = "d" + hashlib.sha1(raw).hexdigest()[:16]
+    datasets[name] = raw if isinstance(data, pd.DataFrame) else data
+    return {"name": name}
 
-    ``spec_key``: a hashable value that determines the chart's content (e.g. the cache and
-    the page's parameters); when given, the spec is built once per key.
+
+alt.data_transformers.register("tying_arrow", _collect_as_arrow)
+
+
+def wire_spec(chart: alt.TopLevelMixin, *, presentation: bool = False) -> dict:
+    """The chart as the dict ``st.vega_lite_chart`` sends: styled, sized for the mode, no
+    default theme (Streamlit's own), and every dataset already Arrow bytes in ``datasets``."""
+    datasets: dict = {}
+    with _ALTAIR_LOCK, alt.theme.enable("none"), alt.data_transformers.enable("tying_arrow", datasets=datasets):
+        spec = style(chart, presentation=presentation).to_dict(validate=False)
+    if presentation:
+        spec = scaled_sizes(spec, PRESENTATION_SIZE)
+    spec["datasets"] = {**(spec.get("datasets") or {}), **datasets}
+    return spec
+
+
+@dataclass(frozen=True)
+class Figure:
+    spec: dict  # what the page sends (read-only: shared by every session)
+    chart: alt.TopLevelMixin  # for PNG / SVG
+    data: pd.DataFrame  # for CSV
+
+
+@st.cache_resource(show_spinner=False)
+def _figures() -> tuple[OrderedDict, threading.Lock]:
+    return OrderedDict(), threading.Lock()
+
+
+def figure(spec_key: object, build: Callable[[], tuple[alt.TopLevelMixin, pd.DataFrame]],
+           presentation: bool = False) -> Figure:
+    """The figure under ``spec_key`` (hashable: the cache and every parameter the chart depends
+    on), built by ``build() -> (chart, data)`` on first use and then shared by all sessions."""
+    memo, lock = _figures()
+    full_key = (spec_key, bool(presentation))
+    with lock:
+        hit = memo.get(full_key)
+        if hit is not None:
+            memo.move_to_end(full_key)
+            return hit
+    chart, data = build()
+    fig = Figure(wire_spec(chart, presentation=presentation), chart, data)
+    with lock:
+        memo[full_key] = fig
+        while len(memo) > MAX_FIGURES:
+            memo.popitem(last=False)
+    return fig
+
+
+def show(build: Callable[[], tuple[alt.TopLevelMixin, pd.DataFrame]], name: str, *, key: str, spec_key: object,
+         on_select=None, selection_mode=None, downloads: bool = True):
+    """Draw a figure with PNG, SVG and CSV download buttons under it.
+
+    ``build() -> (chart, data)`` runs only when ``spec_key`` (a hashable value fixing the
+    chart's content, e.g. the cache and the page's parameters) is new. ``on_select``: a
+    callback run when the user picks points (the chart must define ``selection_mode``).
     """
     presentation = bool(st.session_state.get("presentation"))
-    if spec_key is None:  # Streamlit sends an Altair chart's data as Arrow: best for large data
-        st.altair_chart(style(chart, presentation=presentation), width="stretch")
+    fig = figure(spec_key, build, presentation)
+    if on_select is None:
+        st.vega_lite_chart(fig.spec, width="stretch")
     else:
-        st.vega_lite_chart(_spec(chart, presentation, spec_key), width="stretch")
+        st.vega_lite_chart(fig.spec, width="stretch", key=key, on_select=on_select, selection_mode=selection_mode)
+    if downloads:
+        download_buttons(lambda: (fig.chart, fig.data), name, key=key)
+    return fig
+
+
+def download_buttons(build: Callable[[], tuple[alt.TopLevelMixin, pd.DataFrame]], name: str, *, key: str) -> None:
+    """PNG, SVG and CSV buttons; ``build() -> (chart, data)`` runs only when one is clicked."""
+    presentation = bool(st.session_state.get("presentation"))
     base = slug(name)
     c1, c2, c3, _ = st.columns([1, 1, 1, 5])
-    c1.download_button("PNG", data=lambda: to_png(chart, presentation=presentation), file_name=f"{base}.png",
+    c1.download_button("PNG", data=lambda: to_png(build()[0], presentation=presentation), file_name=f"{base}.png",
                        mime="image/png", key=f"png_{key}", on_click="ignore")
-    c2.download_button("SVG", data=lambda: to_svg(chart, presentation=presentation), file_name=f"{base}.svg",
+    c2.download_button("SVG", data=lambda: to_svg(build()[0], presentation=presentation), file_name=f"{base}.svg",
                        mime="image/svg+xml", key=f"svg_{key}", on_click="ignore")
-    c3.download_button("CSV", data=lambda: data.to_csv(index=False), file_name=f"{base}.csv", mime="text/csv",
+    c3.download_button("CSV", data=lambda: build()[1].to_csv(index=False), file_name=f"{base}.csv", mime="text/csv",
                        key=f"csv_{key}", on_click="ignore")

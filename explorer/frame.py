@@ -48,3 +48,24 @@ def require(ref: data.CacheRef, table: str, what: str, command: str) -> None:
         else:
             st.info(f"The cache '{ref.name}' has no {what}. Add it with `{command}`.")
         st.stop()
+
+
+def table(df, *, numbers=(), height=None, where=None) -> None:
+    """A table: sortable and scrollable on screen; in presentation mode a static one whose text
+    grows with the page (an interactive table is drawn on a canvas that CSS cannot enlarge).
+
+    ``numbers``: columns shown with three decimals; ``where``: a column or container.
+    """
+    where = where if where is not None else st
+    if state.get("presentation"):
+        shown = df.copy()
+        for c in numbers:
+            if c in shown:
+                shown[c] = shown[c].map(lambda v: "" if v is None or v != v else f"{v:.3f}")
+        # a static table reads every cell and header as markdown: escape them (T~O would strike through)
+        shown = shown.map(lambda v: data.escape_markdown(v) if isinstance(v, str) else v)
+        shown.columns = [data.escape_markdown(str(c)) for c in shown.columns]
+        where.table(shown, hide_index=True)
+    else:
+        where.dataframe(df, hide_index=True, width="stretch", height=height or "auto",
+                        column_config={c: st.column_config.NumberColumn(format="%.3f") for c in numbers if c in df})

@@ -229,6 +229,16 @@ for pair in ("demo", "paper"):
         if page != "overview":
             at.switch_page(f"views/{{page}}.py").run()
         assert not at.exception, (pair, page, [e.value for e in at.exception])
+# a visitor's own text on the Lens page: the models run in a child process, not here
+at = AppTest.from_file({APP!r}, default_timeout=120)
+at.query_params["pair"] = "demo"
+at.run()
+at.switch_page("views/lens.py").run()
+at.radio(key="traj_source").set_value("own").run()
+at.text_area(key="traj_typed").input("def main(): return 0")
+next(b for b in at.button if "Trace" in str(b.label)).click().run()
+assert not at.exception and not at.error, [e.value for e in at.error]
+assert any(c.value.startswith("Input: def") for c in at.caption), [c.value for c in at.caption]
 print("torch" in sys.modules)
 """
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=300)
@@ -247,3 +257,47 @@ def test_projection_keeps_token_and_k_in_the_url_and_opens_where_neighbours_does
     assert int(at.query_params["token"][0] if isinstance(at.query_params["token"], list)
                else at.query_params["token"]) == toks
     assert heading  # neighbours opened on a token too
+
+
+def _token_param(at) -> int:
+    v = at.query_params["token"]
+    return int(v[0] if isinstance(v, list) else v)
+
+
+def test_random_token_is_not_undone_by_a_search_still_in_the_box(caches, monkeypatch):
+    """The dice (or the most-changed list) picks a token once and clears the search, so the
+    search's matches cannot take the token back at the next interaction."""
+    at = _app(caches, monkeypatch, "neighbours", pair="synthetic", token=5)
+    at.text_input(key="token_query").input("a").run()
+    searched = _token_param(at)
+    assert at.selectbox(key="token_hits").value == searched
+    for _ in range(5):  # the dice may land on the searched token: roll until it does not
+        at.button(key="random").click().run()
+        if _token_param(at) != searched:
+            break
+    rolled = _token_param(at)
+    assert rolled != searched and at.text_input(key="token_query").value == ""
+    at.slider(key="w_k").set_value(3).run()  # the next interaction keeps the rolled token
+    assert _token_param(at) == rolled and f"token #{rolled} " in _text(at)
+
+
+def test_density_is_side_by_side_and_says_so(caches, monkeypatch):
+    at = _app(caches, monkeypatch, "projection", pair="synthetic", view="overlaid")
+    assert len(at.get("vega_lite_chart")) == 1  # overlaid: one view
+    at.toggle(key="density").set_value(True).run()
+    layout = at.radio(key="w_view")
+    assert layout.disabled and "side by side" in (layout.help or "")
+    assert len(at.get("vega_lite_chart")) == 3 and not at.exception
+
+
+def test_overlaid_projection_names_the_matrix_of_each_label():
+    from explorer import charts
+
+    df = pd.DataFrame({"matrix": list("TIO"), "token": [1, 1, 1], "x": [0.0, 1.0, 2.0], "y": [0.0, 1.0, 2.0],
+                       "shown": ["cat"] * 3})
+    hi = df.assign(role="picked")
+    spec = charts.projection(df, hi, mode="overlaid").to_dict()
+    labels = next(v for v in spec["datasets"].values() if v and "label" in v[0])
+    assert sorted(r["label"] for r in labels) == ["cat (I)", "cat (O)", "cat (T)"]
+    side = charts.projection(df, hi).to_dict()  # the exported side-by-side figure: one view per matrix
+    assert [v["title"] for v in side["hconcat"]] == ["I (untied input)", "T (tied)", "O (untied output)"]

@@ -187,3 +187,86 @@ def test_presentation_mode_enlarges_headline_numbers_and_survives_a_reload(serve
     time.sleep(1.5)
     assert _metric_text_px() == big
     assert "presentation=True" in browser.current_url
+
+
+def _charts_drawn(browser, n: int, timeout: float = 60) -> list:
+    from selenium.webdriver.common.by import By
+
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        found = browser.find_elements(By.CSS_SELECTOR, '[data-testid="stVegaLiteChart"] canvas, '
+                                                       '[data-testid="stVegaLiteChart"] svg.marks')
+        if len(found) >= n and not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stStatusWidget"]'):
+            return found
+        time.sleep(0.3)
+    raise AssertionError(f"fewer than {n} charts drew within {timeout} s")
+
+
+def _url_token(browser) -> str | None:
+    from urllib.parse import parse_qs, urlparse
+
+    return (parse_qs(urlparse(browser.current_url).query).get("token") or [None])[0]
+
+
+def test_click_a_point_on_projection_picks_its_token(server, browser):
+    """A click in the T view picks the nearest token: the URL, the chart and the Neighbours page follow."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(f"{server}/projection?pair=synthetic&token=300&k=5")
+    WebDriverWait(browser, 60).until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Projection"))
+    canvases = _charts_drawn(browser, 3)  # I, T and O side by side
+    time.sleep(1.0)
+    tied = canvases[1]
+    w, h = tied.size["width"], tied.size["height"]
+    picked = None
+    for dx, dy in ((-0.25, -0.2), (0.2, 0.25), (-0.2, 0.3), (0.3, -0.3)):  # until a spot's nearest token is not 300
+        ActionChains(browser).move_to_element_with_offset(tied, int(dx * w), int(dy * h)).click().perform()
+        deadline = time.time() + 20
+        while time.time() < deadline and _url_token(browser) == "300":
+            time.sleep(0.2)
+        if _url_token(browser) != "300":
+            picked = _url_token(browser)
+            break
+        canvases = _charts_drawn(browser, 3)
+        tied = canvases[1]
+    assert picked is not None and picked.isdigit(), browser.current_url
+    _charts_drawn(browser, 3)
+    assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
+    # linked: the Neighbours page opens on the picked token
+    link = next(a for a in browser.find_elements(By.CSS_SELECTOR, '[data-testid="stSidebarNavLink"]')
+                if a.get_attribute("href").rstrip("/").endswith("/neighbours"))
+    link.click()
+    WebDriverWait(browser, 60).until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Neighbours"))
+    WebDriverWait(browser, 60).until(EC.text_to_be_present_in_element(
+        (By.CSS_SELECTOR, '[data-testid="stMain"]'), f"token #{picked} "))
+    assert _url_token(browser) == picked
+    browser.get_log("browser")
+
+
+def test_presentation_mode_enlarges_tables_and_chart_heights(server, browser):
+    """A projector's tables: static ones with large text; charts taller so titles keep their room."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    def measure(query: str) -> tuple[float, float]:
+        browser.get(f"{server}/neighbours?pair=synthetic&token=300&k=5{query}")
+        WebDriverWait(browser, 60).until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Neighbours"))
+        charts = _charts_drawn(browser, 2)
+        time.sleep(1.0)
+        cells = browser.find_elements(By.CSS_SELECTOR, '[data-testid="stTable"] td')
+        px = float(browser.execute_script("return parseFloat(getComputedStyle(arguments[0]).fontSize)", cells[0])) \
+            if cells else 0.0
+        return px, charts[0].size["height"]
+
+    table_px, chart_h = measure("")
+    big_px, big_h = measure("&presentation=True")
+    assert table_px == 0.0  # on screen: interactive tables (a canvas)
+    assert big_px >= 20, big_px  # a projector: static tables, large text
+    assert big_h >= 1.4 * chart_h, (chart_h, big_h)
+    body = browser.find_element(By.CSS_SELECTOR, '[data-testid="stMain"]')
+    assert not body.find_elements(By.CSS_SELECTOR, "del, s")  # escaped cells: "T~O" is never struck through
+    browser.get_log("browser")

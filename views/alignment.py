@@ -1,6 +1,5 @@
 """Alignment: per-token cosine histograms (Figure 1), best and worst tokens, norm vs frequency."""
 
-import numpy as np
 import streamlit as st
 
 from explorer import charts, data, export, frame, state
@@ -31,38 +30,31 @@ for note in na["note"]:
 per_token = data.alignment(ref, method, split)
 if per_token.empty:
     st.stop()
-means = per_token.groupby("comparison")["cosine"].mean()
+means = data.alignment_means(ref, method, split)
 cols = st.columns(3)
 for col, comp in zip(cols, DISPLAY_COMPARISONS):
     if comp in means:
-        col.metric(f"mean cosine {comp.replace('->', '→')}", f"{means[comp]:.3f}")
-export.show(charts.cosine_histogram(per_token, title=f"Per-token cosine, {state.METHOD_LABEL[method]} map, {split.replace('_', '-')}"),
-            per_token, f"alignment-{ref.name}-{method}-{split}", key="hist", spec_key=("hist", ref, method, split))
+        col.metric(f"mean cosine {display_comparison(comp)}", f"{means[comp]:.3f}")
+title = f"Per-token cosine, {state.METHOD_LABEL[method]} map, {split.replace('_', '-')}"
+export.show(lambda: (charts.cosine_histogram(per_token, title=title), per_token),
+            f"alignment-{ref.name}-{method}-{split}", key="hist", spec_key=("hist", ref, method, split))
 
 st.subheader("Best- and worst-aligned tokens")
-toks = data.tokens(ref)
-comp = st.selectbox("Comparison", sorted(per_token["comparison"].unique(), key=DISPLAY_COMPARISONS.index),
-                    key="align_comp", format_func=display_comparison)
-sub = per_token[per_token["comparison"] == comp].merge(toks[["token", "shown", "freq_tied"]], on="token")
-n_show = 15
-best = sub.nlargest(n_show, "cosine")[["token", "shown", "cosine", "freq_tied"]]
-worst = sub.nsmallest(n_show, "cosine")[["token", "shown", "cosine", "freq_tied"]]
+comp = st.selectbox("Comparison", sorted(means, key=DISPLAY_COMPARISONS.index), key="align_comp",
+                    format_func=display_comparison)
+best, worst = data.extremes(ref, method, split, comp, 15)
 b1, b2 = st.columns(2)
 b1.markdown("**Best aligned**")
-b1.dataframe(best.rename(columns={"shown": "token text", "freq_tied": "frequency"}), hide_index=True,
-             width="stretch")
+frame.table(best, numbers=("cosine",), where=b1)
 b2.markdown("**Worst aligned**")
-b2.dataframe(worst.rename(columns={"shown": "token text", "freq_tied": "frequency"}), hide_index=True,
-             width="stretch")
+frame.table(worst, numbers=("cosine",), where=b2)
 
 st.subheader("Norm vs frequency (Figure 5)")
-nf = data.norms(ref)
-if nf["freq"].notna().any() and (nf["freq"].fillna(0) > 0).any():
+corr = data.norm_frequency_correlation(ref)
+if corr:
     st.markdown("Per-token L2 norm against corpus frequency. In the paper, T's pattern follows O's, not I's.")
-    corr = {m: float(np.corrcoef(np.log(g["freq"][g["freq"] > 0]), g["norm"][g["freq"] > 0])[0, 1])
-            for m, g in nf.groupby("matrix") if (g["freq"] > 0).sum() > 2}
     st.caption("Correlation of norm with log frequency: " + ", ".join(f"{m} {c:+.2f}" for m, c in corr.items()))
-    export.show(charts.norm_vs_frequency(nf), nf, f"norm-vs-frequency-{ref.name}", key="normfreq",
-                spec_key=("normfreq", ref))
+    export.show(lambda: (charts.norm_vs_frequency(data.norms(ref)), data.norms(ref)), f"norm-vs-frequency-{ref.name}",
+                key="normfreq", spec_key=("normfreq", ref))
 else:
     st.info("No token frequencies in this cache. Add them with `python -m precompute pair ... --text corpus.txt`.")

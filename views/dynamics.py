@@ -32,15 +32,22 @@ if len(log):
     st.caption("Exact: the input-side gradient summed into the rows of the tokens in the batch — what the matrix "
                "receives. Authors' proxy: the norm of the gradient w.r.t. the embedding layer's output over all "
                "positions, before repeated tokens are summed — the figure the paper's authors logged.")
-    sub = tables.provenance_view(log[log["run"].isin(chosen)], side)
-    if len(sub):
-        export.show(charts.gradient_norms(sub), sub, f"gradient-norms-{ref.name}", key="norms")
-        window = max(10, int(sub.groupby("run").size().max()) // 100)  # about 1% of a long run
-        export.show(charts.output_share(sub, window=window), sub, f"output-share-{ref.name}", key="share")
+    prov_key = (ref, tuple(chosen), side)
+
+    def provenance():
+        return tables.provenance_view(log[log["run"].isin(chosen)], side)
+
+    def share_figure():
+        sub = provenance()
+        window = max(10, int(sub.groupby("run").size().max()) // 100) if len(sub) else 10  # ~1% of a long run
+        return charts.output_share(sub, window=window), sub
+
+    if chosen:
+        export.show(lambda: (charts.gradient_norms(provenance()), provenance()), f"gradient-norms-{ref.name}",
+                    key="norms", spec_key=("norms",) + prov_key)
+        export.show(share_figure, f"output-share-{ref.name}", key="share", spec_key=("share",) + prov_key)
         shares = tables.output_shares(s, chosen)
-        st.dataframe(shares, hide_index=True, width="stretch",
-                     column_config={c: st.column_config.NumberColumn(format="%.3f") for c in shares.columns
-                                    if "share" in c or "ratio" in c or "proxy" in c})
+        frame.table(shares, numbers=[c for c in shares.columns if "share" in c or "ratio" in c or "proxy" in c])
         st.caption("Share, the paper's quantity: the mean over logged steps of output / (input + output), over the "
                    "logged steps ≤ N ('early') and over all of them ('overall'); N = 1,000 for an imported log, the "
                    "first 10% of steps for a toy-lab run. The ratio of summed norms weighs steps by their size: "
@@ -56,8 +63,9 @@ if len(evo):
     runs_e = sorted(evo["run"].unique())
     pick = st.multiselect("Runs", runs_e, default=[r for r in runs_e if r.endswith("seed0") and not r.startswith("tied_scaled")] or runs_e[:4],
                           key="evo_runs")
-    e = evo[evo["run"].isin(pick)]
-    export.show(charts.evolution(e, col), e, f"evolution-{ref.name}", key="evo")
+    if pick:
+        export.show(lambda: (charts.evolution(evo[evo["run"].isin(pick)], col), evo[evo["run"].isin(pick)]),
+                    f"evolution-{ref.name}", key="evo", spec_key=("evo", ref, tuple(pick), col))
     ev_ref = paper.get("evolution")
     if ev_ref:
         st.caption(f"The paper ({ev_ref['model']}, untied, real pretraining): cosine to step 0 at step "
@@ -68,15 +76,19 @@ if len(sc) and (sc["method"] == "paper").all():
     st.subheader("Input-gradient scaling (the paper's Tables 2 and 6)")
     st.markdown("OLMo-1B trained tied with its input-side gradient multiplied by a factor, compared with untied "
                 "OLMo-1B-0724 at the same step (quoted from the paper).")
-    st.dataframe(tables.paper_scaling(), hide_index=True, width="stretch")
+    frame.table(tables.paper_scaling(), numbers=("cosine to untied I", "cosine to untied O"))
 elif len(sc):
     st.subheader("Input-gradient scaling (Table 2)")
     st.markdown("The tied matrix trained with its input-side gradient multiplied by a factor, compared with the "
                 "untied twin's I and O. Scaling the input side moves the tied matrix towards I.")
     method = st.radio("Map", sorted(sc["method"].unique()), horizontal=True, key="scal_method")
-    g = (sc[sc["method"] == method].groupby(["input_grad_scale", "target"])["mean_cosine"]
-         .agg(["mean", "std", "count"]).reset_index())
-    export.show(charts.scaling(g), g, f"scaling-{ref.name}", key="scaling")
+
+    def scaling_figure():
+        g = (sc[sc["method"] == method].groupby(["input_grad_scale", "target"])["mean_cosine"]
+             .agg(["mean", "std", "count"]).reset_index())
+        return charts.scaling(g), g
+
+    export.show(scaling_figure, f"scaling-{ref.name}", key="scaling", spec_key=("scaling", ref, method))
     st.caption("Bars: mean over seeds; whiskers: ± one standard deviation (when there are several seeds). "
                "The paper (OLMo-1B tied trained 10k steps against untied OLMo-1B-0724 at step 10k, I / O): no "
                "scaling 0.216 / 0.384, x5 0.222 / 0.369.")
@@ -85,12 +97,10 @@ seeds = s.get("seeds") or {}
 if seeds:
     st.subheader("Across seeds")
     per_seed = tables.seeds(s)
-    st.dataframe(per_seed, hide_index=True, width="stretch", height=tables.fit_height(per_seed),
-                 column_config={"mean": st.column_config.NumberColumn(format="%.3f"),
-                                "std": st.column_config.NumberColumn(format="%.3f")})
+    frame.table(per_seed, numbers=("mean", "std"), height=tables.fit_height(per_seed))
     d = tables.directions(s)
     if len(d):
-        st.dataframe(d, hide_index=True, width="stretch")
+        frame.table(d)
 
 # -- side by side with another cache (the toy lab beside the paper's real runs) -------------------
 others = [c for c in data.caches(str(data.cache_dir())) if c.name != ref.name and c.error is None]
@@ -107,12 +117,8 @@ if others and (len(evo) or len(log)):
                  format_func=lambda v: "as a fraction of the run" if v == "fraction" else "log scale")
     other_ref = data.CacheRef.of(Path(next(c.path for c in others if c.name == other_name)))
     sources = {ref.name: ref, other_name: other_ref}
-    evo_runs, log_runs = {}, {}
-    for name, r in sources.items():
-        for run, g in data.table(r, "evolution").groupby("run"):
-            evo_runs[f"{name}: {run}"] = g
-        for run, g in data.table(r, "train_log").groupby("run"):
-            log_runs[f"{name}: {run}"] = g
+    evo_runs = {f"{name}: {run}": g for name, r in sources.items() for run, g in data.per_run(r, "evolution").items()}
+    log_runs = {f"{name}: {run}": g for name, r in sources.items() for run, g in data.per_run(r, "train_log").items()}
 
     def defaults(options):
         keep = [o for o in options if o.endswith(("untied/seed0", "tied/seed0")) or "OLMo-1B" in o]
@@ -121,17 +127,23 @@ if others and (len(evo) or len(log)):
     if evo_runs:
         chosen_e = st.multiselect("Embedding evolution runs", sorted(evo_runs), default=defaults(sorted(evo_runs)),
                                   key="side_evo")
-        both = tables.evolution_by_fraction({k: evo_runs[k] for k in chosen_e})
-        if len(both):
-            export.show(charts.evolution_compared(both, x), both, f"evolution-{ref.name}-vs-{other_name}",
-                        key="side_evo_chart")
+        if chosen_e:
+            def evolution_both():
+                both = tables.evolution_by_fraction({k: evo_runs[k] for k in chosen_e})
+                return charts.evolution_compared(both, x), both
+
+            export.show(evolution_both, f"evolution-{ref.name}-vs-{other_name}", key="side_evo_chart",
+                        spec_key=("side-evo", ref, other_ref, tuple(chosen_e), x))
     if log_runs:
         chosen_l = st.multiselect("Gradient provenance runs", sorted(log_runs),
                                   default=[o for o in defaults(sorted(log_runs)) if "untied" not in o],
                                   key="side_log")
-        shares = tables.share_by_fraction({k: log_runs[k] for k in chosen_l})
-        if len(shares):
-            export.show(charts.share_compared(shares, x), shares, f"output-share-{ref.name}-vs-{other_name}",
-                        key="side_share_chart")
+        if chosen_l:
+            def shares_both():
+                both = tables.share_by_fraction({k: log_runs[k] for k in chosen_l})
+                return charts.share_compared(both, x), both
+
+            export.show(shares_both, f"output-share-{ref.name}-vs-{other_name}", key="side_share_chart",
+                        spec_key=("side-share", ref, other_ref, tuple(chosen_l), x))
             st.caption("Rolling mean over 2% of each run's logged steps. Output share per step, the paper's "
                        "quantity; early in training the output side dominates in both.")

@@ -3,8 +3,9 @@
 import pandas as pd
 import streamlit as st
 
-from explorer import charts, data, export, frame, state, tables
+from explorer import charts, data, export, frame, live, state
 from tying import reference
+from tying.errors import UserError, first_line
 
 ref = frame.current()
 frame.require(ref, "lens_kl", "lens results", "python -m precompute lens ...")
@@ -13,7 +14,6 @@ st.markdown("How far is each hidden state from the model's final prediction? The
             "translator per layer before the model's own final norm and unembedding; the **logit lens** uses none. "
             "KL(final ‖ lens) in bits. The paper: early layers of tied models have higher KL.")
 
-kl = data.table(ref, "lens_kl").sort_values(["model", "lens", "layer"])
 s = data.summary(ref)
 preset = (s.get("paper") or {}).get("preset")
 paper = None
@@ -33,8 +33,13 @@ if preset and preset in reference.TUNED_LENS_KL and not beside_toylab and not pu
         label = "paper, shifted to l − 1 (authors' indexing, see note)"
 log_kl = st.checkbox("Log scale (symlog): keep a large logit-lens KL at the input from flattening the rest",
                      key="lens_log")
-export.show(charts.kl_curves(kl, paper, paper_label=label, log_y=log_kl), kl, f"lens-kl-{ref.name}", key="kl",
-            spec_key=("kl", ref, shift, log_kl))
+
+def kl_figure():
+    kl = data.table(ref, "lens_kl").sort_values(["model", "lens", "layer"])
+    return charts.kl_curves(kl, paper, paper_label=label, log_y=log_kl), kl
+
+
+export.show(kl_figure, f"lens-kl-{ref.name}", key="kl", spec_key=("kl", ref, shift, log_kl))
 if paper is not None:
     st.caption("Note: the paper's points (triangles) come from the authors' evaluation, which applied translator "
                "max(0, l − 1) to hidden state l and read the already-normed last hidden state, so their curve is "
@@ -46,7 +51,7 @@ if published:
                + reference.LENS_INDEXING_NOTE[1:] + ".")
 if beside_toylab and preset in reference.TUNED_LENS_KL:
     ref_kl = reference.TUNED_LENS_KL[preset]
-    st.caption(f"The paper's OLMo curve (16 layers) is not drawn over these {int(kl['layer'].max())}-layer toy models. "
+    st.caption(f"The paper's OLMo curve (16 layers) is not drawn over these {data.lens_layers(ref)}-layer toy models. "
                f"For scale: its tuned-lens KL at the input embedding and the first block is {ref_kl['tied'][0]:.2f} and "
                f"{ref_kl['tied'][1]:.2f} bits tied, {ref_kl['untied'][0]:.2f} and {ref_kl['untied'][1]:.2f} untied "
                f"(the authors' layer indexing). " + (s["scale"]["line"][:1].upper() + s["scale"]["line"][1:] + "."
@@ -56,36 +61,65 @@ if gap:
     st.caption(f"Mean tuned-lens KL over the first {gap['layers']} hidden states: tied {gap['tied']:.2f} bits, "
                f"untied {gap['untied']:.2f} bits.")
 
-curve = data.table(ref, "lens_curve")
-if len(curve):
+if data.has_rows(ref, "lens_curve"):
     with st.expander("Tuned-lens training curves"):
         log_y = st.checkbox("Log scale", key="lens_curve_log")
-        export.show(charts.lens_training_curve(curve, log_y=log_y), curve, f"lens-training-{ref.name}", key="curve")
+        export.show(lambda: (charts.lens_training_curve(data.table(ref, "lens_curve"), log_y=log_y),
+                             data.table(ref, "lens_curve")),
+                    f"lens-training-{ref.name}", key="curve", spec_key=("lens-curve", ref, log_y))
         st.caption("Rolling mean over steps; the last hidden state's translator is not trained (KL ~ 0).")
-    budget = ((s.get("stages") or {}).get("lens") or {}).get("params", {}).get("budget")
-    for line in tables.lens_convergence(curve, budget):
+    for line in data.lens_convergence(ref):
         st.markdown(line)
 
-traj = data.table(ref, "lens_trajectory")
-if len(traj):
+own_text_possible = bool(live.models_here(ref)) and s.get("kind") != "published"
+if data.has_rows(ref, "lens_trajectory") or own_text_possible:
     st.subheader("Prediction trajectory")
+    choices = data.trajectory_choices(ref) if data.has_rows(ref, "lens_trajectory") else {"models": [], "samples": []}
+    sources = (["sample"] if choices["samples"] else []) + (["own"] if own_text_possible else [])
+    source = st.radio("Text", sources, horizontal=True, key="traj_source",
+                      format_func=lambda v: "a sample text" if v == "sample" else "your own text")
     c1, c2, c3 = st.columns(3)
-    model = c1.radio("Model", sorted(traj["model"].unique()), horizontal=True, key="traj_model")
     lens = c2.radio("Lens", ["tuned", "logit"], horizontal=True, key="traj_lens")
-    samples = sorted(traj["sample"].unique())
-    sample = c3.selectbox("Sample text", samples, key="traj_sample", format_func=lambda i: f"sample {i + 1}")
-    t = traj[(traj["model"] == model) & (traj["lens"] == lens) & (traj["sample"] == sample)].copy()
-    t["token"] = t["token"].map(data.visible_token)
-    t["prediction"] = t["prediction"].map(data.visible_token)
-    text = "".join(t[(t["layer"] == t["layer"].min()) & (t["rank"] == 1)].sort_values("position")["token"])
-    st.caption("Input: " + data.escape_markdown(text))
-    st.caption("Each cell: the top-1 prediction of that hidden state at that position (colour: its probability).")
-    export.show(charts.trajectory(t), t, f"trajectory-{ref.name}-{model}-{lens}", key="traj")
-    layers = sorted(t["layer"].unique())
-    layer = st.select_slider("Top-k at hidden state", layers,
-                             key=state.widget_key("layer", layers[-1], lambda v: v in layers),
-                             on_change=state.sync, args=("layer",))
-    state.sync("layer")
-    top = t[t["layer"] == state.get("layer")].pivot_table(index="rank", columns="position", values="prediction",
-                                                          aggfunc="first")
-    st.dataframe(top, width="stretch")
+    t, spec_key = None, None
+    if source == "own":
+        with st.form("own_text", border=False):
+            typed = st.text_area("Your text (the tied and untied models run on it here, on the CPU)",
+                                 key="traj_typed", max_chars=live.MAX_CHARS, height=90,
+                                 placeholder="e.g. import numpy as np")
+            if st.form_submit_button("Trace the predictions"):
+                st.session_state["traj_own_text"] = typed
+        own = st.session_state.get("traj_own_text")
+        if own:
+            try:
+                with st.status("Running the tied and untied models on your text…") as status:
+                    rows, used = live.trajectory(ref, own)
+                    status.update(label="Traced your text", state="complete", expanded=False)
+            except UserError as exc:
+                st.error(f"Cannot trace this text: {first_line(exc)}")
+                rows = None
+            if rows is not None:
+                model = c1.radio("Model", sorted(rows["model"].unique()), horizontal=True, key="traj_model")
+                t = rows[(rows["model"] == model) & (rows["lens"] == lens)]
+                if t.empty:  # no translator fits this model: the logit lens only
+                    st.info("No tuned-lens translator of this cache fits this model; showing the logit lens.")
+                    t = rows[(rows["model"] == model) & (rows["lens"] == "logit")]
+                spec_key = ("traj-own", ref, own, model, lens)
+    elif source == "sample":
+        model = c1.radio("Model", choices["models"], horizontal=True, key="traj_model")
+        sample = c3.selectbox("Sample text", choices["samples"], key="traj_sample",
+                              format_func=lambda i: f"sample {i + 1}")
+        t = data.trajectory(ref, model, lens, sample)
+        spec_key = ("traj", ref, model, lens, sample)
+    if t is not None and len(t):
+        st.caption("Input: " + data.escape_markdown(data.trajectory_text(t)))
+        st.caption("Each cell: the top-1 prediction of that hidden state at that position (colour: its probability).")
+        export.show(lambda: (charts.trajectory(t), t), f"trajectory-{ref.name}-{model}-{lens}", key="traj",
+                    spec_key=spec_key)
+        layers = sorted(t["layer"].unique())
+        layer = st.select_slider("Top-k at hidden state", layers,
+                                 key=state.widget_key("layer", layers[-1], lambda v: v in layers),
+                                 on_change=state.sync, args=("layer",))
+        state.sync("layer")
+        top = t[t["layer"] == state.get("layer")].pivot_table(index="rank", columns="position", values="prediction",
+                                                              aggfunc="first")
+        frame.table(top.rename(columns=str).rename_axis(None, axis=1).reset_index())

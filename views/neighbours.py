@@ -21,38 +21,53 @@ state.sync("k")
 k = state.get("k")
 
 # -- pick a token ---------------------------------------------------------------------------
-with c1:
-    query = st.text_input("Find a token (part of its text; ␣ or a leading space matches a space)", key="token_query",
-                          placeholder="e.g. ␣the, import, (")
+# Every way of picking (search, its matches, the dice, the most-changed list) is a callback that
+# sets the token once; nothing re-applies an old choice on a later run. A pick from the dice or
+# the list clears the search, so its matches cannot take the token back.
+
+
+def choose(t: int, clear_search: bool = False) -> None:
+    state.put("token", int(t))
+    if clear_search:
+        st.session_state["token_query"] = ""
+
+
+def on_search() -> None:
+    hits = data.find_tokens(ref, st.session_state.get("token_query", ""))
+    if len(hits):
+        choose(hits[0])
+
+
 token = state.get("token")
 if token is None or not 0 <= token < n_tokens:
     token = data.default_token(toks)
+with c1:
+    query = st.text_input("Find a token (part of its text; ␣ or a leading space matches a space)", key="token_query",
+                          placeholder="e.g. ␣the, import, (", on_change=on_search)
 if query:
-    q = query.replace("␣", " ")
-    hits = toks[toks["text"].fillna("").str.contains(q, regex=False) | toks["raw"].fillna("").str.contains(q, regex=False)]
-    if hits.empty:
+    hits = data.find_tokens(ref, query)
+    if not len(hits):
         st.warning("No token contains that text.")
     else:
-        exact = hits[hits["text"].str.strip() == q.strip()]
-        hits = pd.concat([exact, hits.drop(exact.index)]).head(200)
-        options = hits["token"].tolist()
-        picked = st.selectbox(f"{len(hits)} match(es)", options, format_func=lambda t: f"{toks.at[t, 'shown']}  (#{t})",
-                              index=options.index(token) if token in options else 0, key="token_hits")
-        token = int(picked)
+        options = list(hits)
+        if st.session_state.get("token_hits") != token:
+            st.session_state["token_hits"] = token if token in options else None
+        st.selectbox(f"{len(options)} match(es)" + (" (the first 200)" if len(options) == 200 else ""), options,
+                     format_func=lambda t: f"{toks.at[t, 'shown']}  (#{t})", key="token_hits", placeholder="pick a match",
+                     on_change=lambda: st.session_state["token_hits"] is not None and choose(st.session_state["token_hits"]))
 b1, b2, _ = st.columns([1, 2, 3])
-if b1.button("🎲 Random token", key="random"):
-    token = int(np.random.default_rng().integers(n_tokens))
-changed = (data.overlap_table(ref, k)["T~O"] - data.overlap_table(ref, k)["T~I"]).to_numpy()
+b1.button("🎲 Random token", key="random", on_click=lambda: choose(np.random.default_rng().integers(n_tokens), True))
+changed = data.most_changed(ref, k)
 with b2.popover("Most-changed tokens"):
     st.caption(f"Tokens whose neighbourhood in T differs most between the I and the O views "
                f"(overlap@{k} T\\~O minus T\\~I, both extremes).")
-    order = np.argsort(changed)
-    extremes = np.concatenate([order[:10], order[-10:][::-1]])
-    pick = st.radio("Pick", extremes.tolist(), key="changed_pick", index=None,
-                    format_func=lambda t: f"{data.escape_markdown(toks.at[t, 'shown'])}  ({changed[t]:+.1f})")
-    if pick is not None:
-        token = int(pick)
-if token != state.get("token"):
+    st.radio("Pick", list(changed), key="changed_pick", index=None,
+             format_func=lambda t: f"{data.escape_markdown(toks.at[t, 'shown'])}  ({changed[t]:+.1f})",
+             on_change=lambda: st.session_state["changed_pick"] is not None and choose(st.session_state["changed_pick"], True))
+token = state.get("token")
+if token is None or not 0 <= token < n_tokens:
+    token = data.default_token(toks)
+if token != state.get("token") or st.query_params.get("token") != str(token):
     state.put("token", int(token))
 
 row = toks.iloc[token]
@@ -66,11 +81,10 @@ for col, m in zip(cols, ("T", "I", "O")):
     sub = nb[nb["matrix"] == m][["rank", "shown", "score", "in"]].rename(
         columns={"shown": "neighbour", "score": "cosine", "in": "also in"})
     col.markdown(f"**{m}** · {MATRIX_NAMES[m]}")
-    col.dataframe(sub.style.apply(lambda r: ["background-color: #fff3bf" if r["also in"] else "" for _ in r], axis=1),
-                  hide_index=True, width="stretch", height=min(38 + 35 * k, 420))
+    frame.table(sub, numbers=("cosine",), height=min(38 + 35 * k, 420), where=col)
 ov = {pair_label(a, b): len(set(nb[nb.matrix == a].neighbour) & set(nb[nb.matrix == b].neighbour)) / k
       for a, b in MATRIX_PAIRS}
-st.caption(f"Shared neighbours are highlighted; 'also in' names the other matrices that list them. This token's "
+st.caption(f"'also in' names the other matrices that list the same neighbour. This token's "
            f"overlap@{k}: " + ", ".join(f"{data.escape_markdown(p)} {v:.2f}" for p, v in ov.items()))
 
 st.subheader(f"overlap@{k} over the vocabulary")
@@ -78,9 +92,8 @@ table = data.overlap_table(ref, k)
 mc = st.columns(3)
 for col, (a, b) in zip(mc, MATRIX_PAIRS):
     col.metric(f"mean overlap@{k} {pair_label(a, b)}", f"{table[pair_label(a, b)].mean():.3f}")
-export.show(charts.overlap_histogram(data.overlap_counts(ref, k), k), table, f"overlap-at-{k}-{ref.name}",
-            key="ovhist", spec_key=("ovhist", ref, k))
-curve = data.overlap_curve(ref)
+export.show(lambda: (charts.overlap_histogram(data.overlap_counts(ref, k), k), data.overlap_table(ref, k)),
+            f"overlap-at-{k}-{ref.name}", key="ovhist", spec_key=("ovhist", ref, k))
 paper = (data.summary(ref).get("paper") or {}).get("table5")
-export.show(charts.overlap_curve(curve, paper, k), curve, f"overlap-curve-{ref.name}", key="ovcurve",
-            spec_key=("ovcurve", ref, k))
+export.show(lambda: (charts.overlap_curve(data.overlap_curve(ref), paper, k), data.overlap_curve(ref)),
+            f"overlap-curve-{ref.name}", key="ovcurve", spec_key=("ovcurve", ref, k))

@@ -31,37 +31,33 @@ if models:
                      "tied in weights": "yes" if m.get("tied_in_weights") else "no", "d": m.get("d_model"),
                      "vocab": m.get("n_vocab"), "parameters": f"{m.get('n_params', 0):,}",
                      "embedding share": f"{m.get('embedding_share', 0):.1%}"})
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    frame.table(pd.DataFrame(rows))
     v = s.get("vocabulary") or {}
     if v:
         st.caption(f"Common tokens: {v.get('n_common'):,} — {v.get('coverage_tied', 0):.1%} of the tied vocabulary, "
                    f"{v.get('coverage_untied', 0):.1%} of the untied one"
                    + (" (identical tokenizers)." if v.get("identical") else " (token strings both vocabularies contain)."))
 
-NUM = st.column_config.NumberColumn(format="%.3f")
 if s.get("kind") == "published":
     st.subheader("Sources")
     src = tables.published_sources(s)
-    st.dataframe(src, hide_index=True, width="stretch", height=tables.fit_height(src))
+    frame.table(src, height=tables.fit_height(src))
     st.caption("Figures 3, 4, 8 and 9 are drawn from the authors' released files (Training dynamics page); the tables "
                "below and the layerwise KL (Lens page) are the paper's printed numbers.")
     st.subheader("Alignment (the paper's Table 1)")
     st.markdown("Mean per-token cosine; identity on raw rows, orthogonal and linear maps fitted and scored on the "
                 "same centred rows. **Claim: O→T is high, I→T is low.**")
     t1 = tables.paper_table1_all()
-    st.dataframe(t1, hide_index=True, width="stretch", height=tables.fit_height(t1),
-                 column_config={c: NUM for c in ("identity (raw rows)", "orthogonal", "linear")})
+    frame.table(t1, numbers=("identity (raw rows)", "orthogonal", "linear"), height=tables.fit_height(t1))
     st.subheader("Neighbour overlap (the paper's Table 5)")
     st.markdown("overlap@10 by matrix pair. **Claim: T\\~O above T\\~I** (GPT-Neo/Pythia, with different tokenizers "
                 "and data, is the exception the paper discusses).")
-    st.dataframe(tables.paper_table5_all(), hide_index=True, width="stretch",
-                 column_config={c: NUM for c in ("T~I", "T~O", "I~O")})
+    frame.table(tables.paper_table5_all(), numbers=("T~I", "T~O", "I~O"))
     st.subheader("Input-gradient scaling (the paper's Tables 2 and 6)")
     st.markdown("OLMo-1B trained tied with its input-side gradient multiplied by a factor, compared with untied "
                 "OLMo-1B-0724 at the same step: scaling moves the tied matrix slightly towards I and away from O.")
     sc = tables.paper_scaling()
-    st.dataframe(sc, hide_index=True, width="stretch", height=tables.fit_height(sc),
-                 column_config={c: NUM for c in ("cosine to untied I", "cosine to untied O")})
+    frame.table(sc, numbers=("cosine to untied I", "cosine to untied O"), height=tables.fit_height(sc))
 label = tables.paper_label(s)
 if s.get("scale"):
     st.info("**Scale.** " + s["scale"]["line"] + ". The toy lab shows the mechanism, not the paper's magnitudes.")
@@ -80,8 +76,7 @@ if s.get("alignment"):
     st.markdown("Mean per-token cosine after mapping the source matrix onto the target. "
                 "**The paper's claim: O→T is high, I→T is low** — the tied matrix resembles the untied *output* matrix.")
     t1 = tables.table1(s)
-    st.dataframe(t1, hide_index=True, width="stretch", height=tables.fit_height(t1),
-                 column_config={c: NUM for c in t1.columns[2:4]})
+    frame.table(t1, numbers=tuple(t1.columns[2:4]), height=tables.fit_height(t1))
     match = (s.get("vocabulary") or {}).get("match", "strings")
     note = ("In-sample: the map is fitted and scored on the same tokens (as the paper does). Held-out: fitted on "
             "80% of tokens, scored on the rest — the honest number. Identity (raw rows) is the paper's identity "
@@ -160,15 +155,13 @@ if seed_stats and max(v["n"] for v in seed_stats.values()) > 1:
                 "Mean and sample standard deviation over seeds, and whether each of the paper's directions holds in "
                 "every seed.")
     per_seed = tables.seeds(s)
-    st.dataframe(per_seed, hide_index=True, width="stretch", height=tables.fit_height(per_seed),
-                 column_config={"mean": NUM, "std": NUM})
+    frame.table(per_seed, numbers=("mean", "std"), height=tables.fit_height(per_seed))
     d = tables.directions(s)
     if len(d):
-        st.dataframe(d, hide_index=True, width="stretch")
+        frame.table(d)
 
 with st.expander("Provenance: how this cache was built"):
-    meta = data.query(ref, "SELECT key, value FROM meta ORDER BY key")
-    st.dataframe(meta, hide_index=True, width="stretch")
+    frame.table(data.table(ref, "meta").sort_values("key")[["key", "value"]])
     stages = pd.DataFrame([{"stage": k, "seconds": v["seconds"], "finished": v["finished_at"],
                             "parameters": json.dumps(v["params"])} for k, v in (s.get("stages") or {}).items()])
-    st.dataframe(stages, hide_index=True, width="stretch")
+    frame.table(stages, numbers=("seconds",))

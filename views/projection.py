@@ -1,4 +1,4 @@
-"""Projection: aligned UMAP views of T, I and O with the picked token and its neighbours."""
+"""Projection: aligned UMAP views of T, I and O; click a point to pick its token, zoom and pan."""
 
 import numpy as np
 import pandas as pd
@@ -12,52 +12,80 @@ st.title(f"Projection · {ref.name}")
 st.markdown("2-D UMAP maps of the three matrices, computed jointly (AlignedUMAP) so that a token sits in "
             "comparable places. If T is output-like, its map's neighbourhoods echo O's rather than I's.")
 
-coords = data.umap(ref)
+coords = data.umap_shown(ref)
 toks = data.tokens(ref)
-coords = coords.merge(toks[["token", "shown"]], on="token", how="left")
-n_proj = coords["token"].nunique()
+projected = data.projected_tokens(ref)
+n_proj = len(projected)
 c1, c2, c3 = st.columns([2, 2, 2])
-c1.radio("Layout", ("side by side", "overlaid"), horizontal=True,
-         key=state.widget_key("view", "side by side", lambda v: v in ("side by side", "overlaid")),
-         on_change=state.sync, args=("view",))
-state.sync("view")
 density = c2.toggle("Density instead of points", key="density",
-                    help="Bin every token into a grid; best for very large vocabularies.")
+                    help="Bin every token into a grid, one grid per matrix; best for very large vocabularies.")
+c1.radio("Layout", ("side by side", "overlaid"), horizontal=True, disabled=density,
+         key=state.widget_key("view", "side by side", lambda v: v in ("side by side", "overlaid")),
+         on_change=state.sync, args=("view",),
+         help="Density is drawn per matrix, so it is always side by side." if density else None)
+state.sync("view")
+mode = "side by side" if density else state.get("view")
 limit = c3.select_slider("Points drawn per view", options=[2000, 5000, 12000, 25000], value=5000, key="points")
 
 token = state.get("token")
-if token is None or token not in set(coords["token"]):
-    token = data.default_token(toks, among=coords["token"].unique())  # the same default as Neighbours
+if token is None or token not in projected:
+    token = data.default_token(toks, among=projected)  # the same default as Neighbours
 k = min(int(state.get("k", 10) or 10), data.max_k(ref) or 10)
 # reached from the sidebar, the URL has lost them: the view is a link again
 for name, value in (("token", token), ("k", k)):
     if st.query_params.get(name) != str(value):
         state.put(name, value)
-nb = data.neighbours_of(ref, token, k) if data.has_rows(ref, "neighbours") else pd.DataFrame(columns=["neighbour", "matrix"])
 
-# highlighted: the picked token and its neighbours in each matrix's own view
-hl = []
-for m in ("T", "I", "O"):
-    ids = [token] + nb[nb["matrix"] == m]["neighbour"].tolist()
-    sub = coords[(coords["matrix"] == m) & coords["token"].isin(ids)].copy()
-    sub["role"] = np.where(sub["token"] == token, "picked", "neighbour")
-    hl.append(sub)
-highlight = pd.concat(hl, ignore_index=True)
+
+def highlighted() -> pd.DataFrame:
+    """The picked token and its k nearest neighbours in each matrix's own view."""
+    nb = (data.neighbours_of(ref, token, k) if data.has_rows(ref, "neighbours")
+          else pd.DataFrame(columns=["neighbour", "matrix"]))
+    parts = []
+    for m in charts.PROJECTION_ORDER:
+        ids = [token] + nb[nb["matrix"] == m]["neighbour"].tolist()
+        sub = coords[(coords["matrix"] == m) & coords["token"].isin(ids)].copy()
+        sub["role"] = np.where(sub["token"] == token, "picked", "neighbour")
+        parts.append(sub)
+    return pd.concat(parts, ignore_index=True)
+
+
+def shown() -> pd.DataFrame:
+    return coords if density else data.umap_sample(ref, limit)
+
+
+def on_pick(key: str) -> None:
+    """A click on a point picks its token here, on Neighbours and in the URL. (Each chart's key
+    names the token it was drawn for, so a click is always a new selection.)"""
+    picked = (st.session_state.get(key) or {}).get("selection", {}).get(charts.PICK) or []
+    if picked and "token" in picked[0]:
+        state.put("token", int(picked[0]["token"]))
+
 
 if density:
-    shown = coords
     how = f"density of all {n_proj:,} projected tokens per view (binned grid)"
 elif n_proj > limit:
-    keep = coords["token"].drop_duplicates().sample(limit, random_state=0)
-    shown = coords[coords["token"].isin(keep)]
     how = f"a random sample of {limit:,} of {n_proj:,} projected tokens per view (same tokens in every view)"
 else:
-    shown = coords
     how = f"all {n_proj:,} projected tokens"
-total = len(toks)
-if n_proj < total:
-    how += f"; UMAP was computed on {n_proj:,} of the {total:,} tokens (precompute --umap-tokens)"
+if n_proj < len(toks):
+    how += f"; UMAP was computed on {n_proj:,} of the {len(toks):,} tokens (precompute --umap-tokens)"
 st.caption(f"Drawing {how}. The picked token (◆, labelled) and its {k} nearest neighbours in each matrix (●) "
-           "are always drawn. Pick another token on the Neighbours page.")
-chart = charts.projection(shown, highlight, mode=state.get("view"), density=density)
-export.show(chart, shown, f"umap-{ref.name}", key="umap")
+           "are always drawn. **Click a point** to pick its token (Neighbours follows); scroll to zoom, drag to pan, "
+           "double-click to reset.")
+height = 420
+params = (ref, token, k, density, limit)
+if mode == "overlaid":
+    export.show(lambda: (charts.projection(shown(), highlighted(), mode="overlaid", height=height), shown()),
+                f"umap-{ref.name}", key=f"umap_all_{token}", spec_key=("umap-overlaid",) + params,
+                on_select=lambda: on_pick(f"umap_all_{token}"), selection_mode=charts.PICK)
+else:
+    for col, m in zip(st.columns(3), charts.PROJECTION_ORDER):
+        with col:
+            export.show(lambda m=m: (charts.projection_view(shown(), highlighted(), m, density=density, height=height),
+                                     shown()),
+                        f"umap-{ref.name}-{m}", key=f"umap_{m}_{token}", spec_key=("umap-view", m) + params,
+                        on_select=lambda m=m: on_pick(f"umap_{m}_{token}"), selection_mode=charts.PICK,
+                        downloads=False)
+    export.download_buttons(lambda: (charts.projection(shown(), highlighted(), density=density), shown()),
+                            f"umap-{ref.name}", key="umap")
