@@ -356,9 +356,15 @@ def visible_token(text: str | None, raw: str | None = None) -> str:
     return "␣" * lead + stripped + "␣" * trail
 
 
-def escape_markdown(text: str) -> str:
-    """Escape a string for st.markdown: HTML entities and every markdown control character."""
+def escape_markdown(text: str, *, entities: bool = True) -> str:
+    """Escape a string for st.markdown: HTML entities and every markdown control character.
+
+    ``entities=False`` for st.table cells, which show raw HTML as text but do not decode
+    entities (an apostrophe would read '&#x27;'): markdown characters and '<', '&' escaped
+    by backslash only."""
     import html
 
-    text = html.escape(text, quote=True)
-    return "".join("\\" + c if c in "\\`*_{}[]()#+-.!|~>$" else c for c in text)
+    if entities:
+        text = html.escape(text, quote=True)
+        return "".join("\\" + c if c in "\\`*_{}[]()#+-.!|~>$" else c for c in text)
+    return "".join("\\" + c if c in "\\`*_{}[]()#+-.!|~>$<&" else c for c in text)

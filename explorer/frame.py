@@ -63,8 +63,8 @@ def table(df, *, numbers=(), height=None, where=None) -> None:
             if c in shown:
                 shown[c] = shown[c].map(lambda v: "" if v is None or v != v else f"{v:.3f}")
         # a static table reads every cell and header as markdown: escape them (T~O would strike through)
-        shown = shown.map(lambda v: data.escape_markdown(v) if isinstance(v, str) else v)
-        shown.columns = [data.escape_markdown(str(c)) for c in shown.columns]
+        shown = shown.map(lambda v: data.escape_markdown(v, entities=False) if isinstance(v, str) else v)
+        shown.columns = [data.escape_markdown(str(c), entities=False) for c in shown.columns]
         where.table(shown, hide_index=True)
     else:
         where.dataframe(df, hide_index=True, width="stretch", height=height or "auto",

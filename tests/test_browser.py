@@ -269,4 +269,7 @@ def test_presentation_mode_enlarges_tables_and_chart_heights(server, browser):
     assert big_h >= 1.4 * chart_h, (chart_h, big_h)
     body = browser.find_element(By.CSS_SELECTOR, '[data-testid="stMain"]')
     assert not body.find_elements(By.CSS_SELECTOR, "del, s")  # escaped cells: "T~O" is never struck through
+    assert not body.find_elements(By.TAG_NAME, "script")  # a token "<script>..." is text
+    cells = " ".join(c.text for c in body.find_elements(By.CSS_SELECTOR, '[data-testid="stTable"] td'))
+    assert "&#x27;" not in cells and "&amp;" not in cells and "\\" not in cells  # shown as typed, not as escapes
     browser.get_log("browser")
