@@ -124,26 +124,23 @@ if others and (len(evo) or len(log)):
         keep = [o for o in options if o.endswith(("untied/seed0", "tied/seed0")) or "OLMo-1B" in o]
         return [o for o in keep if "scaled" not in o] or options[:2]
 
+    def compared(label, runs, default, combine, draw, stem, key):
+        """A run picker and the chosen runs of both caches in one exportable chart."""
+        chosen = st.multiselect(label, sorted(runs), default=default, key=key)
+        if chosen:
+            def build():
+                both = combine({k: runs[k] for k in chosen})
+                return draw(both, x), both
+
+            export.show(build, f"{stem}-{ref.name}-vs-{other_name}", key=f"{key}_chart",
+                        spec_key=(key, ref, other_ref, tuple(chosen), x))
+        return chosen
+
     if evo_runs:
-        chosen_e = st.multiselect("Embedding evolution runs", sorted(evo_runs), default=defaults(sorted(evo_runs)),
-                                  key="side_evo")
-        if chosen_e:
-            def evolution_both():
-                both = tables.evolution_by_fraction({k: evo_runs[k] for k in chosen_e})
-                return charts.evolution_compared(both, x), both
-
-            export.show(evolution_both, f"evolution-{ref.name}-vs-{other_name}", key="side_evo_chart",
-                        spec_key=("side-evo", ref, other_ref, tuple(chosen_e), x))
-    if log_runs:
-        chosen_l = st.multiselect("Gradient provenance runs", sorted(log_runs),
-                                  default=[o for o in defaults(sorted(log_runs)) if "untied" not in o],
-                                  key="side_log")
-        if chosen_l:
-            def shares_both():
-                both = tables.share_by_fraction({k: log_runs[k] for k in chosen_l})
-                return charts.share_compared(both, x), both
-
-            export.show(shares_both, f"output-share-{ref.name}-vs-{other_name}", key="side_share_chart",
-                        spec_key=("side-share", ref, other_ref, tuple(chosen_l), x))
-            st.caption("Rolling mean over 2% of each run's logged steps. Output share per step, the paper's "
-                       "quantity; early in training the output side dominates in both.")
+        compared("Embedding evolution runs", evo_runs, defaults(sorted(evo_runs)), tables.evolution_by_fraction,
+                 charts.evolution_compared, "evolution", "side_evo")
+    if log_runs and compared("Gradient provenance runs", log_runs,
+                             [o for o in defaults(sorted(log_runs)) if "untied" not in o], tables.share_by_fraction,
+                             charts.share_compared, "output-share", "side_log"):
+        st.caption("Rolling mean over 2% of each run's logged steps. Output share per step, the paper's "
+                   "quantity; early in training the output side dominates in both.")
