@@ -26,6 +26,7 @@ PAGES = [
     st.Page(HERE / "views" / "projection.py", title="Projection", icon="🗺️", url_path="projection"),
     st.Page(HERE / "views" / "lens.py", title="Lens", icon="🔎", url_path="lens"),
     st.Page(HERE / "views" / "dynamics.py", title="Training dynamics", icon="📈", url_path="dynamics"),
+    st.Page(HERE / "views" / "sweep.py", title="Sweep", icon="📏", url_path="sweep"),
 ]
 # The default page is served at "/"; the same script under its own name answers /overview
 # (a hidden entry: links and old bookmarks to /overview open it with no "Page not found").

@@ -412,3 +412,54 @@ def scaling(df: pd.DataFrame) -> alt.Chart:
                                                    alt.Tooltip("std:Q", format=".3f")], **enc)
     err = alt.Chart(d).mark_rule(color="black").encode(y="lo:Q", y2="hi:Q", **enc)
     return (bars + err).properties(width="container", height=260)
+
+
+# -- width sweep -------------------------------------------------------------------------------
+
+SWEEP_X = {"d_model": ("width d_model (log scale)", "log"),
+           "embedding_share_tied": ("embedding share of the tied model's parameters", "linear")}
+
+
+def sweep_lines(df: pd.DataFrame, series: dict[str, str], *, x: str = "d_model", title: str = "",
+                y_title: str = "", crossings: pd.DataFrame | None = None) -> alt.LayerChart:
+    """Mean over seeds against width (or embedding share) with 95% whiskers, a zero line, and
+    a dashed rule at each named crossing.
+
+    ``df``: one row per grid point with vocab_size, ``x``, and for each column ``c`` of
+    ``series`` (column -> legend label) ``c`` (mean) and ``c_half`` (95% half-width; inf or
+    NaN: no whisker). ``crossings``: vocab_size, x (the crossing's position), label.
+    """
+    rows = []
+    for col, label in series.items():
+        sub = df[["vocab_size", x, col, f"{col}_half"]].rename(columns={col: "mean", f"{col}_half": "half"})
+        rows.append(sub.assign(series=label))
+    d = pd.concat(rows, ignore_index=True)
+    finite = np.isfinite(d["half"].astype(float))
+    d["lo"] = np.where(finite, d["mean"] - d["half"], np.nan)
+    d["hi"] = np.where(finite, d["mean"] + d["half"], np.nan)
+    d["vocabulary"] = d["vocab_size"].map(lambda v: f"V={v:,}")
+    x_title, x_type = SWEEP_X[x]
+    xenc = alt.X(f"{x}:Q", title=x_title,
+                 scale=alt.Scale(type="log", base=2, nice=False) if x_type == "log" else alt.Scale(zero=False),
+                 axis=alt.Axis(format=".0%") if x == "embedding_share_tied" else alt.Axis(values=sorted(df[x].unique())))
+    labels = list(series.values())
+    palette = ["#e66101", "#7b3294", "#2c7bb6", "#555555"]
+    colour = alt.Color("series:N", title=None, scale=alt.Scale(domain=labels, range=palette[:len(labels)]))
+    enc = dict(x=xenc, color=colour, detail="vocabulary:N")
+    tip = ["series", "vocabulary", alt.Tooltip(f"{x}:Q", format=".3~g"), alt.Tooltip("mean:Q", format=".4f"),
+           alt.Tooltip("half:Q", format=".4f", title="95% half-width")]
+    many_vocab = d["vocabulary"].nunique() > 1
+    line = alt.Chart(d).mark_line(point=alt.OverlayMarkDef(size=60)).encode(
+        y=alt.Y("mean:Q", title=y_title), tooltip=tip,
+        **({"strokeDash": alt.StrokeDash("vocabulary:N", title="vocabulary")} if many_vocab else {}), **enc)
+    whiskers = alt.Chart(d[d["lo"].notna()]).mark_rule(strokeWidth=2, opacity=0.7).encode(
+        y="lo:Q", y2="hi:Q", **enc)
+    zero = alt.Chart(pd.DataFrame({"y": [0.0]})).mark_rule(color="#888", strokeDash=[4, 4]).encode(y="y:Q")
+    layers = [zero, whiskers, line]
+    if crossings is not None and len(crossings):
+        cr = crossings.rename(columns={"x": x})
+        layers.append(alt.Chart(cr).mark_rule(color="black", strokeDash=[6, 3], size=2).encode(
+            x=f"{x}:Q", tooltip=[alt.Tooltip("label:N", title="crossing")]))
+        layers.append(alt.Chart(cr).mark_text(align="left", dx=6, dy=-8, fontWeight="bold").encode(
+            x=f"{x}:Q", y=alt.value(12), text="label:N"))
+    return alt.layer(*layers).properties(width="container", height=300, title=title)

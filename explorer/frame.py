@@ -38,10 +38,34 @@ def current() -> data.CacheRef:
     st.stop()
 
 
+SWEEP_COMMAND = "python -m precompute sweep"
+
+
+def current_sweep() -> data.CacheRef:
+    """The picked cache when it is a width sweep, else the first sweep cache in the folder;
+    stops the page with the command that builds one when there is none."""
+    listing = [c for c in data.caches(str(data.cache_dir())) if c.error is None]
+    picked = state.get("pair")
+    ordered = sorted(listing, key=lambda c: (c.name != picked, c.name != "sweep", c.name))
+    for entry in ordered:
+        try:
+            ref = data.CacheRef.of(Path(entry.path))
+        except FileNotFoundError:
+            continue
+        if data.open_error(ref) is None and data.summary(ref).get("sweep_cells"):
+            return ref
+    st.info(f"No width sweep in `{data.cache_dir()}` yet. Build one with `{SWEEP_COMMAND}` (about 20 minutes on 2 "
+            f"cores) or `{SWEEP_COMMAND} --quick` (a few minutes).")
+    st.stop()
+
+
 def require(ref: data.CacheRef, table: str, what: str, command: str) -> None:
     """Stop the page with a note when the cache has no rows in ``table``."""
     if not data.has_rows(ref, table):
-        if data.summary(ref).get("kind") == "published":
+        if data.summary(ref).get("kind") == "sweep":
+            st.info(f"The cache '{ref.name}' is a width sweep of tied and untied twins: it has no {what}. "
+                    "Open the Sweep page.")
+        elif data.summary(ref).get("kind") == "published":
             st.info(f"The cache '{ref.name}' holds the paper's published measurements (its tables, training dynamics "
                     f"and layerwise KL), not the models' matrices, so it has no {what}. Open Overview, Lens or "
                     "Training dynamics, or pick the toy lab or a pair built with `python -m precompute pair`.")

@@ -263,3 +263,59 @@ def share_by_fraction(frames: dict[str, pd.DataFrame], window_fraction: float = 
                                  "share": d["output_share"].rolling(window, min_periods=1).mean().to_numpy()}))
     return pd.concat(out, ignore_index=True) if out else pd.DataFrame(
         columns=["source", "step", "fraction", "share"])
+
+
+SWEEP_SERIES = {"bias": {"bias_linear": "O→T minus I→T (linear, held-out)",
+                         "bias_overlap": "T~O minus T~I (overlap@10)"},
+                "loss": {"loss_gap": "untied minus tied eval loss"}}
+
+
+def sweep_points(cells: list[dict[str, Any]]) -> pd.DataFrame:
+    """A sweep summary's grid points with the 95% half-width of each plotted mean (``<col>_half``)."""
+    from tying.sweep import half_width
+
+    d = pd.DataFrame(cells)
+    for col in ("bias_linear", "bias_overlap", "loss_gap"):
+        d[f"{col}_half"] = [half_width(s, int(n)) if s is not None and s == s else float("inf")
+                            for s, n in zip(d[f"{col}_std"], d["n"])]
+    return d
+
+
+def sweep_crossings(points: pd.DataFrame, x: str) -> tuple[pd.DataFrame, list[str]]:
+    """Where the loss gap changes sign, per vocabulary size: the named crossings (vocab_size, x,
+    label) and one honest sentence per vocabulary."""
+    from tying.sweep import crossing
+
+    rows, lines = [], []
+    for v, g in points.groupby("vocab_size", sort=True):
+        g = g.sort_values(x)
+        c = crossing(g[x], g["loss_gap"], g["loss_gap_half"], log_x=(x == "d_model"))
+        where = "width" if x == "d_model" else "embedding share"
+        if c["x"] is not None:
+            lo, hi = c["between"]
+            shown = f"{c['x']:.0f}" if x == "d_model" else f"{c['x']:.1%}"
+            span = (f"{lo:.0f} and {hi:.0f}" if x == "d_model" else f"{lo:.1%} and {hi:.1%}")
+            rows.append({"vocab_size": int(v), "x": c["x"], "label": f"≈ {shown}"})
+            lines.append(f"Vocabulary {int(v):,}: untying starts to pay off at a {where} of about {shown} "
+                         f"(between {span}; {c['why']}).")
+        else:
+            lines.append(f"Vocabulary {int(v):,}: no crossing named — {c['why']}.")
+    return pd.DataFrame(rows, columns=["vocab_size", "x", "label"]), lines
+
+
+def sweep_table(cells: list[dict[str, Any]]) -> pd.DataFrame:
+    """One row per grid point: mean ± sample std over seeds, as text."""
+    def pm(c, col, digits=3):
+        m, s = c.get(col), c.get(f"{col}_std")
+        if m is None:
+            return "—"
+        return f"{m:.{digits}f}" + (f" ± {s:.{digits}f}" if c["n"] > 1 and s is not None else "")
+
+    return pd.DataFrame([{"vocabulary": c["vocab_size"], "d_model": c["d_model"], "seeds": c["n"],
+                          "parameters tied": f"{c['params_tied']:,.0f}",
+                          "embedding share tied": f"{c['embedding_share_tied']:.1%}",
+                          "O→T linear": pm(c, "linear_o_t"), "I→T linear": pm(c, "linear_i_t"),
+                          "T~O overlap": pm(c, "overlap_t_o"), "T~I overlap": pm(c, "overlap_t_i"),
+                          "output share early": pm(c, "output_share_early"),
+                          "eval loss tied": pm(c, "eval_loss_tied"), "eval loss untied": pm(c, "eval_loss_untied"),
+                          "loss gap": pm(c, "loss_gap")} for c in cells])

@@ -12,6 +12,7 @@ import json
 import os
 import shlex
 import sys
+import time
 from pathlib import Path
 
 from tying.errors import UserError, first_line
@@ -108,6 +109,7 @@ def _add_pair_options(pair: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     from precompute.dynamics import EvolutionConfig, GradsConfig
     from precompute.published import EvolutionJsonConfig, PaperConfig
+    from precompute.sweep import QUICK, SweepConfig
     from precompute.toylab import DemoConfig
     from precompute.trajectory import TrajectoryConfig
     from tying.share import TOYLAB_EARLY_FRACTION
@@ -238,6 +240,51 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--trust-remote-code", action="store_true",
                     help="allow model code from the model's folder (off by default)")
 
+    sw_d = _defaults(SweepConfig)
+    sw = sub.add_parser("sweep", help="tied/untied twins over a grid of widths (and vocabularies) and seeds",
+                        description="Train tied and untied twins (the toy lab's code path) in every cell of a grid of "
+                        "widths, vocabulary sizes and seeds and write each cell's bias, loss gap, output share and "
+                        "parameter shares to cache/<name>.duckdb (kind sweep) as soon as it is done; a killed sweep "
+                        "resumes. --shard i/n trains every n-th cell (job arrays); sweep-merge joins the shards.")
+    sw.add_argument("--name", default=sw_d["name"], help="cache name (default: %(default)s)")
+    sw.add_argument("--cache-dir", default=sw_d["cache_dir"], help="folder of the caches (default: %(default)s)")
+    sw.add_argument("--work-dir", help="where the tokenizers go (default: <cache-dir>/toylab/<name>)")
+    sw.add_argument("--corpus", default=sw_d["corpus"], help="as for demo (default %(default)s)")
+    sw.add_argument("--max-chars", type=_positive_int, default=sw_d["max_chars"],
+                    help="corpus size cap in characters (default %(default)s)")
+    sw.add_argument("--d-model", default=None,
+                    help=f"widths, comma-separated (default {','.join(map(str, sw_d['widths']))}; "
+                    f"--quick: {','.join(map(str, QUICK['widths']))})")
+    sw.add_argument("--vocab-size", default=None,
+                    help=f"BPE vocabulary sizes, comma-separated (default {','.join(map(str, sw_d['vocab_sizes']))})")
+    sw.add_argument("--seeds", type=_positive_int, default=None,
+                    help=f"seeds per cell (default {sw_d['seeds']}; --quick: {QUICK['seeds']})")
+    sw.add_argument("--n-layers", type=_positive_int, default=sw_d["n_layers"],
+                    help="transformer blocks (default %(default)s)")
+    sw.add_argument("--n-heads", type=_positive_int, default=sw_d["n_heads"],
+                    help="attention heads; every width must divide by it (default %(default)s)")
+    sw.add_argument("--context", type=_positive_int, default=sw_d["context"],
+                    help="tokens per training sequence (default %(default)s)")
+    sw.add_argument("--batch-size", type=_positive_int, default=sw_d["batch_size"],
+                    help="sequences per step (default %(default)s)")
+    sw.add_argument("--steps", type=_positive_int, default=None,
+                    help=f"optimiser steps per twin (default {sw_d['steps']}; --quick: {QUICK['steps']})")
+    sw.add_argument("--lr", type=float, default=sw_d["lr"], help="peak AdamW learning rate (default %(default)s)")
+    sw.add_argument("--quick", action="store_true",
+                    help="a small sweep for a first look (widths, seeds and steps as said above; within 5 minutes "
+                    "on 2 cores)")
+    sw.add_argument("--shard", default=None, help="i/n: train every n-th cell from the i-th (0 <= i < n), into "
+                    "cache/<name>.shard<i>of<n>.duckdb")
+    sw.add_argument("--force", action="store_true", help="retrain every cell")
+    sw.add_argument("--device", help="torch device (default: cuda when present, else cpu)")
+    sm = sub.add_parser("sweep-merge", help="join the shard caches of a sweep into one cache",
+                        description="Merge sweep caches (e.g. the --shard outputs of a job array) into "
+                        "cache/<name>.duckdb: every cell once; caches trained with other settings are refused.")
+    sm.add_argument("shards", nargs="+", help="the shard cache files")
+    sm.add_argument("--name", default=sw_d["name"], help="the merged cache's name (default: %(default)s)")
+    sm.add_argument("--cache-dir", default=sw_d["cache_dir"], help="folder of the caches (default: %(default)s)")
+    sm.add_argument("--force", action="store_true", help="start the merged cache afresh")
+
     summ = sub.add_parser("summary", help="print a cache's headline numbers beside the paper's")
     summ.add_argument("cache", help="a cache file (cache/<name>.duckdb) or a pair name in --cache-dir")
     summ.add_argument("--cache-dir", default="cache", help="folder of the caches (default: %(default)s)")
@@ -350,6 +397,27 @@ def _cmd_paper(args: argparse.Namespace, argv: list[str]) -> int:
     return _cmd_summary_path(path, as_json=False)
 
 
+def _cmd_sweep(args: argparse.Namespace, argv: list[str]) -> int:
+    from precompute.sweep import QUICK, SweepConfig, SweepRun
+    from tying.sweep import parse_ints
+
+    d = SweepConfig()
+    quick = args.quick
+    cfg = SweepConfig(
+        name=args.name, cache_dir=args.cache_dir, work_dir=args.work_dir, corpus=args.corpus, max_chars=args.max_chars,
+        widths=parse_ints(args.d_model, "--d-model") if args.d_model is not None else
+        list(QUICK["widths"] if quick else d.widths),
+        vocab_sizes=parse_ints(args.vocab_size, "--vocab-size") if args.vocab_size is not None else d.vocab_sizes,
+        seeds=args.seeds or (QUICK["seeds"] if quick else d.seeds), n_layers=args.n_layers, n_heads=args.n_heads,
+        context=args.context, batch_size=args.batch_size, steps=args.steps or (QUICK["steps"] if quick else d.steps),
+        lr=args.lr, shard=args.shard, force=args.force, device=args.device,
+        command="python -m precompute " + " ".join(shlex.quote(a) for a in argv))
+    t0 = time.perf_counter()
+    path = SweepRun(cfg).run()
+    print(f"wrote {path} in {time.perf_counter() - t0:.0f} s")
+    return _cmd_summary_path(path, as_json=False)
+
+
 def _cmd_trajectory(args: argparse.Namespace) -> int:
     from precompute.trajectory import TrajectoryConfig, run_trajectory
 
@@ -404,6 +472,14 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_evolution_json(args, argv)
         if args.command == "paper":
             return _cmd_paper(args, argv)
+        if args.command == "sweep":
+            return _cmd_sweep(args, argv)
+        if args.command == "sweep-merge":
+            from precompute.sweep import merge
+
+            path = merge(args.shards, args.name, args.cache_dir, force=args.force)
+            print(f"wrote {path}")
+            return _cmd_summary_path(path, as_json=False)
         if args.command == "trajectory":
             return _cmd_trajectory(args)
         if args.command == "summary":

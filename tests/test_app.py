@@ -1,5 +1,6 @@
 """The Streamlit app, in-process (AppTest), on caches built by the project's fixture builder."""
 
+import re
 from pathlib import Path
 
 import duckdb
@@ -301,3 +302,47 @@ def test_overlaid_projection_names_the_matrix_of_each_label():
     assert sorted(r["label"] for r in labels) == ["cat (I)", "cat (O)", "cat (T)"]
     side = charts.projection(df, hi).to_dict()  # the exported side-by-side figure: one view per matrix
     assert [v["title"] for v in side["hconcat"]] == ["I (untied input)", "T (tied)", "O (untied output)"]
+
+
+def _sweep_cache(folder, gaps: dict[int, list[float]]):
+    """A sweep cache with known loss gaps per width (other numbers plain), as `precompute sweep` writes it."""
+    from tying import sweep as S
+    from tying.store import CacheWriter
+
+    w = CacheWriter(folder / "sweep.duckdb", meta={"kind": "sweep", "name": "sweep",
+                                                    "sweep": {"n_layers": 4, "steps": 250, "batch_size": 16,
+                                                              "context": 64, "corpus": "python-docs"}})
+    for d, per_seed in gaps.items():
+        for seed, gap in enumerate(per_seed):
+            cell = S.Cell(d, 4096, seed)
+            params_tied = 12 * 4 * d * d + 4096 * d
+            row = {m: 0.5 for m in S.METRICS} | {
+                "d_model": d, "vocab_size": 4096, "seed": seed, "n_layers": 4, "steps": 250, "linear_o_t": 0.8,
+                "linear_i_t": 0.4, "overlap_t_o": 0.3, "overlap_t_i": 0.05, "eval_loss_tied": 5.0,
+                "eval_loss_untied": 5.0 + gap, "params_tied": params_tied, "params_untied": params_tied + 4096 * d,
+                "embedding_share_tied": 4096 * d / params_tied, "seconds": 1.0}
+            w.write_cell(cell.stage, {"stage": cell.stage, "steps": 250}, "sweep", pd.DataFrame([row]),
+                         {"d_model": d, "vocab_size": 4096, "seed": seed}, seconds=1.0)
+
+
+def test_sweep_page_names_a_crossing_the_seeds_allow(tmp_path, monkeypatch):
+    # the gap is clearly positive at 32 and 64 and clearly negative at 128: a crossing between 64 and 128
+    _sweep_cache(tmp_path, {32: [0.30, 0.31, 0.29], 64: [0.10, 0.11, 0.09], 128: [-0.10, -0.11, -0.09]})
+    at = _app(tmp_path, monkeypatch, "sweep")
+    assert not at.exception and not at.error
+    text = _text(at)
+    # halfway between 64 and 128 in log width: 2 ** 6.5 = 90.5
+    assert re.search(r"untying starts to pay off at a width of about (90|91) \(between 64 and 128", text), text
+    assert len(at.get("vega_lite_chart")) == 2
+    at.radio(key="sweep_x").set_value("embedding_share_tied").run()
+    assert not at.exception and "embedding share of about" in _text(at)
+    cells = next(df.value for df in at.dataframe if "loss gap" in df.value.columns)
+    assert list(cells["d_model"]) == [32, 64, 128] and cells["loss gap"].iloc[0] == "0.300 ± 0.010"
+
+
+def test_sweep_page_says_when_no_crossing_can_be_named(tmp_path, monkeypatch, caches):
+    _sweep_cache(tmp_path, {32: [0.3, -0.2, 0.1], 64: [-0.2, 0.25, -0.1]})  # means change sign, seeds disagree
+    at = _app(tmp_path, monkeypatch, "sweep")
+    assert not at.exception and "does not let one name where" in _text(at)
+    at = _app(caches, monkeypatch, "sweep")  # no sweep cache at all: how to build one
+    assert not at.exception and any("python -m precompute sweep" in i.value for i in at.info)

@@ -218,6 +218,33 @@ TABLES: dict[str, str] = {
         metric VARCHAR,
         value DOUBLE
     """,
+    # the width sweep (`precompute sweep`): one row per cell (d_model, vocab_size, seed) of
+    # tied and untied twins trained alike; linear_*: held-out linear map onto T (mean
+    # cosine); overlap_*: overlap@10; output_share_early: the paper's early output share
+    # of the tied twin (exact input norm; _proxy: the authors' input proxy); eval_loss_*:
+    # the same held-out text; params_* and embedding_share_*: parameters and the share of
+    # them in embedding rows (V*d tied, 2*V*d untied). Each cell is its own stage
+    # ("sweep:d<d>:v<V>:s<seed>"), written atomically: a killed sweep resumes.
+    "sweep": """
+        d_model INTEGER,
+        vocab_size INTEGER,
+        seed INTEGER,
+        n_layers INTEGER,
+        steps INTEGER,
+        linear_o_t DOUBLE,
+        linear_i_t DOUBLE,
+        overlap_t_o DOUBLE,
+        overlap_t_i DOUBLE,
+        output_share_early DOUBLE,
+        output_share_early_proxy DOUBLE,
+        eval_loss_tied DOUBLE,
+        eval_loss_untied DOUBLE,
+        params_tied BIGINT,
+        params_untied BIGINT,
+        embedding_share_tied DOUBLE,
+        embedding_share_untied DOUBLE,
+        seconds DOUBLE
+    """,
 }
 
 # The stages of `precompute pair`, in order, and the tables each one writes.
@@ -236,8 +263,9 @@ PAIR_STAGES = ("load", "alignment", "neighbours", "spectral", "umap", "lens")
 
 # Kinds of cache (meta key 'kind'): a model pair, the toy lab (a pair plus training
 # dynamics), a series of checkpoints, an imported gradient-provenance log, or the paper's
-# published real-model measurements (`precompute paper`).
-KINDS = ("pair", "toylab", "evolution", "provenance", "published")
+# published real-model measurements (`precompute paper`), or a width sweep of twins
+# (`precompute sweep`, whose cells are stages of their own, see the sweep table).
+KINDS = ("pair", "toylab", "evolution", "provenance", "published", "sweep")
 
 # What the summary's Table 1 and Table 5 read (and what the app's overview shows).
 TABLE1_COMPARISONS = ("I->O", "O->T", "I->T")

@@ -245,6 +245,36 @@ class CacheWriter:
             self._write_stage_locked(stage, params, tables, seconds, invalidate_others)
 
     def _write_stage_locked(self, stage, params, tables, seconds, invalidate_others) -> None:
+        def apply(con) -> None:
+            if invalidate_others:
+                for other, other_tables in STAGE_TABLES.items():
+                    if other != stage:
+                        for t in other_tables:
+                            con.execute(f"DELETE FROM {t}")
+                con.execute("DELETE FROM stages")
+                self._done = {}
+            for table, frame in tables.items():
+                con.execute(f"DELETE FROM {table}")
+                _insert(con, table, frame)
+
+        self._write_locked(stage, params, seconds, apply)
+
+    def write_cell(self, stage: str, params: dict[str, Any], table: str, frame: pd.DataFrame,
+                   key: dict[str, Any], *, seconds: float) -> None:
+        """Replace the rows of ``table`` matching ``key`` (column -> value) with ``frame`` and
+        mark ``stage`` finished, atomically: one cell of a grid whose other rows stay."""
+        if table not in TABLES or not key:
+            raise ValueError(f"write_cell needs a cache table and a key, got {table!r}, {key!r}")
+        where = " AND ".join(f"{col} = ?" for col in key)
+
+        def apply(con) -> None:
+            con.execute(f"DELETE FROM {table} WHERE {where}", list(key.values()))
+            _insert(con, table, frame)
+
+        with writer_lock(self.path):
+            self._write_locked(stage, params, seconds, apply)
+
+    def _write_locked(self, stage, params, seconds, apply) -> None:
         phash = params_hash(params)
 
         def fill(tmp: Path) -> None:
@@ -257,19 +287,7 @@ class CacheWriter:
             try:
                 _create_tables(con)
                 con.execute("BEGIN TRANSACTION")
-                if invalidate_others:
-                    for other, other_tables in STAGE_TABLES.items():
-                        if other != stage:
-                            for t in other_tables:
-                                con.execute(f"DELETE FROM {t}")
-                    con.execute("DELETE FROM stages")
-                    self._done = {}
-                for table, frame in tables.items():
-                    con.execute(f"DELETE FROM {table}")
-                    if len(frame):
-                        con.register("_frame", frame)
-                        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _frame")
-                        con.unregister("_frame")
+                apply(con)
                 con.execute("DELETE FROM stages WHERE stage = ?", [stage])
                 con.execute(
                     "INSERT INTO stages VALUES (?, ?, ?, ?, ?)",
@@ -307,6 +325,13 @@ class CacheWriter:
     @staticmethod
     def _remove(path: Path) -> None:
         _remove_with_wal(path)
+
+
+def _insert(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame) -> None:
+    if len(frame):
+        con.register("_frame", frame)
+        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _frame")
+        con.unregister("_frame")
 
 
 # -- reading ---------------------------------------------------------------------

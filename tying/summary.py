@@ -87,6 +87,9 @@ def _summarize(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
         out["lens"] = lens_summary(con)
     if meta.get("kind") in ("toylab", "provenance", "evolution", "published"):
         out.update(training_summary(con))
+    if meta.get("kind") == "sweep":
+        out.update(sweep_summary(con))
+        out["sweep_settings"] = json.loads(meta.get("sweep") or "{}")
 
     preset = meta.get("preset") or reference.preset_for(
         out["models"].get("tied", {}).get("source"), out["models"].get("untied", {}).get("source")
@@ -198,6 +201,32 @@ def training_summary(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     return out
 
 
+def sweep_summary(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    """A width sweep: one row per cell ("sweep") and mean and spread per grid point ("sweep_cells")."""
+    if not table_exists(con, "sweep"):
+        return {}
+    rows = query_df(con, "SELECT * FROM sweep ORDER BY vocab_size, d_model, seed")
+    if not len(rows):
+        return {}
+    ints = ("d_model", "vocab_size", "seed", "n_layers", "steps", "params_tied", "params_untied")
+    return {"sweep": [{k: int(v) if k in ints else _num(v) for k, v in r.items()} for r in rows.to_dict("records")],
+            "sweep_cells": sweep_cells(rows)}
+
+
+def sweep_cells(rows) -> list[dict[str, Any]]:
+    """Per (vocab_size, d_model): mean, sample std and seed count of the biases, the loss gap
+    (untied minus tied) and the rest, and the 95% half-width of the loss gap."""
+    from tying.sweep import by_cell, half_width
+
+    cells = by_cell(rows)
+    out = []
+    for r in cells.to_dict("records"):
+        cell = {k: (_num(v) if isinstance(v, float) else int(v)) for k, v in r.items()}
+        cell["loss_gap_half_width"] = _num(half_width(r["loss_gap_std"], int(r["n"])))
+        out.append(cell)
+    return out
+
+
 # The paper's directions, each as (claim, larger metric, smaller metric or a constant).
 DIRECTIONS = (
     ("O->T above I->T (linear, held-out)", "O->T linear held-out", "I->T linear held-out"),
@@ -251,7 +280,33 @@ def format_summary(s: dict[str, Any]) -> str:
         _format_published(s, lines)
     _format_lens(s, lines)
     _format_training(s, lines)
+    _format_sweep(s, lines)
     return "\n".join(lines)
+
+
+def _pm(mean: float | None, std: float | None, n: int, digits: int = 3) -> str:
+    if mean is None:
+        return "n/a"
+    return f"{mean:.{digits}f}" + (f" ± {std:.{digits}f}" if n > 1 and std is not None else "")
+
+
+def _format_sweep(s: dict[str, Any], lines: list[str]) -> None:
+    """One line per cell of a width sweep: mean ± sample std over seeds."""
+    cells = s.get("sweep_cells")
+    if not cells:
+        return
+    lines.append("")
+    lines.append("Width sweep: mean ± sample std over seeds per cell; bias = O->T minus I->T (linear, held-out) and "
+                 "T~O minus T~I (overlap@10); loss gap = untied minus tied eval loss (negative: untying pays off)")
+    lines.append(f"  {'vocab':>6} {'d':>5} {'seeds':>5} {'emb. share T':>12} {'bias linear':>16} {'bias overlap':>16} "
+                 f"{'loss gap':>16} {'output share':>16}")
+    for c in cells:
+        n = c["n"]
+        lines.append(f"  {c['vocab_size']:>6} {c['d_model']:>5} {n:>5} {c['embedding_share_tied']:>12.1%} "
+                     f"{_pm(c['bias_linear'], c['bias_linear_std'], n):>16} "
+                     f"{_pm(c['bias_overlap'], c['bias_overlap_std'], n):>16} "
+                     f"{_pm(c['loss_gap'], c['loss_gap_std'], n):>16} "
+                     f"{_pm(c['output_share_early'], c['output_share_early_std'], n):>16}")
 
 
 def _format_published(s: dict[str, Any], lines: list[str]) -> None:

@@ -15,7 +15,8 @@ st.title(f"Overview · {ref.name}")
 kinds = {"pair": "a tied/untied model pair", "toylab": "the toy lab: tied and untied twins trained here",
          "evolution": "embedding evolution over checkpoints", "provenance": "an imported gradient-provenance log",
          "published": "the paper's published real-model measurements: the authors' released data (Apache-2.0) and "
-                      "the paper's tables, quoted, not recomputed here"}
+                      "the paper's tables, quoted, not recomputed here",
+         "sweep": "a width sweep of tied and untied twins: its bias and loss gap are on the Sweep page"}
 st.caption(f"This cache holds {kinds.get(s.get('kind'), s.get('kind'))}.")
 
 models = s.get("models") or {}

@@ -1,0 +1,215 @@
+"""`precompute sweep`: tied and untied twins over a grid of widths, vocabulary sizes and seeds.
+
+The toy lab's code path (same corpus, tokenizer training, twins with one shared
+initialisation and one batch order, same held-out text) in every cell, and the headline
+numbers of each cell written to ``cache/<name>.duckdb`` (kind ``sweep``) as soon as the
+cell is done: a killed sweep restarts where it stopped. ``--shard i/n`` trains every n-th
+cell (for a job array); ``precompute sweep-merge`` joins the shard caches into one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from tying import sweep as S
+from tying.errors import UserError
+from tying.share import early_steps_for, output_share
+from tying.store import CacheWriter, cache_path, check_name, open_cache, query_df, read_meta, table_exists
+from tying.toylab.corpus import load_corpus
+
+QUICK = {"widths": [32, 64, 128], "seeds": 2, "steps": 100}
+
+
+@dataclass
+class SweepConfig:
+    """What `precompute sweep` does; each field is a CLI option of the same name."""
+
+    name: str = "sweep"
+    cache_dir: str = "cache"
+    work_dir: str | None = None  # tokenizers (default: <cache_dir>/toylab/<name>)
+    corpus: str = "python-docs"
+    max_chars: int = 1_200_000
+    widths: list[int] = field(default_factory=lambda: [32, 64, 128, 256])
+    vocab_sizes: list[int] = field(default_factory=lambda: [4096])
+    seeds: int = 3
+    n_layers: int = 4
+    n_heads: int = 4
+    context: int = 64
+    batch_size: int = 16
+    steps: int = 250
+    lr: float = 3e-3
+    shard: str | None = None  # "i/n": train every n-th cell from the i-th
+    force: bool = False
+    device: str | None = None
+    command: str | None = None
+
+    def training(self) -> dict:
+        """The settings every cell shares (a cell's stage is redone when they change)."""
+        return {k: v for k, v in asdict(self).items()
+                if k in ("corpus", "max_chars", "n_layers", "n_heads", "context", "batch_size", "steps", "lr")}
+
+
+def validate(cfg: SweepConfig) -> None:
+    check_name(cfg.name)
+    S.check_grid(cfg.widths, cfg.vocab_sizes, cfg.seeds, cfg.n_heads)
+    S.parse_shard(cfg.shard)
+    for key in ("n_layers", "n_heads", "context", "batch_size", "steps", "max_chars"):
+        if getattr(cfg, key) < 1:
+            raise UserError(f"--{key.replace('_', '-')} must be a positive integer, got {getattr(cfg, key)}")
+    if cfg.steps < 2:
+        raise UserError(f"--steps must be at least 2, got {cfg.steps}")
+
+
+def cell_params(cfg: SweepConfig, cell: S.Cell, corpus_digest: str) -> dict:
+    return {"stage": cell.stage, "corpus_sha256": corpus_digest, **cfg.training(), **asdict(cell)}
+
+
+def count_params(model) -> int:
+    """Parameters of a model, a tied matrix counted once."""
+    return int(sum(p.numel() for p in model.parameters()))
+
+
+def cell_row(cell: S.Cell, results: dict, cfg: SweepConfig) -> dict:
+    """The headline numbers of one cell from its trained twins."""
+    from precompute.toylab import compare_tied_to_twin
+
+    tied, untied = results["tied"], results["untied"]
+    T = tied.checkpoints[max(tied.checkpoints)][0]
+    I, O = untied.checkpoints[max(untied.checkpoints)]
+    m = compare_tied_to_twin(T, I, O, cell.seed, device=cfg.device)
+    early = early_steps_for(cfg.steps)
+    log = tied.log
+    share = output_share(log["step"], log["grad_input_norm"], log["grad_output_norm"], early_steps=early)
+    proxy = output_share(log["step"], log["grad_input_proxy_norm"], log["grad_output_norm"], early_steps=early)
+    n_tied, n_untied = count_params(tied.model), count_params(untied.model)
+    rows = cell.vocab_size * cell.d_model
+    return {"d_model": cell.d_model, "vocab_size": cell.vocab_size, "seed": cell.seed, "n_layers": cfg.n_layers,
+            "steps": cfg.steps, "linear_o_t": m["O->T linear held-out"], "linear_i_t": m["I->T linear held-out"],
+            "overlap_t_o": m["overlap@10 T~O"], "overlap_t_i": m["overlap@10 T~I"],
+            "output_share_early": share["early"], "output_share_early_proxy": proxy["early"],
+            "eval_loss_tied": float(tied.eval_loss), "eval_loss_untied": float(untied.eval_loss),
+            "params_tied": n_tied, "params_untied": n_untied, "embedding_share_tied": rows / n_tied,
+            "embedding_share_untied": 2 * rows / n_untied, "seconds": float(tied.seconds + untied.seconds)}
+
+
+class SweepRun:
+    def __init__(self, cfg: SweepConfig):
+        validate(cfg)
+        self.cfg = cfg
+        shard = S.parse_shard(cfg.shard)
+        self.name = cfg.name if shard is None else f"{cfg.name}.shard{shard[0]}of{shard[1]}"
+        self.path = cache_path(cfg.cache_dir, self.name)
+        self.work = Path(cfg.work_dir or Path(cfg.cache_dir) / "toylab" / cfg.name)
+        self.cells = S.shard_cells(S.grid(cfg.widths, cfg.vocab_sizes, cfg.seeds), shard)
+
+    def run(self, on_cell=None) -> Path:
+        """Train every cell not yet in the cache; ``on_cell(cell)`` is called after each is written."""
+        from tying.toylab.tokenizer import encode_corpus, train_bpe
+        from tying.toylab.train import train_twins
+
+        cfg = self.cfg
+        log = lambda msg: tqdm.write(msg, file=sys.stderr)
+        writer = CacheWriter(self.path, force=cfg.force, meta={"kind": "sweep", "name": self.name,
+                                                                "command": cfg.command, "sweep": asdict(cfg)})
+        text = load_corpus(cfg.corpus, cfg.max_chars)
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        todo = [c for c in self.cells if not writer.is_done(c.stage, _hash(cell_params(cfg, c, digest)))]
+        log(f"sweep {self.name}: {len(self.cells)} cells, {len(self.cells) - len(todo)} already in {self.path}")
+        if not todo:
+            return self.path
+        tokens = {}
+        cost = {c: S.cell_cost(c, cfg.n_layers) for c in todo}
+        bar = tqdm(total=sum(cost.values()), desc="sweep", unit="", unit_scale=True, file=sys.stderr, disable=None,
+                   bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} work [{elapsed}<{remaining}]")
+        t_start, done_cost = time.perf_counter(), 0.0
+        try:
+            for cell in todo:
+                if cell.vocab_size not in tokens:
+                    tok = train_bpe(text, cell.vocab_size, self.work / f"tokenizer-{cell.vocab_size}")
+                    tokens[cell.vocab_size] = (len(tok), encode_corpus(tok, text))
+                n_vocab, ids = tokens[cell.vocab_size]
+                per_step = cost[cell] / (2 * cfg.steps)
+                bar.set_postfix_str(f"d={cell.d_model} V={cell.vocab_size} seed={cell.seed}")
+                t0 = time.perf_counter()
+                results = train_twins(ids, variants=("tied", "untied"), vocab_size=n_vocab, d_model=cell.d_model,
+                                      n_layers=cfg.n_layers, n_heads=cfg.n_heads, context=cfg.context,
+                                      batch_size=cfg.batch_size, steps=cfg.steps, lr=cfg.lr, seed=cell.seed,
+                                      checkpoint_steps=[cfg.steps], device=cfg.device,
+                                      progress=lambda *_, w=per_step: bar.update(w))
+                row = cell_row(cell, results, cfg)
+                writer.write_cell(cell.stage, cell_params(cfg, cell, digest), "sweep", pd.DataFrame([row]),
+                                  asdict(cell), seconds=time.perf_counter() - t0)
+                done_cost += cost[cell]
+                spent = time.perf_counter() - t_start
+                left = spent / done_cost * (sum(cost.values()) - done_cost)
+                log(f"cell d={cell.d_model} V={cell.vocab_size} seed={cell.seed} done in "
+                    f"{time.perf_counter() - t0:.0f} s ({todo.index(cell) + 1}/{len(todo)}); about "
+                    f"{left / 60:.1f} min left")
+                if on_cell is not None:
+                    on_cell(cell)
+        finally:
+            bar.close()
+        return self.path
+
+
+def _hash(params: dict) -> str:
+    from tying.store import params_hash
+
+    return params_hash(params)
+
+
+def merge(paths: list[str], name: str, cache_dir: str, *, force: bool = False) -> Path:
+    """One sweep cache from shard caches: every cell once; cells of different settings refused."""
+    check_name(name)
+    if not paths:
+        raise UserError("give the shard caches to merge")
+    cells: dict[tuple, tuple[dict, pd.Series, float]] = {}
+    settings, sweep_meta = None, None
+    for p in paths:
+        if not Path(p).is_file():
+            raise UserError(f"no cache at {p}")
+        con = open_cache(p)
+        try:
+            if not table_exists(con, "sweep"):
+                raise UserError(f"{p} is not a sweep cache (no sweep table)")
+            rows = query_df(con, "SELECT * FROM sweep")
+            sweep_meta = sweep_meta or json.loads(read_meta(con).get("sweep") or "null")
+            stages = {r["stage"]: r for r in query_df(con, "SELECT stage, params, seconds FROM stages")
+                      .to_dict("records")}
+        finally:
+            con.close()
+        for _, row in rows.iterrows():
+            cell = S.Cell(int(row["d_model"]), int(row["vocab_size"]), int(row["seed"]))
+            st = stages.get(cell.stage)
+            if st is None:
+                raise UserError(f"{p}: cell {cell.stage} has rows but no finished stage")
+            params = json.loads(st["params"])
+            shared = {k: v for k, v in params.items() if k not in ("stage", "d_model", "vocab_size", "seed")}
+            if settings is None:
+                settings = shared
+            elif shared != settings:
+                differ = sorted(k for k in set(shared) | set(settings) if shared.get(k) != settings.get(k))
+                raise UserError(f"{p} was trained with other settings ({', '.join(differ)}): not one sweep")
+            key = (cell.d_model, cell.vocab_size, cell.seed)
+            if key in cells and not np.allclose(cells[key][1][list(S.METRICS)].astype(float),
+                                                row[list(S.METRICS)].astype(float), equal_nan=True):
+                raise UserError(f"cell {cell.stage} is in two shards with different numbers")
+            cells[key] = (params, row, float(st["seconds"]))
+    if not cells:
+        raise UserError("the shard caches hold no cells")
+    writer = CacheWriter(cache_path(cache_dir, name), force=force,
+                         meta={"kind": "sweep", "name": name, "command": f"merged from {len(paths)} shard caches",
+                               "sweep": dict(sweep_meta or {}, shard=None, name=name)})
+    for (d, v, s), (params, row, seconds) in sorted(cells.items()):
+        writer.write_cell(S.Cell(d, v, s).stage, params, "sweep", pd.DataFrame([row.to_dict()]),
+                          {"d_model": d, "vocab_size": v, "seed": s}, seconds=seconds)
+    return writer.path

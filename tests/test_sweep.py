@@ -1,0 +1,207 @@
+"""The width sweep: grid and shard arithmetic, the crossing point, and `precompute sweep` end to end."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+
+from precompute.cli import main
+from tying import sweep as S
+from tying.errors import UserError
+
+ROOT = Path(__file__).resolve().parent.parent
+ROW_KEYS = {"d_model", "vocab_size", "seed", "linear_o_t", "linear_i_t", "overlap_t_o", "overlap_t_i",
+            "output_share_early", "eval_loss_tied", "eval_loss_untied", "embedding_share_tied"}
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    text = (ROOT / "cache" / "toylab" / "demo" / "corpus.txt")
+    if text.is_file():
+        body = text.read_text(encoding="utf-8")[:120_000]
+    else:  # a fresh clone without the demo's corpus: the offline one
+        from tying.toylab.corpus import load_corpus
+
+        body = load_corpus("python-docs", 120_000)
+    path = tmp_path_factory.mktemp("corpus") / "corpus.txt"
+    path.write_text(body, encoding="utf-8")
+    return path
+
+
+def tiny(corpus, cache_dir, *extra) -> list[str]:
+    return ["sweep", "--cache-dir", str(cache_dir), "--corpus", str(corpus), "--vocab-size", "300", "--n-layers", "1",
+            "--n-heads", "2", "--context", "16", "--batch-size", "4", "--steps", "12", *map(str, extra)]
+
+
+def rows(path) -> pd.DataFrame:
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return con.execute("SELECT * FROM sweep ORDER BY vocab_size, d_model, seed").df()
+    finally:
+        con.close()
+
+
+# -- pure parts ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, message", [("", "at least one"), ("32,,64", "not a whole number"),
+                                           ("32,x", "not a whole number"), ("32,0", "positive"),
+                                           ("32,64,32", "more than once")])
+def test_bad_lists_are_refused(text, message):
+    with pytest.raises(UserError, match=message):
+        S.parse_ints(text, "--d-model")
+
+
+def test_grid_checks_and_shards_cover_every_cell_once():
+    with pytest.raises(UserError, match="not divisible by --n-heads 4"):
+        S.check_grid([32, 30], [4096], 3, 4)
+    with pytest.raises(UserError, match="256 byte tokens"):
+        S.check_grid([32], [200], 1, 4)
+    cells = S.grid([64, 32], [4096, 1024], 3)
+    assert len(cells) == 12 and cells[0] == S.Cell(32, 1024, 0)
+    parts = [S.shard_cells(cells, (i, 5)) for i in range(5)]
+    assert sorted((c for p in parts for c in p), key=cells.index) == cells
+    for bad in ("3/3", "1", "a/b", "-1/2", "0/0"):
+        with pytest.raises(UserError):
+            S.parse_shard(bad)
+
+
+def test_crossing_known_answers():
+    # the gap falls from +0.5 to -0.5 between widths 32 and 64, both intervals clear of zero:
+    # halfway in log2 width, 2**5.5
+    c = S.crossing([32, 64, 128], [0.5, -0.5, -1.0], [0.1, 0.1, 0.1])
+    assert c["between"] == (32.0, 64.0) and c["x"] == pytest.approx(2 ** 5.5)
+    c = S.crossing([0.1, 0.3], [0.3, -0.1], [0.05, 0.05], log_x=False)
+    assert c["x"] == pytest.approx(0.1 + 0.75 * 0.2)
+    # the same means with intervals that reach zero: nothing named, and why
+    c = S.crossing([32, 64, 128], [0.5, -0.5, -1.0], [0.6, 0.6, 0.6])
+    assert c["x"] is None and "does not let one name" in c["why"]
+    assert "never pays off in this range" in S.crossing([32, 64], [0.2, 0.1], [0.05, 0.05])["why"]
+    assert "1 of 2 points" in S.crossing([32, 64], [-0.2, -0.1], [0.05, 0.5])["why"]
+    assert S.half_width(1.0, 3) == pytest.approx(4.303 / np.sqrt(3)) and S.half_width(1.0, 1) == np.inf
+
+
+def test_by_cell_means_spreads_and_gaps():
+    base = {m: 0.0 for m in S.METRICS}
+    r = pd.DataFrame([dict(base, d_model=32, vocab_size=300, seed=s, linear_o_t=0.9, linear_i_t=0.5 + 0.1 * s,
+                           eval_loss_tied=5.0, eval_loss_untied=5.0 + 0.2 * s) for s in range(3)])
+    c = S.by_cell(r).iloc[0]
+    assert c["n"] == 3 and c["bias_linear"] == pytest.approx(0.3) and c["bias_linear_std"] == pytest.approx(0.1)
+    assert c["loss_gap"] == pytest.approx(0.2) and c["loss_gap_std"] == pytest.approx(0.2)
+
+
+# -- end to end ---------------------------------------------------------------------------------
+
+def test_two_cells_two_seeds_end_to_end(corpus, tmp_path, capsys):
+    assert main(tiny(corpus, tmp_path, "--d-model", "16,32", "--seeds", "2")) == 0
+    text = capsys.readouterr().out
+    assert "Width sweep" in text and "± " in text
+    got = rows(tmp_path / "sweep.duckdb")
+    assert len(got) == 4 and sorted(set(zip(got["d_model"], got["seed"]))) == [(16, 0), (16, 1), (32, 0), (32, 1)]
+    # the untied twin has one more V x d matrix; the embedding shares follow from the counts
+    assert ((got["params_untied"] - got["params_tied"]) == got["vocab_size"] * got["d_model"]).all()
+    np.testing.assert_allclose(got["embedding_share_tied"], got["vocab_size"] * got["d_model"] / got["params_tied"])
+    np.testing.assert_allclose(got["embedding_share_untied"],
+                               2 * got["vocab_size"] * got["d_model"] / got["params_untied"])
+    for col in ("linear_o_t", "linear_i_t", "overlap_t_o", "overlap_t_i", "output_share_early"):
+        assert got[col].between(-1, 1).all() and got[col].notna().all()
+    assert main(["summary", str(tmp_path / "sweep.duckdb"), "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["kind"] == "sweep" and len(s["sweep"]) == 4 and set(s["sweep"][0]) >= ROW_KEYS
+    assert [(c["d_model"], c["n"]) for c in s["sweep_cells"]] == [(16, 2), (32, 2)]
+
+
+def test_a_finished_cell_is_not_trained_again(corpus, tmp_path, capsys, monkeypatch):
+    from precompute.sweep import SweepConfig, SweepRun
+
+    cfg = dict(cache_dir=str(tmp_path), corpus=str(corpus), widths=[16, 32], vocab_sizes=[300], seeds=1, n_layers=1,
+               n_heads=2, context=16, batch_size=4, steps=12)
+
+    def stop_after_one(cell):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        SweepRun(SweepConfig(**cfg)).run(on_cell=stop_after_one)
+    assert len(rows(tmp_path / "sweep.duckdb")) == 1
+    trained = []
+    SweepRun(SweepConfig(**cfg)).run(on_cell=trained.append)
+    assert trained == [S.Cell(32, 300, 0)] and len(rows(tmp_path / "sweep.duckdb")) == 2
+
+
+def test_resume_after_a_kill(corpus, tmp_path):
+    """SIGKILL mid-sweep: the cache holds the finished cells, uncorrupted; a rerun trains only the rest."""
+    args = tiny(corpus, tmp_path, "--d-model", "16,32,64", "--seeds", "2", "--steps", "60")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen([sys.executable, "-m", "precompute", *args], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cache = tmp_path / "sweep.duckdb"
+    deadline = time.time() + 180
+    try:
+        while time.time() < deadline:
+            if cache.exists():
+                try:
+                    if 1 <= len(rows(cache)) < 6:
+                        break
+                except duckdb.Error:
+                    pass
+            if proc.poll() is not None:
+                pytest.skip("the sweep finished before it could be killed")
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait(30)
+    done = len(rows(cache))  # opens read-only: the file is a whole cache
+    assert 1 <= done < 6
+    out = subprocess.run([sys.executable, "-m", "precompute", *args], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-1000:]
+    assert f"6 cells, {done} already in" in out.stderr
+    assert len(rows(cache)) == 6
+
+
+def test_shard_caches_merge_into_the_rows_of_one_run(corpus, tmp_path, capsys):
+    one, sharded = tmp_path / "one", tmp_path / "sharded"
+    grid = ("--d-model", "16,32", "--seeds", "2")
+    assert main(tiny(corpus, one, *grid)) == 0
+    for i in range(3):
+        assert main(tiny(corpus, sharded, *grid, "--shard", f"{i}/3")) == 0
+    shards = sorted(sharded.glob("sweep.shard*of3.duckdb"))
+    assert len(shards) == 3 and sum(len(rows(p)) for p in shards) == 4
+    assert main(["sweep-merge", *map(str, shards), "--cache-dir", str(sharded)]) == 0
+    capsys.readouterr()
+    merged, single = rows(sharded / "sweep.duckdb"), rows(one / "sweep.duckdb")
+    keys = ["d_model", "vocab_size", "seed"]
+    pd.testing.assert_frame_equal(merged[keys], single[keys])
+    shard_rows = pd.concat([rows(p) for p in shards]).sort_values(keys).reset_index(drop=True)
+    pd.testing.assert_frame_equal(merged.drop(columns="seconds"), shard_rows.drop(columns="seconds"))
+    for col in S.METRICS:  # the same training: the same numbers as one run (CPU kernels: within 1e-3)
+        np.testing.assert_allclose(merged[col], single[col], atol=1e-3, err_msg=col)
+    # shards of another sweep (other steps) do not merge
+    assert main(tiny(corpus, tmp_path / "other", "--d-model", "16", "--steps", "13")) == 0
+    capsys.readouterr()
+    assert main(["sweep-merge", str(shards[0]), str(tmp_path / "other" / "sweep.duckdb"),
+                 "--cache-dir", str(tmp_path / "bad")]) == 2
+    err = capsys.readouterr().err
+    assert "other settings" in err and "steps" in err and not (tmp_path / "bad" / "sweep.duckdb").exists()
+
+
+@pytest.mark.parametrize("extra, message", [
+    (("--d-model", "30,32"), "not divisible by --n-heads 4"),
+    (("--d-model", ""), "at least one"),
+    (("--d-model", "32,64,32"), "more than once"),
+    (("--vocab-size", "4096,4096"), "more than once"),
+    (("--vocab-size", "100"), "256 byte tokens"),
+    (("--shard", "2/2"), "0 <= i < n"),
+])
+def test_bad_grids_are_one_line_errors_and_write_nothing(tmp_path, capsys, extra, message):
+    rc = main(["sweep", "--cache-dir", str(tmp_path / "c"), *extra])
+    err = capsys.readouterr().err
+    assert rc == 2 and message in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "c").exists()
