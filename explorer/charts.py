@@ -444,7 +444,8 @@ def sweep_lines(df: pd.DataFrame, series: dict[str, str], *, x: str = "d_model",
                  axis=alt.Axis(format=".0%") if x == "embedding_share_tied" else alt.Axis(values=sorted(df[x].unique())))
     labels = list(series.values())
     palette = ["#e66101", "#7b3294", "#2c7bb6", "#555555"]
-    colour = alt.Color("series:N", title=None, scale=alt.Scale(domain=labels, range=palette[:len(labels)]))
+    colour = alt.Color("series:N", title=None, scale=alt.Scale(domain=labels, range=palette[:len(labels)]),
+                       legend=alt.Legend(orient="bottom", labelLimit=600, direction="vertical"))
     enc = dict(x=xenc, color=colour, detail="vocabulary:N")
     tip = ["series", "vocabulary", alt.Tooltip(f"{x}:Q", format=".3~g"), alt.Tooltip("mean:Q", format=".4f"),
            alt.Tooltip("half:Q", format=".4f", title="95% half-width")]

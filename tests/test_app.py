@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tying.fixtures import build_synthetic_cache
+from tying.fixtures import build_sweep_cache, build_synthetic_cache
 from tying.store import open_cache
 from tying.summary import summarize
 
@@ -223,7 +223,7 @@ import os, sys
 os.environ["TYING_CACHE_DIR"] = {str(Path(APP).parent / "cache")!r}
 from streamlit.testing.v1 import AppTest
 for pair in ("demo", "paper"):
-    for page in {PAGES!r}:
+    for page in {PAGES + ["sweep"]!r}:
         at = AppTest.from_file({APP!r}, default_timeout=120)
         at.query_params["pair"] = pair
         at.run()
@@ -304,30 +304,9 @@ def test_overlaid_projection_names_the_matrix_of_each_label():
     assert [v["title"] for v in side["hconcat"]] == ["I (untied input)", "T (tied)", "O (untied output)"]
 
 
-def _sweep_cache(folder, gaps: dict[int, list[float]]):
-    """A sweep cache with known loss gaps per width (other numbers plain), as `precompute sweep` writes it."""
-    from tying import sweep as S
-    from tying.store import CacheWriter
-
-    w = CacheWriter(folder / "sweep.duckdb", meta={"kind": "sweep", "name": "sweep",
-                                                    "sweep": {"n_layers": 4, "steps": 250, "batch_size": 16,
-                                                              "context": 64, "corpus": "python-docs"}})
-    for d, per_seed in gaps.items():
-        for seed, gap in enumerate(per_seed):
-            cell = S.Cell(d, 4096, seed)
-            params_tied = 12 * 4 * d * d + 4096 * d
-            row = {m: 0.5 for m in S.METRICS} | {
-                "d_model": d, "vocab_size": 4096, "seed": seed, "n_layers": 4, "steps": 250, "linear_o_t": 0.8,
-                "linear_i_t": 0.4, "overlap_t_o": 0.3, "overlap_t_i": 0.05, "eval_loss_tied": 5.0,
-                "eval_loss_untied": 5.0 + gap, "params_tied": params_tied, "params_untied": params_tied + 4096 * d,
-                "embedding_share_tied": 4096 * d / params_tied, "seconds": 1.0}
-            w.write_cell(cell.stage, {"stage": cell.stage, "steps": 250}, "sweep", pd.DataFrame([row]),
-                         {"d_model": d, "vocab_size": 4096, "seed": seed}, seconds=1.0)
-
-
 def test_sweep_page_names_a_crossing_the_seeds_allow(tmp_path, monkeypatch):
     # the gap is clearly positive at 32 and 64 and clearly negative at 128: a crossing between 64 and 128
-    _sweep_cache(tmp_path, {32: [0.30, 0.31, 0.29], 64: [0.10, 0.11, 0.09], 128: [-0.10, -0.11, -0.09]})
+    build_sweep_cache(tmp_path, {32: [0.30, 0.31, 0.29], 64: [0.10, 0.11, 0.09], 128: [-0.10, -0.11, -0.09]})
     at = _app(tmp_path, monkeypatch, "sweep")
     assert not at.exception and not at.error
     text = _text(at)
@@ -341,8 +320,20 @@ def test_sweep_page_names_a_crossing_the_seeds_allow(tmp_path, monkeypatch):
 
 
 def test_sweep_page_says_when_no_crossing_can_be_named(tmp_path, monkeypatch, caches):
-    _sweep_cache(tmp_path, {32: [0.3, -0.2, 0.1], 64: [-0.2, 0.25, -0.1]})  # means change sign, seeds disagree
+    build_sweep_cache(tmp_path, {32: [0.3, -0.2, 0.1], 64: [-0.2, 0.25, -0.1]})  # means change sign, seeds disagree
     at = _app(tmp_path, monkeypatch, "sweep")
     assert not at.exception and "does not let one name where" in _text(at)
     at = _app(caches, monkeypatch, "sweep")  # no sweep cache at all: how to build one
     assert not at.exception and any("python -m precompute sweep" in i.value for i in at.info)
+
+
+def test_the_shipped_sweep_cache_renders_and_reads_as_the_readme_says(monkeypatch):
+    """cache/sweep.duckdb ships: the Sweep page draws it, with the README's wall-time command."""
+    root = Path(APP).parent / "cache"
+    assert (root / "sweep.duckdb").is_file()
+    s = summarize(open_cache(root / "sweep.duckdb"))
+    assert s["kind"] == "sweep" and {c["d_model"] for c in s["sweep_cells"]} >= {32, 64, 128, 256}
+    assert all(c["n"] >= 3 for c in s["sweep_cells"])
+    at = _app(root, monkeypatch, "sweep")
+    assert not at.exception and not at.error and len(at.get("vega_lite_chart")) == 2
+    assert any(m.value.startswith("Vocabulary 4,096:") for m in at.markdown)

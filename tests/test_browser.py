@@ -15,13 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from tying.fixtures import build_synthetic_cache
+from tying.fixtures import build_sweep_cache, build_synthetic_cache
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
 PAGES = {"overview": "stMetric", "alignment": "stVegaLiteChart", "neighbours": "stVegaLiteChart",
-         "projection": "stVegaLiteChart", "lens": "stVegaLiteChart", "dynamics": "stVegaLiteChart"}
+         "projection": "stVegaLiteChart", "lens": "stVegaLiteChart", "dynamics": "stVegaLiteChart",
+         "sweep": "stVegaLiteChart"}
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not (CHROMIUM and DRIVER), reason="Debian's chromium and chromium-driver are needed")]
@@ -37,6 +38,7 @@ def _free_port() -> int:
 def server(tmp_path_factory):
     caches = tmp_path_factory.mktemp("browser-caches")
     build_synthetic_cache(caches, "synthetic")
+    build_sweep_cache(caches, {32: [0.30, 0.31, 0.29], 64: [0.10, 0.11, 0.09], 128: [-0.10, -0.11, -0.09]})
     from precompute.published import PaperConfig, build_paper
 
     build_paper(PaperConfig(cache_dir=str(caches)))
@@ -148,12 +150,12 @@ def test_published_cache_page_in_chromium(server, browser, page):
     path = "" if page == "overview" else page
     browser.get(f"{server}/{path}?pair=paper")
     drawn = ('[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg.marks'
-             if page in ("lens", "dynamics") else '[data-testid="stDataFrame"]' if page == "overview"
+             if page in ("lens", "dynamics", "sweep") else '[data-testid="stDataFrame"]' if page == "overview"
              else '[data-testid="stAlert"]')
     WebDriverWait(browser, 60).until(EC.presence_of_element_located((By.CSS_SELECTOR, drawn)))
     time.sleep(1.0)
     assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
-    if page not in ("overview", "lens", "dynamics"):
+    if page not in ("overview", "lens", "dynamics", "sweep"):  # the Sweep page shows the folder's sweep
         assert "published measurements" in browser.find_element(By.CSS_SELECTOR, '[data-testid="stAlert"]').text
     out = ROOT / "bench" / "out" / "screenshots"
     out.mkdir(parents=True, exist_ok=True)

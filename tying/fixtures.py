@@ -160,3 +160,27 @@ def build_synthetic_cache(cache_dir, name: str = "synthetic", *, n_tokens: int =
                                        "evolution": pd.concat(evo), "scaling": pd.DataFrame(scal),
                                        "seed_metrics": pd.DataFrame(seeds)}, seconds=0.0)
     return path
+
+
+def build_sweep_cache(cache_dir, gaps: dict[int, list[float]], name: str = "sweep", vocab_size: int = 4096):
+    """A width-sweep cache as `precompute sweep` writes it, with known loss gaps (untied minus
+    tied eval loss) per width and seed; the other numbers are plain (for the app's tests)."""
+    from tying import sweep as S
+    from tying.store import CacheWriter
+
+    w = CacheWriter(Path(cache_dir) / f"{name}.duckdb",
+                    meta={"kind": "sweep", "name": name, "sweep": {"n_layers": 4, "steps": 250, "batch_size": 16,
+                                                                    "context": 64, "corpus": "python-docs"}})
+    for d, per_seed in gaps.items():
+        for seed, gap in enumerate(per_seed):
+            cell = S.Cell(d, vocab_size, seed)
+            params_tied = 12 * 4 * d * d + vocab_size * d
+            row = {m: 0.5 for m in S.METRICS} | {
+                "d_model": d, "vocab_size": vocab_size, "seed": seed, "n_layers": 4, "steps": 250,
+                "linear_o_t": 0.8, "linear_i_t": 0.4, "overlap_t_o": 0.3, "overlap_t_i": 0.05,
+                "eval_loss_tied": 5.0, "eval_loss_untied": 5.0 + gap, "params_tied": params_tied,
+                "params_untied": params_tied + vocab_size * d, "embedding_share_tied": vocab_size * d / params_tied,
+                "seconds": 1.0}
+            w.write_cell(cell.stage, {"stage": cell.stage, "steps": 250}, "sweep", pd.DataFrame([row]),
+                         {"d_model": d, "vocab_size": vocab_size, "seed": seed}, seconds=1.0)
+    return w.path
