@@ -106,6 +106,25 @@ def _add_pair_options(pair: argparse.ArgumentParser) -> None:
                       help="tokens of lens evaluation text, disjoint from training (default %(default)s)")
 
 
+def _add_twin_options(p: argparse.ArgumentParser, d: dict) -> None:
+    """The options `demo` and `sweep` share: the corpus and how each pair of twins is trained."""
+    p.add_argument("--corpus", default=d["corpus"],
+                   help="'python-docs' (offline: Python's own documentation), a text file, or hf:<dataset> "
+                   "(default %(default)s)")
+    p.add_argument("--max-chars", type=_positive_int, default=d["max_chars"],
+                   help="corpus size cap in characters (default %(default)s)")
+    p.add_argument("--n-layers", type=_positive_int, default=d["n_layers"], help="transformer blocks (default %(default)s)")
+    p.add_argument("--n-heads", type=_positive_int, default=d["n_heads"],
+                   help="attention heads; the width must divide by it (default %(default)s)")
+    p.add_argument("--context", type=_positive_int, default=d["context"],
+                   help="tokens per training sequence (default %(default)s)")
+    p.add_argument("--batch-size", type=_positive_int, default=d["batch_size"],
+                   help="sequences per step (default %(default)s)")
+    p.add_argument("--lr", type=float, default=d["lr"], help="peak AdamW learning rate (default %(default)s)")
+    p.add_argument("--force", action="store_true", help="retrain and recompute everything")
+    p.add_argument("--device", help="torch device (default: cuda when present, else cpu)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from precompute.dynamics import EvolutionConfig, GradsConfig
     from precompute.published import EvolutionJsonConfig, PaperConfig
@@ -133,25 +152,12 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--name", default=d["name"], help="cache name (default: %(default)s)")
     demo.add_argument("--cache-dir", default=d["cache_dir"], help="folder of the caches (default: %(default)s)")
     demo.add_argument("--work-dir", help="where models and tokenizer go (default: <cache-dir>/toylab/<name>)")
-    demo.add_argument("--corpus", default=d["corpus"],
-                      help="'python-docs' (offline: Python's own documentation), a text file, or hf:<dataset> "
-                      "(default %(default)s)")
-    demo.add_argument("--max-chars", type=_positive_int, default=d["max_chars"],
-                      help="corpus size cap in characters (default %(default)s)")
     demo.add_argument("--vocab-size", type=_positive_int, default=d["vocab_size"],
                       help="BPE vocabulary (default %(default)s)")
     demo.add_argument("--d-model", type=_positive_int, default=d["d_model"], help="model width (default %(default)s)")
-    demo.add_argument("--n-layers", type=_positive_int, default=d["n_layers"],
-                      help="transformer blocks (default %(default)s)")
-    demo.add_argument("--n-heads", type=_positive_int, default=d["n_heads"],
-                      help="attention heads (default %(default)s)")
-    demo.add_argument("--context", type=_positive_int, default=d["context"],
-                      help="tokens per training sequence (default %(default)s)")
-    demo.add_argument("--batch-size", type=_positive_int, default=d["batch_size"],
-                      help="sequences per step (default %(default)s)")
+    _add_twin_options(demo, d)
     demo.add_argument("--steps", type=_positive_int, default=d["steps"],
                       help="optimiser steps per twin (default %(default)s)")
-    demo.add_argument("--lr", type=float, default=d["lr"], help="peak AdamW learning rate (default %(default)s)")
     demo.add_argument("--input-grad-scale", default=",".join(f"{f:g}" for f in d["input_grad_scale"]),
                       help="factor(s) on the input-side gradient of the scaled tied twin, e.g. 5 or 2,5,10 "
                       "(default %(default)s)")
@@ -161,15 +167,13 @@ def build_parser() -> argparse.ArgumentParser:
                       help="log-spaced snapshots per run (default %(default)s)")
     demo.add_argument("--early-steps", type=_positive_int, default=d["early_steps"],
                       help="the early output share is over steps <= this "
-                      f"(default: the first {TOYLAB_EARLY_FRACTION:.0%} of --steps)")
+                      f"(default: the first {TOYLAB_EARLY_FRACTION * 100:.0f}%% of --steps)")
     demo.add_argument("--skip", default="", help="pair stages to skip: alignment,neighbours,spectral,umap,lens")
     demo.add_argument("--skip-lens", action="store_true", help="skip the lens stage (same as --skip lens)")
     demo.add_argument("--lens-steps", type=_positive_int, default=d["lens_steps"],
                       help="tuned-lens training steps (default %(default)s)")
     demo.add_argument("--lens-tokens-per-step", type=_positive_int, default=d["lens_tokens_per_step"],
                       help="tokens per tuned-lens optimiser step, by gradient accumulation (default %(default)s)")
-    demo.add_argument("--force", action="store_true", help="retrain and recompute everything")
-    demo.add_argument("--device", help="torch device (default: cuda when present, else cpu)")
 
     ev_d = _defaults(EvolutionConfig)
     evo = sub.add_parser("evolution", help="embedding evolution over a model's checkpoints (Figure 3)",
@@ -249,9 +253,6 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--name", default=sw_d["name"], help="cache name (default: %(default)s)")
     sw.add_argument("--cache-dir", default=sw_d["cache_dir"], help="folder of the caches (default: %(default)s)")
     sw.add_argument("--work-dir", help="where the tokenizers go (default: <cache-dir>/toylab/<name>)")
-    sw.add_argument("--corpus", default=sw_d["corpus"], help="as for demo (default %(default)s)")
-    sw.add_argument("--max-chars", type=_positive_int, default=sw_d["max_chars"],
-                    help="corpus size cap in characters (default %(default)s)")
     sw.add_argument("--d-model", default=None,
                     help=f"widths, comma-separated (default {','.join(map(str, sw_d['widths']))}; "
                     f"--quick: {','.join(map(str, QUICK['widths']))})")
@@ -259,24 +260,14 @@ def build_parser() -> argparse.ArgumentParser:
                     help=f"BPE vocabulary sizes, comma-separated (default {','.join(map(str, sw_d['vocab_sizes']))})")
     sw.add_argument("--seeds", type=_positive_int, default=None,
                     help=f"seeds per cell (default {sw_d['seeds']}; --quick: {QUICK['seeds']})")
-    sw.add_argument("--n-layers", type=_positive_int, default=sw_d["n_layers"],
-                    help="transformer blocks (default %(default)s)")
-    sw.add_argument("--n-heads", type=_positive_int, default=sw_d["n_heads"],
-                    help="attention heads; every width must divide by it (default %(default)s)")
-    sw.add_argument("--context", type=_positive_int, default=sw_d["context"],
-                    help="tokens per training sequence (default %(default)s)")
-    sw.add_argument("--batch-size", type=_positive_int, default=sw_d["batch_size"],
-                    help="sequences per step (default %(default)s)")
+    _add_twin_options(sw, sw_d)
     sw.add_argument("--steps", type=_positive_int, default=None,
                     help=f"optimiser steps per twin (default {sw_d['steps']}; --quick: {QUICK['steps']})")
-    sw.add_argument("--lr", type=float, default=sw_d["lr"], help="peak AdamW learning rate (default %(default)s)")
     sw.add_argument("--quick", action="store_true",
                     help="a small sweep for a first look (widths, seeds and steps as said above; within 5 minutes "
                     "on 2 cores)")
     sw.add_argument("--shard", default=None, help="i/n: train every n-th cell from the i-th (0 <= i < n), into "
                     "cache/<name>.shard<i>of<n>.duckdb")
-    sw.add_argument("--force", action="store_true", help="retrain every cell")
-    sw.add_argument("--device", help="torch device (default: cuda when present, else cpu)")
     sm = sub.add_parser("sweep-merge", help="join the shard caches of a sweep into one cache",
                         description="Merge sweep caches (e.g. the --shard outputs of a job array) into "
                         "cache/<name>.duckdb: every cell once; caches trained with other settings are refused.")

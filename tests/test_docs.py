@@ -77,3 +77,10 @@ def test_help_states_the_parsers_defaults():
                 if stated.startswith("%(default") or " " in stated:  # built from the default, or words
                     continue
                 assert stated == str(action.default), f"{name} {action.option_strings}: help says {stated!r}"
+
+
+def test_every_command_prints_its_help():
+    """--help formats every option's text (a bare '%' in a help text made `demo --help` crash)."""
+    for name, sub in _subparsers().items():
+        text = sub.format_help()
+        assert "usage:" in text and "--help" in text, name
