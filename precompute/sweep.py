@@ -13,13 +13,14 @@ import hashlib
 import json
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from precompute.toylab import TwinSettings
 from tying import sweep as S
 from tying.errors import UserError
 from tying.share import early_steps_for, output_share
@@ -30,23 +31,15 @@ QUICK = {"widths": [32, 64, 128], "seeds": 2, "steps": 100}
 
 
 @dataclass
-class SweepConfig:
+class SweepConfig(TwinSettings):
     """What `precompute sweep` does; each field is a CLI option of the same name."""
 
     name: str = "sweep"
     cache_dir: str = "cache"
     work_dir: str | None = None  # tokenizers (default: <cache_dir>/toylab/<name>)
-    corpus: str = "python-docs"
-    max_chars: int = 1_200_000
     widths: list[int] = field(default_factory=lambda: [32, 64, 128, 256])
     vocab_sizes: list[int] = field(default_factory=lambda: [4096])
     seeds: int = 3
-    n_layers: int = 4
-    n_heads: int = 4
-    context: int = 64
-    batch_size: int = 16
-    steps: int = 250
-    lr: float = 3e-3
     shard: str | None = None  # "i/n": train every n-th cell from the i-th
     force: bool = False
     device: str | None = None
@@ -54,8 +47,7 @@ class SweepConfig:
 
     def training(self) -> dict:
         """The settings every cell shares (a cell's stage is redone when they change)."""
-        return {k: v for k, v in asdict(self).items()
-                if k in ("corpus", "max_chars", "n_layers", "n_heads", "context", "batch_size", "steps", "lr")}
+        return {f.name: getattr(self, f.name) for f in fields(TwinSettings)}
 
 
 def validate(cfg: SweepConfig) -> None:

@@ -28,22 +28,28 @@ from tying.toylab.corpus import load_corpus
 
 
 @dataclass
-class DemoConfig:
-    """What `precompute demo` does; each field is a CLI option of the same name."""
+class TwinSettings:
+    """How a pair of twins is trained, shared by `precompute demo` and `precompute sweep`."""
 
-    name: str = "demo"
-    cache_dir: str = "cache"
-    work_dir: str | None = None  # models and tokenizer (default: <cache_dir>/toylab/<name>)
     corpus: str = "python-docs"  # 'python-docs', a text file, or 'hf:<dataset>' (online)
     max_chars: int = 1_200_000
-    vocab_size: int = 4096
-    d_model: int = 128
     n_layers: int = 4
     n_heads: int = 4
     context: int = 64
     batch_size: int = 16
     steps: int = 250
     lr: float = 3e-3
+
+
+@dataclass
+class DemoConfig(TwinSettings):
+    """What `precompute demo` does; each field is a CLI option of the same name."""
+
+    name: str = "demo"
+    cache_dir: str = "cache"
+    work_dir: str | None = None  # models and tokenizer (default: <cache_dir>/toylab/<name>)
+    vocab_size: int = 4096
+    d_model: int = 128
     input_grad_scale: list[float] = field(default_factory=lambda: [5.0])
     seeds: int = 1
     checkpoints: int = 12
