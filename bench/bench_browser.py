@@ -3,7 +3,7 @@
     python bench/bench_browser.py [--cache-dir cache] [--pair demo] [--rounds 3] [--size 1440x900]
 
 Starts ``streamlit run app.py`` on the demo cache, opens every page once (cold: the server
-builds and caches its figures), then for ``--rounds`` rounds moves between the six pages as
+builds and caches its figures), then for ``--rounds`` rounds moves between the pages as
 a user does, by clicking the sidebar's links. Each time counts from the click until, in
 the page itself (polled every animation frame): the new page's title is shown, Streamlit
 has finished the run (no status widget, no stale element) and every chart of the page has
@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from screenshots import ROOT, browser, free_port, start_server
 
 PAGES = {"overview": "Overview", "alignment": "Alignment", "neighbours": "Neighbours", "projection": "Projection",
-         "lens": "Lens", "dynamics": "Training dynamics"}
+         "lens": "Lens", "dynamics": "Training dynamics", "sweep": "Sweep"}
 TARGET_S = 1.0
 
 # Click the link, then poll every frame until the page is complete; resolves with milliseconds.

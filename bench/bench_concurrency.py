@@ -6,7 +6,7 @@ Starts ``streamlit run app.py --server.headless true --server.address 127.0.0.1`
 free port with ``TYING_CACHE_DIR`` pointing at the folder of ``demo.duckdb``, then opens
 ``--sessions`` real websocket clients on ``ws://127.0.0.1:PORT/_stcore/stream`` (the
 ``websockets`` package; the browser's protocol: protobuf ``BackMsg`` up, ``ForwardMsg``
-down). Each client loops over the six pages: it sends a ``rerun_script`` BackMsg with the
+down). Each client loops over the seven pages: it sends a ``rerun_script`` BackMsg with the
 page's ``page_name`` and the ``query_string`` ``pair=demo`` and times until the
 ``script_finished`` ForwardMsg arrives. A page time counts as an error when the run ends
 with an exception element, a status other than success, a different page than asked,
@@ -33,7 +33,7 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = ["overview", "alignment", "neighbours", "projection", "lens", "dynamics"]
+PAGES = ["overview", "alignment", "neighbours", "projection", "lens", "dynamics", "sweep"]
 # Targets with 20 sessions on 2 cores (issue 11): p95 page time <= 2 s, >= 12 pages/s, no errors.
 P95_TARGET = 2.0
 RATE_TARGET = 12.0
@@ -210,7 +210,7 @@ def main(argv=None) -> int:
         first, warm = asyncio.run(warm_up(port, query, args.page_timeout))
         print(f"mode: real websocket clients (websockets {__import__('websockets').__version__}) on "
               f"ws://127.0.0.1:{port}/_stcore/stream; cache {cache_dir / (args.pair + '.duckdb')}")
-        print(f"server up in {boot:.1f} s; warm-up session (six pages, one client) {first:.1f} s, "
+        print(f"server up in {boot:.1f} s; warm-up session (every page, one client) {first:.1f} s, "
               f"errors {sum(warm.errors.values())}")
         print(f"{args.sessions} sessions x {args.seconds:.0f} s, each looping over {len(PAGES)} pages; "
               f"cores {os.cpu_count()}, load average {os.getloadavg()[0]:.2f}")

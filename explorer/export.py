@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import altair as alt
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import streamlit as st
@@ -77,9 +78,26 @@ def slug(text: str) -> str:
 
 # -- the spec a page sends ----------------------------------------------------------------------
 
+def compact(df: pd.DataFrame) -> pd.DataFrame:
+    """Chart data as small as a chart needs: 32-bit floats and integers, and repeated strings
+    dictionary-encoded (a run name or matrix label repeated on every row is sent once)."""
+    out = {}
+    for col in df.columns:
+        v = df[col]
+        plain = isinstance(v.dtype, np.dtype)  # numpy dtypes; nullable and other extension types stay
+        if plain and v.dtype.kind == "f":
+            v = v.astype("float32")
+        elif plain and v.dtype.kind in "iu" and len(v) and v.min() >= -2**31 and v.max() < 2**31:
+            v = v.astype("int32")
+        elif (pd.api.types.is_object_dtype(v) or pd.api.types.is_string_dtype(v)) and len(v) > 2 * v.nunique():
+            v = v.astype("category")
+        out[col] = v.reset_index(drop=True)
+    return pd.DataFrame(out)
+
+
 def arrow_bytes(df: pd.DataFrame) -> bytes:
     """A DataFrame as an Arrow IPC stream (how Streamlit's front end reads chart datasets)."""
-    table = pa.Table.from_pandas(df.reset_index(drop=True), preserve_index=False)
+    table = pa.Table.from_pandas(compact(df), preserve_index=False)
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)

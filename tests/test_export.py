@@ -47,3 +47,15 @@ def test_scaled_sizes_leave_container_widths_and_flags_alone():
     out = export.scaled_sizes(spec, 1.5)
     assert out == {"width": "container", "height": 450,
                    "hconcat": [{"width": 150, "height": 75, "mark": {"filled": True}}]}
+
+
+def test_compact_keeps_values_and_odd_columns():
+    df = pd.DataFrame({"run": ["a"] * 5 + ["b"], "step": np.arange(1, 7, dtype="int64"),
+                       "x": np.linspace(0, 1, 6), "std": pd.array([None] * 6, dtype="Int64"),
+                       "note": [None] * 6, "big": np.array([0] * 5 + [2**40])})
+    out = export.compact(df)
+    assert str(out["run"].dtype) == "category" and out["step"].dtype == "int32" and out["x"].dtype == "float32"
+    assert out["big"].dtype == "int64" and out["std"].isna().all()  # too large for int32; nullable kept
+    back = pa.ipc.open_stream(export.arrow_bytes(df)).read_all().to_pandas()
+    assert list(back["run"]) == ["a"] * 5 + ["b"] and list(back["step"]) == [1, 2, 3, 4, 5, 6]
+    np.testing.assert_allclose(back["x"], df["x"], rtol=1e-6)
