@@ -136,8 +136,9 @@ def _projection_layers(df: pd.DataFrame, highlight: pd.DataFrame, *, density: bo
     (wheel, drag; double-click resets) unless ``interactive`` is false (views concatenated
     into one figure cannot share parameter names).
     """
-    # nearest: a click anywhere picks the closest token (a point is a few pixels wide)
-    pick = alt.selection_point(name=PICK, fields=["token"], on="click", clear=False, empty=False, nearest=True)
+    # a click on a point picks it (nearest=True would let a click anywhere pick the closest token,
+    # but its Voronoi layer doubled the drawing time: 0.85 -> 1.7 s for three views of 5,000)
+    pick = alt.selection_point(name=PICK, fields=["token"], on="click", clear=False, empty=False)
     zoom = alt.selection_interval(name="zoom", bind="scales")
     if density:
         points = alt.Chart(df).mark_rect().encode(
@@ -147,7 +148,7 @@ def _projection_layers(df: pd.DataFrame, highlight: pd.DataFrame, *, density: bo
     else:
         colour = (alt.Color("matrix:N", scale=_scale(list(PROJECTION_ORDER)), title="matrix") if colour_matrix
                   else alt.value(COLOURS.get(str(df["matrix"].iloc[0]) if len(df) else "T", "#555555")))
-        points = alt.Chart(df).mark_circle(size=9, opacity=0.4, cursor="pointer").encode(
+        points = alt.Chart(df).mark_circle(size=14, opacity=0.4, cursor="pointer").encode(
             x=alt.X("x:Q", title=None, axis=None), y=alt.Y("y:Q", title=None, axis=None),
             color=colour, tooltip=[alt.Tooltip("shown:N", title="token"), alt.Tooltip("token:Q", title="id"),
                                    "matrix:N"])

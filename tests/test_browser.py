@@ -211,7 +211,7 @@ def _url_token(browser) -> str | None:
 
 
 def test_click_a_point_on_projection_picks_its_token(server, browser):
-    """A click in the T view picks the nearest token: the URL, the chart and the Neighbours page follow."""
+    """A click on a point of the T view picks its token: the URL, the chart and the Neighbours page follow."""
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as EC
@@ -219,21 +219,21 @@ def test_click_a_point_on_projection_picks_its_token(server, browser):
 
     browser.get(f"{server}/projection?pair=synthetic&token=300&k=5")
     WebDriverWait(browser, 60).until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Projection"))
-    canvases = _charts_drawn(browser, 3)  # I, T and O side by side
+    _charts_drawn(browser, 3)  # I, T and O side by side
     time.sleep(1.0)
-    tied = canvases[1]
-    w, h = tied.size["width"], tied.size["height"]
     picked = None
-    for dx, dy in ((-0.25, -0.2), (0.2, 0.25), (-0.2, 0.3), (0.3, -0.3)):  # until a spot's nearest token is not 300
-        ActionChains(browser).move_to_element_with_offset(tied, int(dx * w), int(dy * h)).click().perform()
+    for n in (100, 250, 400, 50):  # click a point of the T view (its background layer), until one is not token 300
+        charts = browser.find_elements(By.CSS_SELECTOR, '[data-testid="stVegaLiteChart"]')
+        points = charts[1].find_elements(By.CSS_SELECTOR, "g.mark-symbol path")
+        assert len(points) > n, len(points)
+        ActionChains(browser).move_to_element(points[n]).click().perform()
         deadline = time.time() + 20
         while time.time() < deadline and _url_token(browser) == "300":
             time.sleep(0.2)
         if _url_token(browser) != "300":
             picked = _url_token(browser)
             break
-        canvases = _charts_drawn(browser, 3)
-        tied = canvases[1]
+        _charts_drawn(browser, 3)
     assert picked is not None and picked.isdigit(), browser.current_url
     _charts_drawn(browser, 3)
     assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
