@@ -24,7 +24,7 @@ import streamlit as st
 
 from tying.overlap import overlap_at_k
 from tying.schema import MATRICES
-from tying.store import CacheError, list_caches, open_cache, query_df, table_exists
+from tying.store import CacheError, list_caches, open_cache, query_df, stage_params, table_exists
 from tying.summary import summarize
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -291,7 +291,7 @@ def lens_convergence(ref: CacheRef) -> tuple[str, ...]:
     """One line per model on whether its tuned lens converged, with the recorded budget."""
     from explorer.tables import lens_convergence as lines
 
-    budget = ((summary(ref).get("stages") or {}).get("lens") or {}).get("params", {}).get("budget")
+    budget = stage_params(summary(ref).get("stages"), "lens").get("budget")
     return tuple(lines(table(ref, "lens_curve"), budget))
 
 

@@ -54,7 +54,7 @@ def current_sweep() -> data.CacheRef:
             continue
         if data.open_error(ref) is None and data.summary(ref).get("sweep_cells"):
             return ref
-    st.info(f"No width sweep in `{data.cache_dir()}` yet. Build one with `{SWEEP_COMMAND}` (about 20 minutes on 2 "
+    st.info(f"No width sweep in `{data.cache_dir()}` yet. Build one with `{SWEEP_COMMAND}` (13-18 minutes on 2 "
             f"cores) or `{SWEEP_COMMAND} --quick` (a few minutes).")
     st.stop()
 
@@ -62,10 +62,11 @@ def current_sweep() -> data.CacheRef:
 def require(ref: data.CacheRef, table: str, what: str, command: str) -> None:
     """Stop the page with a note when the cache has no rows in ``table``."""
     if not data.has_rows(ref, table):
-        if data.summary(ref).get("kind") == "sweep":
+        kind = data.summary(ref).get("kind")
+        if kind == "sweep":
             st.info(f"The cache '{ref.name}' is a width sweep of tied and untied twins: it has no {what}. "
                     "Open the Sweep page.")
-        elif data.summary(ref).get("kind") == "published":
+        elif kind == "published":
             st.info(f"The cache '{ref.name}' holds the paper's published measurements (its tables, training dynamics "
                     f"and layerwise KL), not the models' matrices, so it has no {what}. Open Overview, Lens or "
                     "Training dynamics, or pick the toy lab or a pair built with `python -m precompute pair`.")

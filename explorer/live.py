@@ -20,6 +20,7 @@ import streamlit as st
 from explorer import data
 from tying.errors import UserError
 from tying.localmodels import model_dirs
+from tying.store import stage_params
 
 ROOT = Path(__file__).resolve().parent.parent
 MAX_CHARS = 400  # what the page lets a visitor type
@@ -34,8 +35,7 @@ def _slots() -> threading.BoundedSemaphore:
 
 def models_here(ref: data.CacheRef) -> dict[str, Path]:
     """{role: folder} of the cache's models found on this machine (empty: sample texts only)."""
-    load = ((data.summary(ref).get("stages") or {}).get("load") or {}).get("params") or {}
-    return model_dirs(load, ref.path)
+    return model_dirs(stage_params(data.summary(ref).get("stages"), "load"), ref.path)
 
 
 @st.cache_resource(max_entries=256, show_spinner=False)

@@ -271,13 +271,13 @@ SWEEP_SERIES = {"bias": {"bias_linear": "O→T minus I→T (linear, held-out)",
 
 
 def sweep_points(cells: list[dict[str, Any]]) -> pd.DataFrame:
-    """A sweep summary's grid points with the 95% half-width of each plotted mean (``<col>_half``)."""
-    from tying.sweep import half_width
+    """A sweep summary's grid points; a half-width the summary leaves null (one seed) is inf:
+    no whisker, and no interval that excludes zero."""
+    from tying.sweep import PLOTTED
 
     d = pd.DataFrame(cells)
-    for col in ("bias_linear", "bias_overlap", "loss_gap"):
-        d[f"{col}_half"] = [half_width(s, int(n)) if s is not None and s == s else float("inf")
-                            for s, n in zip(d[f"{col}_std"], d["n"])]
+    for col in PLOTTED:
+        d[f"{col}_half"] = d[f"{col}_half"].astype(float).fillna(float("inf"))
     return d
 
 
@@ -305,11 +305,8 @@ def sweep_crossings(points: pd.DataFrame, x: str) -> tuple[pd.DataFrame, list[st
 
 def sweep_table(cells: list[dict[str, Any]]) -> pd.DataFrame:
     """One row per grid point: mean ± sample std over seeds, as text."""
-    def pm(c, col, digits=3):
-        m, s = c.get(col), c.get(f"{col}_std")
-        if m is None:
-            return "—"
-        return f"{m:.{digits}f}" + (f" ± {s:.{digits}f}" if c["n"] > 1 and s is not None else "")
+    def pm(c, col):
+        return summary.plus_minus(c.get(col), c.get(f"{col}_std"), c["n"], missing="—")
 
     return pd.DataFrame([{"vocabulary": c["vocab_size"], "d_model": c["d_model"], "seeds": c["n"],
                           "parameters tied": f"{c['params_tied']:,.0f}",

@@ -24,7 +24,16 @@ from precompute.toylab import TwinSettings
 from tying import sweep as S
 from tying.errors import UserError
 from tying.share import early_steps_for, output_share
-from tying.store import CacheWriter, cache_path, check_name, open_cache, query_df, read_meta, table_exists
+from tying.store import (
+    CacheWriter,
+    cache_path,
+    check_name,
+    open_cache,
+    params_hash,
+    query_df,
+    read_meta,
+    table_exists,
+)
 from tying.toylab.corpus import load_corpus
 
 QUICK = {"widths": [32, 64, 128], "seeds": 2, "steps": 100}
@@ -114,7 +123,7 @@ class SweepRun:
                                                                 "command": cfg.command, "sweep": asdict(cfg)})
         text = load_corpus(cfg.corpus, cfg.max_chars)
         digest = hashlib.sha256(text.encode()).hexdigest()
-        todo = [c for c in self.cells if not writer.is_done(c.stage, _hash(cell_params(cfg, c, digest)))]
+        todo = [c for c in self.cells if not writer.is_done(c.stage, params_hash(cell_params(cfg, c, digest)))]
         log(f"sweep {self.name}: {len(self.cells)} cells, {len(self.cells) - len(todo)} already in {self.path}")
         if not todo:
             return self.path
@@ -151,12 +160,6 @@ class SweepRun:
         finally:
             bar.close()
         return self.path
-
-
-def _hash(params: dict) -> str:
-    from tying.store import params_hash
-
-    return params_hash(params)
 
 
 def merge(paths: list[str], name: str, cache_dir: str, *, force: bool = False) -> Path:

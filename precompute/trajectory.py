@@ -30,18 +30,17 @@ class TrajectoryConfig:
 
 def _stage_params(cache_path: Path) -> tuple[dict, dict]:
     """The load stage's and the lens stage's recorded parameters."""
-    from tying.store import CacheError, open_cache
-    from tying.summary import summarize
+    from tying.store import CacheError, finished_stages, open_cache, stage_params
 
     try:
         con = open_cache(cache_path)
     except CacheError as exc:
         raise UserError(exc.message) from None
     try:
-        stages = summarize(con).get("stages") or {}
+        stages = finished_stages(con)
     finally:
         con.close()
-    return ((stages.get("load") or {}).get("params") or {}), ((stages.get("lens") or {}).get("params") or {})
+    return stage_params(stages, "load"), stage_params(stages, "lens")
 
 
 def run_trajectory(cfg: TrajectoryConfig, cache_path: Path) -> dict:

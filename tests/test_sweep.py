@@ -95,6 +95,8 @@ def test_by_cell_means_spreads_and_gaps():
     c = S.by_cell(r).iloc[0]
     assert c["n"] == 3 and c["bias_linear"] == pytest.approx(0.3) and c["bias_linear_std"] == pytest.approx(0.1)
     assert c["loss_gap"] == pytest.approx(0.2) and c["loss_gap_std"] == pytest.approx(0.2)
+    assert c["loss_gap_half"] == pytest.approx(4.303 * 0.2 / np.sqrt(3))  # the 95% t-interval over 3 seeds
+    assert S.by_cell(r.iloc[:1]).iloc[0]["bias_linear_half"] == np.inf  # one seed: no interval
 
 
 # -- end to end ---------------------------------------------------------------------------------

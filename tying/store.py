@@ -378,6 +378,12 @@ def finished_stages(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, Any]]
     return {s: {"params": json.loads(p), "seconds": sec, "finished_at": str(at)} for s, p, sec, at in rows}
 
 
+def stage_params(stages: dict[str, dict[str, Any]] | None, stage: str) -> dict[str, Any]:
+    """The recorded parameters of ``stage`` in a :func:`finished_stages` dict (a summary's
+    "stages"); empty when the stage has not run."""
+    return ((stages or {}).get(stage) or {}).get("params") or {}
+
+
 def query_df(con: duckdb.DuckDBPyConnection, sql: str, params: Iterable[Any] | None = None) -> pd.DataFrame:
     """Run one query on its own cursor (a DuckDB connection is not thread-safe)."""
     cur = con.cursor()

@@ -215,16 +215,12 @@ def sweep_summary(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
 
 def sweep_cells(rows) -> list[dict[str, Any]]:
     """Per (vocab_size, d_model): mean, sample std and seed count of the biases, the loss gap
-    (untied minus tied) and the rest, and the 95% half-width of the loss gap."""
-    from tying.sweep import by_cell, half_width
+    (untied minus tied) and the rest, and the 95% half-widths of the biases and the loss gap
+    (``<col>_half``; null with one seed)."""
+    from tying.sweep import by_cell
 
-    cells = by_cell(rows)
-    out = []
-    for r in cells.to_dict("records"):
-        cell = {k: (_num(v) if isinstance(v, float) else int(v)) for k, v in r.items()}
-        cell["loss_gap_half_width"] = _num(half_width(r["loss_gap_std"], int(r["n"])))
-        out.append(cell)
-    return out
+    return [{k: (_num(v) if isinstance(v, float) else int(v)) for k, v in r.items()}
+            for r in by_cell(rows).to_dict("records")]
 
 
 # The paper's directions, each as (claim, larger metric, smaller metric or a constant).
@@ -284,9 +280,10 @@ def format_summary(s: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _pm(mean: float | None, std: float | None, n: int, digits: int = 3) -> str:
+def plus_minus(mean: float | None, std: float | None, n: int, digits: int = 3, missing: str = "n/a") -> str:
+    """"0.123 ± 0.004": a mean over ``n`` seeds with its sample std (the mean alone with one seed)."""
     if mean is None:
-        return "n/a"
+        return missing
     return f"{mean:.{digits}f}" + (f" ± {std:.{digits}f}" if n > 1 and std is not None else "")
 
 
@@ -303,10 +300,10 @@ def _format_sweep(s: dict[str, Any], lines: list[str]) -> None:
     for c in cells:
         n = c["n"]
         lines.append(f"  {c['vocab_size']:>6} {c['d_model']:>5} {n:>5} {c['embedding_share_tied']:>12.1%} "
-                     f"{_pm(c['bias_linear'], c['bias_linear_std'], n):>16} "
-                     f"{_pm(c['bias_overlap'], c['bias_overlap_std'], n):>16} "
-                     f"{_pm(c['loss_gap'], c['loss_gap_std'], n):>16} "
-                     f"{_pm(c['output_share_early'], c['output_share_early_std'], n):>16}")
+                     f"{plus_minus(c['bias_linear'], c['bias_linear_std'], n):>16} "
+                     f"{plus_minus(c['bias_overlap'], c['bias_overlap_std'], n):>16} "
+                     f"{plus_minus(c['loss_gap'], c['loss_gap_std'], n):>16} "
+                     f"{plus_minus(c['output_share_early'], c['output_share_early_std'], n):>16}")
 
 
 def _format_published(s: dict[str, Any], lines: list[str]) -> None:

@@ -100,10 +100,14 @@ def cell_cost(cell: Cell, n_layers: int) -> float:
     return 2 * (12 * n_layers * d * d + 2 * v * d)
 
 
+PLOTTED = ("bias_linear", "bias_overlap", "loss_gap")
+
+
 def by_cell(rows: pd.DataFrame) -> pd.DataFrame:
     """Mean, sample std and count over seeds per (d_model, vocab_size), with the two biases
     (linear O->T minus I->T; overlap T~O minus T~I) and the loss gap (untied minus tied)
-    computed per seed first."""
+    computed per seed first, and the 95% half-width of each of those three means
+    (``<col>_half``; inf with one seed)."""
     d = rows.assign(bias_linear=rows["linear_o_t"] - rows["linear_i_t"],
                     bias_overlap=rows["overlap_t_o"] - rows["overlap_t_i"],
                     loss_gap=rows["eval_loss_untied"] - rows["eval_loss_tied"])
@@ -111,6 +115,8 @@ def by_cell(rows: pd.DataFrame) -> pd.DataFrame:
     g = d.groupby(["vocab_size", "d_model"], sort=True)[cols]
     mean, std, n = g.mean(), g.std(ddof=1), g.size()
     out = mean.join(std.add_suffix("_std")).assign(n=n).reset_index()
+    for col in PLOTTED:
+        out[f"{col}_half"] = [half_width(s, int(k)) for s, k in zip(out[f"{col}_std"], out["n"])]
     return out
 
 

@@ -41,6 +41,8 @@ def on_search() -> None:
 token = state.get("token")
 if token is None or not 0 <= token < n_tokens:
     token = data.default_token(toks)
+if token != state.get("token") or st.query_params.get("token") != str(token):
+    state.put("token", int(token))
 with c1:
     query = st.text_input("Find a token (part of its text; ␣ or a leading space matches a space)", key="token_query",
                           placeholder="e.g. ␣the, import, (", on_change=on_search)
@@ -64,11 +66,6 @@ with b2.popover("Most-changed tokens"):
     st.radio("Pick", list(changed), key="changed_pick", index=None,
              format_func=lambda t: f"{data.escape_markdown(toks.at[t, 'shown'])}  ({changed[t]:+.1f})",
              on_change=lambda: st.session_state["changed_pick"] is not None and choose(st.session_state["changed_pick"], True))
-token = state.get("token")
-if token is None or not 0 <= token < n_tokens:
-    token = data.default_token(toks)
-if token != state.get("token") or st.query_params.get("token") != str(token):
-    state.put("token", int(token))
 
 row = toks.iloc[token]
 st.markdown(f"### {data.escape_markdown(row['shown'])}")
