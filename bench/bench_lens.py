@@ -5,8 +5,8 @@ from its config; or a saved model folder with --model), on random token ids (spe
 not depend on the text):
 
 * the floor: the model's forward pass alone, collecting the hidden states;
-* training (tying.lens.train_tuned_lens): steps/s and tokens/s;
-* evaluation (tying.lens.evaluate_lens) of the tuned and the logit lens: tokens/s.
+* training (tying.lens.tuned.train_tuned_lens): steps/s and tokens/s;
+* evaluation (tying.lens.tuned.evaluate_lens) of the tuned and the logit lens: tokens/s.
 
 Estimated, for one H100/H200-class GPU, from FLOPs per token (see ``flops_per_token``) at an
 assumed achieved matmul rate, plus the memory traffic of the softmax and KL over the
@@ -29,8 +29,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tying.device import pick_device
-from tying.lens import evaluate_lens, find_lens_parts, residual_stream, train_tuned_lens
+from tying.lens.tuned import evaluate_lens, find_lens_parts, residual_stream, train_tuned_lens
+from tying.loading.device import pick_device
 
 TRAIN_TOKENS = 250 * 8 * 2048
 """Estimated training run: 250 steps of 8 sequences of 2,048 tokens."""

@@ -134,7 +134,7 @@ def child(mode: str, folder: Path, tiny: Path, cold: bool) -> dict:
     from transformers import AutoModelForCausalLM
 
     sys.path.insert(0, str(ROOT))
-    from tying.weights import load_model_matrices
+    from tying.loading.weights import load_model_matrices
 
     transformers.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()

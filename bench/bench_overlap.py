@@ -2,7 +2,7 @@
 
 Builds two random float32 matrices (default 50,000 x 1,024, seeded) and times
 
-* ``knn`` (k=10) of each matrix with tying.neighbours (the backend "auto" picks: torch on
+* ``knn`` (k=10) of each matrix with tying.analysis.neighbours (the backend "auto" picks: torch on
   a GPU, faiss on a CPU), and ``overlap_at_k`` of the two neighbour lists;
 * the floor: the float32 products X X^T of each matrix in blocks of rows, with nothing
   else (no normalisation, no top-k), on the same device.
@@ -27,8 +27,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tying.device import as_tensor, pick_device
-from tying.neighbours import knn, overlap_at_k
+from tying.analysis.neighbours import knn, overlap_at_k
+from tying.loading.device import as_tensor, pick_device
 
 TARGET_RATIO = 2.0
 

@@ -10,7 +10,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from tying.schema import DISPLAY_COMPARISONS, MATRIX_NAMES, display_comparison
+from tying.cache.schema import DISPLAY_COMPARISONS, MATRIX_NAMES, display_comparison
 
 COLOURS = {"T": "#7b3294", "I": "#2c7bb6", "O": "#e66101", "tied": "#7b3294", "untied": "#2c7bb6",
            "O->T": "#e66101", "I->T": "#2c7bb6", "I->O": "#999999",

@@ -22,10 +22,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from tying.overlap import overlap_at_k
-from tying.schema import MATRICES
-from tying.store import CacheError, list_caches, open_cache, query_df, stage_params, table_exists
-from tying.summary import summarize
+from tying.analysis.overlap import overlap_at_k
+from tying.cache.schema import MATRICES
+from tying.cache.store import CacheError, list_caches, open_cache, query_df, stage_params, table_exists
+from tying.cache.summary import summarize
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -203,7 +203,7 @@ def overlap_per_token(ref: CacheRef, a: str, b: str, k: int) -> np.ndarray:
 @st.cache_resource(max_entries=32, show_spinner=False)
 def overlap_table(ref: CacheRef, k: int) -> pd.DataFrame:
     """overlap@k of every token for each matrix pair: columns token, T~I, T~O, I~O."""
-    from tying.schema import MATRIX_PAIRS, pair_label
+    from tying.cache.schema import MATRIX_PAIRS, pair_label
 
     out = {"token": np.arange(len(neighbour_ids(ref, "T")))}
     for a, b in MATRIX_PAIRS:

@@ -18,9 +18,9 @@ import pandas as pd
 import streamlit as st
 
 from explorer import data
+from tying.cache.store import stage_params
 from tying.errors import UserError
-from tying.localmodels import model_dirs
-from tying.store import stage_params
+from tying.loading.localmodels import model_dirs
 
 ROOT = Path(__file__).resolve().parent.parent
 MAX_CHARS = 400  # what the page lets a visitor type

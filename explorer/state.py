@@ -13,7 +13,7 @@ from typing import Any
 
 import streamlit as st
 
-from tying.schema import METHOD_LABELS, TABLE1_METHODS
+from tying.cache.schema import METHOD_LABELS, TABLE1_METHODS
 
 METHODS = TABLE1_METHODS
 METHOD_LABEL = METHOD_LABELS

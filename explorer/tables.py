@@ -11,8 +11,8 @@ from typing import Any
 
 import pandas as pd
 
-from tying import summary
-from tying.schema import (
+from tying.cache import summary
+from tying.cache.schema import (
     MATRIX_PAIRS,
     METHOD_LABELS,
     TABLE1_COMPARISONS,
@@ -124,7 +124,7 @@ INPUT_SIDES = {
 
 def provenance_view(log: pd.DataFrame, input_side: str) -> pd.DataFrame:
     """Per-step norms and share with the chosen input-side figure (``exact`` or ``proxy``)."""
-    from tying.share import step_share
+    from tying.analysis.share import step_share
 
     if input_side not in INPUT_SIDES:
         raise ValueError(f"input side must be one of {', '.join(INPUT_SIDES)}, got {input_side!r}")
@@ -148,7 +148,7 @@ def lens_convergence(curve: pd.DataFrame, budget: dict | None) -> list[str]:
     ``curve``: model, step, layer, kl_bits (the lens_curve table). ``budget``: the lens
     stage's recorded budget (steps, tokens_per_step, accumulate, batch_size, seq_len) or None.
     """
-    from tying.convergence import convergence
+    from tying.analysis.convergence import convergence
 
     last_layer = curve.groupby("model")["layer"].transform("max")
     trained = curve[curve["layer"] < last_layer]  # the last translator stays the identity (KL ~ 0)
@@ -203,7 +203,7 @@ def published_sources(s: dict[str, Any]) -> pd.DataFrame:
 
 def paper_table1_all() -> pd.DataFrame:
     """The paper's Table 1 for every pair it reports: identity (raw rows), orthogonal, linear."""
-    from tying import reference
+    from tying.cache import reference
 
     rows = [{"pair": preset, "comparison": display_comparison(comp), "identity (raw rows)": cells.get("identity_raw"),
              "orthogonal": cells.get("orthogonal"), "linear": cells.get("linear"),
@@ -214,14 +214,14 @@ def paper_table1_all() -> pd.DataFrame:
 
 def paper_table5_all() -> pd.DataFrame:
     """The paper's Table 5 (overlap@10) for every pair."""
-    from tying import reference
+    from tying.cache import reference
 
     return pd.DataFrame([{"pair": preset} | cells for preset, cells in reference.TABLE5.items()])
 
 
 def paper_scaling() -> pd.DataFrame:
     """The paper's Tables 2 (10k steps) and 6 (1k steps): tied OLMo-1B vs untied OLMo-1B-0724, I and O."""
-    from tying import reference
+    from tying.cache import reference
 
     return pd.DataFrame([{"table": table, "steps": steps, "input-gradient factor": f"x{scale:g}",
                           "cosine to untied I": row["I"], "cosine to untied O": row["O"]}
@@ -273,7 +273,7 @@ SWEEP_SERIES = {"bias": {"bias_linear": "O→T minus I→T (linear, held-out)",
 def sweep_points(cells: list[dict[str, Any]]) -> pd.DataFrame:
     """A sweep summary's grid points; a half-width the summary leaves null (one seed) is inf:
     no whisker, and no interval that excludes zero."""
-    from tying.sweep import PLOTTED
+    from tying.analysis.sweep import PLOTTED
 
     d = pd.DataFrame(cells)
     for col in PLOTTED:
@@ -284,7 +284,7 @@ def sweep_points(cells: list[dict[str, Any]]) -> pd.DataFrame:
 def sweep_crossings(points: pd.DataFrame, x: str) -> tuple[pd.DataFrame, list[str]]:
     """Where the loss gap changes sign, per vocabulary size: the named crossings (vocab_size, x,
     label) and one honest sentence per vocabulary."""
-    from tying.sweep import crossing
+    from tying.analysis.sweep import crossing
 
     rows, lines = [], []
     for v, g in points.groupby("vocab_size", sort=True):

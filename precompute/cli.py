@@ -131,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     from precompute.sweep import QUICK, SweepConfig
     from precompute.toylab import DemoConfig
     from precompute.trajectory import TrajectoryConfig
-    from tying.share import TOYLAB_EARLY_FRACTION
+    from tying.analysis.share import TOYLAB_EARLY_FRACTION
 
     p = _Parser(prog="precompute", description="Precompute weight-tying analyses into DuckDB caches.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -390,7 +390,7 @@ def _cmd_paper(args: argparse.Namespace, argv: list[str]) -> int:
 
 def _cmd_sweep(args: argparse.Namespace, argv: list[str]) -> int:
     from precompute.sweep import QUICK, SweepConfig, SweepRun
-    from tying.sweep import parse_ints
+    from tying.analysis.sweep import parse_ints
 
     d = SweepConfig()
     quick = args.quick
@@ -420,7 +420,7 @@ def _cmd_trajectory(args: argparse.Namespace) -> int:
 
 
 def resolve_cache(cache: str, cache_dir: str) -> Path:
-    from tying.store import CACHE_SUFFIX
+    from tying.cache.store import CACHE_SUFFIX
 
     p = Path(cache)
     if p.is_file() or p.suffix == CACHE_SUFFIX:
@@ -429,8 +429,8 @@ def resolve_cache(cache: str, cache_dir: str) -> Path:
 
 
 def _cmd_summary_path(path: Path, *, as_json: bool) -> int:
-    from tying.store import CacheError, open_cache
-    from tying.summary import format_summary, summarize
+    from tying.cache.store import CacheError, open_cache
+    from tying.cache.summary import format_summary, summarize
 
     try:
         con = open_cache(path)

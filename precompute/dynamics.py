@@ -25,11 +25,11 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from tying.align import rowwise_cosine
+from tying.analysis.align import rowwise_cosine
+from tying.analysis.share import DEFAULT_EARLY_STEPS
+from tying.cache.store import CacheWriter, cache_path, check_name, short_name
 from tying.errors import UserError
-from tying.gradlog import DEFAULT_COLUMNS, read_provenance_csv
-from tying.share import DEFAULT_EARLY_STEPS
-from tying.store import CacheWriter, cache_path, check_name, short_name
+from tying.loading.gradlog import DEFAULT_COLUMNS, read_provenance_csv
 
 
 def revision_step(revision: str, index: int) -> int:
@@ -60,7 +60,7 @@ def _checkpoint_source(model: str, revision: str) -> tuple[str, str | None]:
 
 
 def run_evolution(cfg: EvolutionConfig) -> Path:
-    from tying.weights import load_model_matrices
+    from tying.loading.weights import load_model_matrices
 
     revisions = [r.strip() for r in cfg.revisions if r.strip()]
     if len(revisions) < 2:

@@ -20,10 +20,10 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from precompute.lens import LensOptions
-from tying import reference
+from tying.cache import reference
+from tying.cache.schema import MATRICES, MATRIX_PAIRS, PAIR_STAGES, pair_label
+from tying.cache.store import CacheWriter, cache_path, check_name, default_name, params_hash
 from tying.errors import UserError
-from tying.schema import MATRICES, MATRIX_PAIRS, PAIR_STAGES, pair_label
-from tying.store import CacheWriter, cache_path, check_name, default_name, params_hash
 
 STAGES = PAIR_STAGES
 OPTIONAL_STAGES = ("alignment", "neighbours", "spectral", "umap", "lens")
@@ -138,9 +138,9 @@ class PairRun:
 
     # -- stage: load -----------------------------------------------------------------
     def load(self):
-        from tying.device import pick_device
-        from tying.vocab import common_vocabulary
-        from tying.weights import load_model_matrices
+        from tying.loading.device import pick_device
+        from tying.loading.vocab import common_vocabulary
+        from tying.loading.weights import load_model_matrices
 
         cfg = self.cfg
         self.device = pick_device(cfg.device)
@@ -196,7 +196,7 @@ class PairRun:
 
     # -- stage: alignment ------------------------------------------------------------
     def alignment_tables(self, progress) -> dict[str, pd.DataFrame]:
-        from tying.align import run_alignment
+        from tying.analysis.align import run_alignment
 
         results = run_alignment(self.matrices, held_out_fraction=self.cfg.held_out, seed=self.cfg.seed,
                                 device=self.device, progress=progress)
@@ -216,7 +216,7 @@ class PairRun:
     # -- k-NN, shared by neighbours and spectral -------------------------------------------
     def knn(self, key: str, k: int, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Top-k neighbours of matrix ``key`` (within ``rows`` if given), memoised for the run."""
-        from tying.neighbours import knn
+        from tying.analysis.neighbours import knn
 
         subset = -1 if rows is None else len(rows)
         for (mkey, mk, msub), (ids, scores) in self._knn.items():
@@ -228,7 +228,7 @@ class PairRun:
         return ids, scores
 
     def neighbours_tables(self, progress) -> dict[str, pd.DataFrame]:
-        from tying.neighbours import overlap_curve
+        from tying.analysis.neighbours import overlap_curve
 
         K = self.cfg.neighbours_k
         if self.n <= K:
@@ -256,7 +256,7 @@ class PairRun:
 
     # -- stage: spectral -----------------------------------------------------------------
     def spectral_tables(self, progress) -> dict[str, pd.DataFrame]:
-        from tying.spectral import spectral_distance
+        from tying.analysis.spectral import spectral_distance
 
         cfg = self.cfg
         rows = self.spectral_rows()
@@ -283,7 +283,7 @@ class PairRun:
 
     # -- stage: umap ---------------------------------------------------------------------
     def umap_tables(self, progress) -> dict[str, pd.DataFrame]:
-        from tying.projection import aligned_umap
+        from tying.analysis.projection import aligned_umap
 
         rows = _sample(self.n, self.cfg.umap_tokens, self.cfg.seed)
         progress(f"UMAP of {len(rows)} tokens x 3 matrices")

@@ -3,7 +3,7 @@
 The authors released, with their code (Apache-2.0; ``published/README.md``), per-step
 gradient norms of an OLMo-1B tied run (Figure 4) and the embedding evolution of three
 untied models (Figures 3, 8, 9). With the figures of the paper's tables
-(:mod:`tying.reference`) they make a real-model cache of kind ``published``:
+(:mod:`tying.cache.reference`) they make a real-model cache of kind ``published``:
 
 * ``precompute evolution-json --json FILE [--json FILE ...] --name N``: evolution files
   (keys ``model_id``, ``steps``, ``input_vs_init``, ``output_vs_init``,
@@ -28,11 +28,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tying import reference
+from tying.analysis.share import DEFAULT_EARLY_STEPS
+from tying.cache import reference
+from tying.cache.store import CacheWriter, cache_path, check_name
 from tying.errors import UserError, first_line
-from tying.gradlog import read_provenance_csv
-from tying.share import DEFAULT_EARLY_STEPS
-from tying.store import CacheWriter, cache_path, check_name
+from tying.loading.gradlog import read_provenance_csv
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLISHED_DIR = ROOT / "published"
@@ -197,7 +197,7 @@ def paper_tables(cfg: PaperConfig) -> tuple[dict[str, pd.DataFrame], dict[str, p
                                      for model, series in reference.TUNED_LENS_KL["olmo"].items()
                                      for layer, value in enumerate(series)])}
     sources = [source_of(data / f) for f in cfg.files] + [
-        {"figure": name, "source": f"{reference.PAPER}, {name}", "values": "tying/reference.py"}
+        {"figure": name, "source": f"{reference.PAPER}, {name}", "values": "tying/cache/reference.py"}
         for name in ("Table 1", "Table 2", "Table 5", "Table 6", "tuned-lens KL per layer (OLMo)")]
     return training, lens, sources
 

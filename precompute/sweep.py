@@ -21,10 +21,9 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from precompute.toylab import TwinSettings
-from tying import sweep as S
-from tying.errors import UserError
-from tying.share import early_steps_for, output_share
-from tying.store import (
+from tying.analysis import sweep as S
+from tying.analysis.share import early_steps_for, output_share
+from tying.cache.store import (
     CacheWriter,
     cache_path,
     check_name,
@@ -34,6 +33,7 @@ from tying.store import (
     read_meta,
     table_exists,
 )
+from tying.errors import UserError
 from tying.toylab.corpus import load_corpus
 
 QUICK = {"widths": [32, 64, 128], "seeds": 2, "steps": 100}

@@ -21,9 +21,9 @@ from tqdm.auto import tqdm
 
 from precompute.lens import LensOptions
 from precompute.pair import PairConfig, PairRun
+from tying.analysis.share import early_steps_for, output_share
+from tying.cache.store import CacheWriter, cache_path, params_hash
 from tying.errors import UserError
-from tying.share import early_steps_for, output_share
-from tying.store import CacheWriter, cache_path, params_hash
 from tying.toylab.corpus import load_corpus
 
 
@@ -93,8 +93,8 @@ def _final(result) -> tuple[np.ndarray, np.ndarray]:
 
 def compare_tied_to_twin(T: np.ndarray, I: np.ndarray, O: np.ndarray, seed: int, device=None) -> dict[str, float]:
     """Headline numbers of one seed: cosine of T to I and O (raw and centred identity, held-out linear), overlap@10."""
-    from tying.align import alignment_cosines, split_tokens
-    from tying.neighbours import knn, overlap_at_k
+    from tying.analysis.align import alignment_cosines, split_tokens
+    from tying.analysis.neighbours import knn, overlap_at_k
 
     fit, ev = split_tokens(len(T), 0.2, seed)
     out = {}
@@ -204,7 +204,7 @@ class DemoRun:
         )).run()
 
     def training_tables(self, results: dict, scales: list[float]) -> dict[str, pd.DataFrame]:
-        from tying.align import alignment_cosines, split_tokens
+        from tying.analysis.align import alignment_cosines, split_tokens
         from tying.toylab.train import embedding_evolution
 
         cfg = self.cfg

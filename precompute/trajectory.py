@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tying.errors import UserError
-from tying.localmodels import lens_files, model_dirs
+from tying.loading.localmodels import lens_files, model_dirs
 
 MAX_TEXT_CHARS = 2000
 
@@ -30,7 +30,7 @@ class TrajectoryConfig:
 
 def _stage_params(cache_path: Path) -> tuple[dict, dict]:
     """The load stage's and the lens stage's recorded parameters."""
-    from tying.store import CacheError, finished_stages, open_cache, stage_params
+    from tying.cache.store import CacheError, finished_stages, open_cache, stage_params
 
     try:
         con = open_cache(cache_path)
@@ -50,7 +50,7 @@ def run_trajectory(cfg: TrajectoryConfig, cache_path: Path) -> dict:
 
     from precompute.lens import _load_model
     from tying import lens as L
-    from tying.device import as_device
+    from tying.loading.device import as_device
 
     text = cfg.text
     if not text.strip():

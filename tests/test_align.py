@@ -1,10 +1,10 @@
-"""Linear alignment and per-token cosine (tying.align) against known answers."""
+"""Linear alignment and per-token cosine (tying.analysis.align) against known answers."""
 
 import numpy as np
 import pytest
 import torch
 
-from tying import align
+from tying.analysis import align
 from tying.errors import NotApplicable
 
 CPU = torch.device("cpu")

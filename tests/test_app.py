@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tying.fixtures import build_sweep_cache, build_synthetic_cache
-from tying.store import open_cache
-from tying.summary import summarize
+from tying.cache.fixtures import build_sweep_cache, build_synthetic_cache
+from tying.cache.store import open_cache
+from tying.cache.summary import summarize
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 PAGES = ["overview", "alignment", "neighbours", "projection", "lens", "dynamics"]

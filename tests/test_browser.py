@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tying.fixtures import build_sweep_cache, build_synthetic_cache
+from tying.cache.fixtures import build_sweep_cache, build_synthetic_cache
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

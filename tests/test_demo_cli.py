@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from precompute.cli import main
-from tying.store import open_cache, query_df
+from tying.cache.store import open_cache, query_df
 
 SHORT = ["--steps", "60", "--checkpoints", "5", "--vocab-size", "512", "--d-model", "64", "--n-layers", "2",
          "--max-chars", "300000", "--skip", "umap,spectral", "--lens-steps", "10"]

@@ -4,7 +4,7 @@ import re
 from pathlib import Path
 
 from precompute.cli import build_parser
-from tying.schema import TABLES
+from tying.cache.schema import TABLES
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()

@@ -18,7 +18,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from precompute.cli import main
-from tying.fixtures import build_synthetic_cache
+from tying.cache.fixtures import build_synthetic_cache
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")

@@ -1,4 +1,4 @@
-"""Logit lens and tuned lens (tying/lens.py): the maths, the indexing, training, saving, bad input."""
+"""Logit lens and tuned lens (tying/lens/tuned.py): the maths, the indexing, training, saving, bad input."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from tests.tiny_models import FAMILIES, tiny_config
-from tying.lens import (
+from tying.lens.tuned import (
     TunedLens,
     convergence,
     evaluate_lens,

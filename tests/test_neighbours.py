@@ -1,10 +1,10 @@
-"""k nearest neighbours and overlap@k (tying.neighbours) against brute force and known answers."""
+"""k nearest neighbours and overlap@k (tying.analysis.neighbours) against brute force and known answers."""
 
 import numpy as np
 import pytest
 import torch
 
-from tying import neighbours as nb
+from tying.analysis import neighbours as nb
 
 CPU = torch.device("cpu")
 BACKENDS = ["faiss", "torch"]

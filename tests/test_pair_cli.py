@@ -8,7 +8,7 @@ import pytest
 
 from precompute.cli import main
 from tests.tiny_models import make_tiny_model, make_tokenizer
-from tying.store import open_cache, query_df
+from tying.cache.store import open_cache, query_df
 
 FAST = ["--skip", "umap,lens", "--spectral-components", "16", "--neighbours-k", "20"]
 
@@ -74,7 +74,7 @@ def test_pair_cache_agrees_with_brute_force(models, tmp_path, capsys):
     code, _, err = _run(capsys, "pair", "--tied", models["tied"], "--untied", models["untied"],
                         "--cache-dir", tmp_path, "--name", "p", *FAST)
     assert code == 0, err
-    from tying.weights import load_model_matrices
+    from tying.loading.weights import load_model_matrices
 
     T = load_model_matrices(str(models["tied"])).input
     u = load_model_matrices(str(models["untied"]))
@@ -94,8 +94,8 @@ def test_pair_cache_agrees_with_brute_force(models, tmp_path, capsys):
             brute_raw = np.nan_to_num((I * O).sum(1) / np.linalg.norm(I, axis=1) / np.linalg.norm(O, axis=1))
         np.testing.assert_allclose(raw["cosine"].to_numpy(), brute_raw, atol=1e-5)
         # spectral distance on every common token by default, from the weighted k-NN graphs
-        from tying.neighbours import knn
-        from tying.spectral import spectral_distance
+        from tying.analysis.neighbours import knn
+        from tying.analysis.spectral import spectral_distance
 
         sp = query_df(con, "SELECT * FROM spectral WHERE pair='T~I'").iloc[0]
         assert sp["n_tokens"] == sp["n_common"] == len(T) and not sp["sampled"]

@@ -1,4 +1,4 @@
-"""Aligned UMAP projections (tying.projection).
+"""Aligned UMAP projections (tying.analysis.projection).
 
 UMAP is slow to compile (numba) and every AlignedUMAP fit compiles its optimiser again, so
 one module fixture makes a single aligned run that the quality checks share.
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from sklearn.manifold import trustworthiness
 
-from tying.projection import aligned_umap
+from tying.analysis.projection import aligned_umap
 
 N_PER_CLUSTER, N_CLUSTERS = 40, 5
 

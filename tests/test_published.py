@@ -93,8 +93,8 @@ def test_bad_evolution_files_one_line_and_nothing_written(tmp_path, capsys, case
 def paper_summary(tmp_path_factory):
     d = tmp_path_factory.mktemp("paper")
     assert main(["paper", "--cache-dir", str(d)]) == 0
-    from tying.store import open_cache, query_df
-    from tying.summary import summarize
+    from tying.cache.store import open_cache, query_df
+    from tying.cache.summary import summarize
 
     con = open_cache(d / "paper.duckdb")
     try:

@@ -1,4 +1,4 @@
-"""The output share of the gradient, the paper's way (tying.share), and the `grads` import."""
+"""The output share of the gradient, the paper's way (tying.analysis.share), and the `grads` import."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from precompute.cli import main
-from tying.share import early_steps_for, output_share, step_share
-from tying.summary import summarize
+from tying.analysis.share import early_steps_for, output_share, step_share
+from tying.cache.summary import summarize
 
 ROOT = Path(__file__).resolve().parent.parent
 AUTHORS_LOG = ROOT / "published" / "olmo-1b-tied-gradient-provenance.csv"

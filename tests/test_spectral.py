@@ -1,11 +1,11 @@
-"""k-NN graphs, omnibus embedding and spectral distance (tying.spectral)."""
+"""k-NN graphs, omnibus embedding and spectral distance (tying.analysis.spectral)."""
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from tying import spectral
-from tying.neighbours import knn
+from tying.analysis import spectral
+from tying.analysis.neighbours import knn
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,9 @@ import duckdb
 import pandas as pd
 import pytest
 
-from tying import store
-from tying.schema import SCHEMA_VERSION
-from tying.store import CacheError, CacheWriter, list_caches, open_cache, params_hash
+from tying.cache import store
+from tying.cache.schema import SCHEMA_VERSION
+from tying.cache.store import CacheError, CacheWriter, list_caches, open_cache, params_hash
 
 
 def _curve(value: float) -> dict[str, pd.DataFrame]:
@@ -159,7 +159,7 @@ def test_stale_temporary_of_a_dead_writer_is_removed(tmp_path):
 _WRITER = r"""
 import sys, time
 import numpy as np, pandas as pd
-from tying.store import CacheWriter
+from tying.cache.store import CacheWriter
 path, stage, start, rows = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
 n = np.arange(rows, dtype=np.int32)
 tables = {"umap": {"umap": pd.DataFrame({"matrix": "T", "token": n, "x": np.float32(1), "y": np.float32(2)})},
@@ -203,7 +203,7 @@ def test_a_second_writer_waits_with_a_message(tmp_path):
     import sys
     import time
 
-    from tying.store import writer_lock
+    from tying.cache.store import writer_lock
 
     path = tmp_path / "wait.duckdb"
     root = Path(__file__).resolve().parent.parent

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from precompute.cli import main
-from tying import sweep as S
+from tying.analysis import sweep as S
 from tying.errors import UserError
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from explorer import tables
-from tying.summary import paper_reference, seed_directions
+from tying.cache.summary import paper_reference, seed_directions
 
 
 def test_table1_puts_the_papers_identity_beside_the_raw_one():

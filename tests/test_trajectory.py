@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from precompute.cli import main
-from tying.localmodels import lens_files, model_dir, model_dirs
+from tying.loading.localmodels import lens_files, model_dir, model_dirs
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "cache" / "demo.duckdb"
@@ -34,8 +34,8 @@ def traced():
 
 
 def test_the_shipped_demo_twins_and_their_translators_are_found():
-    from tying.store import open_cache
-    from tying.summary import summarize
+    from tying.cache.store import open_cache
+    from tying.cache.summary import summarize
 
     stages = summarize(open_cache(DEMO))["stages"]
     dirs = model_dirs(stages["load"]["params"], DEMO)

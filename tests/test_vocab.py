@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tests.tiny_models import make_tokenizer
-from tying.vocab import common_vocabulary
+from tying.loading.vocab import common_vocabulary
 
 
 @pytest.fixture(scope="module")

@@ -13,8 +13,8 @@ from safetensors.torch import load_file, save_file
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from tests.tiny_models import FAMILIES, make_tokenizer
-from tying import weights
-from tying.weights import load_model_matrices, read_safetensors_header
+from tying.loading import weights
+from tying.loading.weights import load_model_matrices, read_safetensors_header
 
 EXPECTED_KEYS = {
     "llama": ("model.embed_tokens.weight", "lm_head.weight"),

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from explorer import charts, data, export, frame, state
-from tying.schema import DISPLAY_COMPARISONS, display_comparison
+from tying.cache.schema import DISPLAY_COMPARISONS, display_comparison
 
 ref = frame.current()
 frame.require(ref, "alignment", "alignment results", "python -m precompute pair ... (without --skip alignment)")

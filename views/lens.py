@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from explorer import charts, data, export, frame, live, state
-from tying import reference
+from tying.cache import reference
 from tying.errors import UserError, first_line
 
 ref = frame.current()

@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from explorer import charts, data, export, frame, state
-from tying.schema import MATRIX_NAMES, MATRIX_PAIRS, pair_label
+from tying.cache.schema import MATRIX_NAMES, MATRIX_PAIRS, pair_label
 
 ref = frame.current()
 frame.require(ref, "neighbours", "neighbour lists", "python -m precompute pair ... (without --skip neighbours)")

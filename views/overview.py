@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from explorer import data, frame, tables
-from tying.schema import MATRIX_PAIRS, pair_label
+from tying.cache.schema import MATRIX_PAIRS, pair_label
 
 ref = frame.current()
 s = data.summary(ref)

@@ -24,8 +24,8 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from tying.align import rowwise_cosine
-from tying.device import as_device
+from tying.analysis.align import rowwise_cosine
+from tying.loading.device import as_device
 from tying.toylab.model import VARIANTS, build_twins, check_variant, embedding_matrices
 from tying.toylab.provenance import GradientProvenance, check_scale
 
@@ -323,7 +323,7 @@ def train_twins(
 def mean_row_cosine(a: np.ndarray, b: np.ndarray) -> float:
     """Mean over tokens of the cosine between row i of ``a`` and row i of ``b`` (both (n_vocab, d)).
 
-    A zero row counts as cosine 0 with anything (:func:`tying.align.rowwise_cosine`).
+    A zero row counts as cosine 0 with anything (:func:`tying.analysis.align.rowwise_cosine`).
     """
     if a.shape != b.shape:
         raise ValueError(f"shapes differ: {a.shape} vs {b.shape}")

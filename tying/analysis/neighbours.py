@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from tying.device import as_device, as_tensor, to_numpy
-from tying.overlap import overlap_at_k, overlap_curve  # noqa: F401 - part of this module's API
+from tying.analysis.overlap import overlap_at_k, overlap_curve  # noqa: F401 - part of this module's API
+from tying.loading.device import as_device, as_tensor, to_numpy
 
 BACKENDS = ("auto", "faiss", "torch")
 

@@ -1,7 +1,7 @@
 """k-NN overlap between two matrices' neighbour lists (Table 5): numpy only, no torch.
 
 The app reads stored neighbour lists and computes overlap@k for any k with these
-functions, so its process never imports torch; :mod:`tying.neighbours` re-exports them.
+functions, so its process never imports torch; :mod:`tying.analysis.neighbours` re-exports them.
 """
 
 from __future__ import annotations

@@ -49,9 +49,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tying.convergence import convergence  # noqa: F401 - part of this module's API
-from tying.device import as_device
-from tying.store import atomic_write
+from tying.analysis.convergence import convergence  # noqa: F401 - part of this module's API
+from tying.cache.store import atomic_write
+from tying.loading.device import as_device
 
 LENSES = ("tuned", "logit")
 """Values of the ``lens`` column."""

@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tying.align import run_alignment
-from tying.neighbours import knn, overlap_curve
-from tying.schema import MATRICES, MATRIX_PAIRS, pair_label
-from tying.store import CacheWriter, cache_path
+from tying.analysis.align import run_alignment
+from tying.analysis.neighbours import knn, overlap_curve
+from tying.cache.schema import MATRICES, MATRIX_PAIRS, pair_label
+from tying.cache.store import CacheWriter, cache_path
 
 SAMPLE_WORDS = ["the", "of", "and", "to", "in", "is", "that", "for", "it", "with", "as", "was", "on", "be",
                 "by", "this", "are", "or", "from", "at", "an", "which", "not", "import", "def", "class", "return"]
@@ -165,8 +165,8 @@ def build_synthetic_cache(cache_dir, name: str = "synthetic", *, n_tokens: int =
 def build_sweep_cache(cache_dir, gaps: dict[int, list[float]], name: str = "sweep", vocab_size: int = 4096):
     """A width-sweep cache as `precompute sweep` writes it, with known loss gaps (untied minus
     tied eval loss) per width and seed; the other numbers are plain (for the app's tests)."""
-    from tying import sweep as S
-    from tying.store import CacheWriter
+    from tying.analysis import sweep as S
+    from tying.cache.store import CacheWriter
 
     w = CacheWriter(Path(cache_dir) / f"{name}.duckdb",
                     meta={"kind": "sweep", "name": name, "sweep": {"n_layers": 4, "steps": 250, "batch_size": 16,

@@ -29,7 +29,7 @@ import duckdb
 import pandas as pd
 
 from tying.errors import UserError, first_line
-from tying.schema import SCHEMA_VERSION, STAGE_TABLES, TABLES
+from tying.cache.schema import SCHEMA_VERSION, STAGE_TABLES, TABLES
 
 CACHE_SUFFIX = ".duckdb"
 

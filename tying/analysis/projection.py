@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 
-from tying.device import to_numpy
+from tying.loading.device import to_numpy
 
 
 def _as_numpy(X) -> np.ndarray:

@@ -23,8 +23,8 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from tying.device import as_device, as_tensor, to_numpy
 from tying.errors import NotApplicable
+from tying.loading.device import as_device, as_tensor, to_numpy
 
 METHODS = ("identity_raw", "identity", "orthogonal", "linear")
 """Maps from source to target, weakest first (``identity_raw``: raw rows, no centring)."""

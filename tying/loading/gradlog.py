@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from tying.analysis.share import step_share
 from tying.errors import UserError, first_line
-from tying.share import step_share
 
 DEFAULT_COLUMNS = {"step": "step", "input": "embedding_grad_l2_norm", "output": "output_proj_grad_l2_norm"}
 

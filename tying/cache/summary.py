@@ -13,10 +13,10 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from tying import reference
-from tying.schema import MATRIX_PAIRS, METHOD_LABELS, TABLE1_COMPARISONS, TABLE1_METHODS, pair_label
-from tying.share import DEFAULT_EARLY_STEPS, output_share
-from tying.store import finished_stages, query_df, read_meta, table_exists
+from tying.cache import reference
+from tying.cache.schema import MATRIX_PAIRS, METHOD_LABELS, TABLE1_COMPARISONS, TABLE1_METHODS, pair_label
+from tying.analysis.share import DEFAULT_EARLY_STEPS, output_share
+from tying.cache.store import finished_stages, query_df, read_meta, table_exists
 
 
 def _num(x: Any) -> float | None:
@@ -217,7 +217,7 @@ def sweep_cells(rows) -> list[dict[str, Any]]:
     """Per (vocab_size, d_model): mean, sample std and seed count of the biases, the loss gap
     (untied minus tied) and the rest, and the 95% half-widths of the biases and the loss gap
     (``<col>_half``; null with one seed)."""
-    from tying.sweep import by_cell
+    from tying.analysis.sweep import by_cell
 
     return [{k: (_num(v) if isinstance(v, float) else int(v)) for k, v in r.items()}
             for r in by_cell(rows).to_dict("records")]

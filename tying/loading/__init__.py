@@ -1,0 +1,1 @@
+"""Reading models: the two matrices from safetensors, shared vocabularies, the device, local models and gradient logs."""
