@@ -23,6 +23,7 @@ from tqdm.auto import tqdm
 from precompute.toylab import TwinSettings
 from tying.analysis import sweep as S
 from tying.analysis.share import early_steps_for, output_share
+from tying.analysis.twins import compare_tied_to_twin
 from tying.cache.store import (
     CacheWriter,
     cache_path,
@@ -81,8 +82,6 @@ def count_params(model) -> int:
 
 def cell_row(cell: S.Cell, results: dict, cfg: SweepConfig) -> dict:
     """The headline numbers of one cell from its trained twins."""
-    from precompute.toylab import compare_tied_to_twin
-
     tied, untied = results["tied"], results["untied"]
     T = tied.checkpoints[max(tied.checkpoints)][0]
     I, O = untied.checkpoints[max(untied.checkpoints)]

@@ -22,6 +22,7 @@ from tqdm.auto import tqdm
 from precompute.lens import LensOptions
 from precompute.pair import PairConfig, PairRun
 from tying.analysis.share import early_steps_for, output_share
+from tying.analysis.twins import compare_tied_to_twin
 from tying.cache.store import CacheWriter, cache_path, params_hash
 from tying.errors import UserError
 from tying.toylab.corpus import load_corpus
@@ -89,24 +90,6 @@ def run_id(variant: str, scale: float, seed: int) -> str:
 
 def _final(result) -> tuple[np.ndarray, np.ndarray]:
     return result.checkpoints[max(result.checkpoints)]
-
-
-def compare_tied_to_twin(T: np.ndarray, I: np.ndarray, O: np.ndarray, seed: int, device=None) -> dict[str, float]:
-    """Headline numbers of one seed: cosine of T to I and O (raw and centred identity, held-out linear), overlap@10."""
-    from tying.analysis.align import alignment_cosines, split_tokens
-    from tying.analysis.neighbours import knn, overlap_at_k
-
-    fit, ev = split_tokens(len(T), 0.2, seed)
-    out = {}
-    for src, name in ((I, "I->T"), (O, "O->T")):
-        out[f"{name} identity (raw rows)"] = float(np.mean(alignment_cosines(src, T, "identity_raw", device=device)))
-        out[f"{name} identity"] = float(np.mean(alignment_cosines(src, T, "identity", device=device)))
-        out[f"{name} linear held-out"] = float(np.mean(
-            alignment_cosines(src, T, "linear", fit_idx=fit, eval_idx=ev, device=device)))
-    ids = {k: knn(m, 10, device=device)[0] for k, m in (("T", T), ("I", I), ("O", O))}
-    for a, b in (("T", "I"), ("T", "O"), ("I", "O")):
-        out[f"overlap@10 {a}~{b}"] = float(np.mean(overlap_at_k(ids[a], ids[b], 10)))
-    return out
 
 
 class DemoRun:
