@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from explorer import convergence
 from tying.analysis.overlap import overlap_at_k
 from tying.cache.schema import MATRICES
 from tying.cache.store import CacheError, list_caches, open_cache, query_df, stage_params, table_exists
@@ -289,10 +290,8 @@ def lens_layers(ref: CacheRef) -> int:
 @st.cache_resource(max_entries=16, show_spinner=False)
 def lens_convergence(ref: CacheRef) -> tuple[str, ...]:
     """One line per model on whether its tuned lens converged, with the recorded budget."""
-    from explorer.tables import lens_convergence as lines
-
     budget = stage_params(summary(ref).get("stages"), "lens").get("budget")
-    return tuple(lines(table(ref, "lens_curve"), budget))
+    return tuple(convergence.lens_convergence(table(ref, "lens_curve"), budget))
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)

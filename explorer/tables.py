@@ -11,7 +11,9 @@ from typing import Any
 
 import pandas as pd
 
-from tying.cache import summary
+# the Lens page's convergence lines: below the data layer, which caches them; re-exported with the page tables
+from explorer.convergence import lens_convergence as lens_convergence
+from tying.cache import reference, summary
 from tying.cache.schema import (
     MATRIX_PAIRS,
     METHOD_LABELS,
@@ -136,57 +138,6 @@ def provenance_view(log: pd.DataFrame, input_side: str) -> pd.DataFrame:
     return out
 
 
-LENS_CONVERGED = 0.05
-"""Converged: no hidden state's KL moved by 5% or more (beyond twice its noise) over the last steps."""
-LENS_TAIL = 0.1
-"""The share of the last training steps the convergence check looks at."""
-
-
-def lens_convergence(curve: pd.DataFrame, budget: dict | None) -> list[str]:
-    """One markdown line per model: did its tuned lens converge, and with what budget.
-
-    ``curve``: model, step, layer, kl_bits (the lens_curve table). ``budget``: the lens
-    stage's recorded budget (steps, tokens_per_step, accumulate, batch_size, seq_len) or None.
-    """
-    from tying.analysis.convergence import convergence
-
-    last_layer = curve.groupby("model")["layer"].transform("max")
-    trained = curve[curve["layer"] < last_layer]  # the last translator stays the identity (KL ~ 0)
-    conv = convergence(trained, tail=LENS_TAIL)
-    spent = ""
-    if budget:
-        n_micro = budget["accumulate"]
-        spent = (f" Budget: {budget['steps']:,} steps × {budget['tokens_per_step']:,} tokens "
-                 f"({n_micro} micro-batch{'es' if n_micro > 1 else ''} of {budget['batch_size']} × "
-                 f"{budget['seq_len']}) = {budget['steps'] * budget['tokens_per_step']:,} tokens"
-                 f" on {budget.get('device', 'cpu')}.")
-    lines = []
-    for model, g in conv.groupby("model", sort=True):
-        g = g.dropna(subset=["change"])
-        n_steps = int(curve.loc[curve["model"] == model, "step"].nunique())
-        if g.empty:
-            lines.append(f"**{model}**: too few steps ({n_steps}) to judge convergence.{spent}")
-            continue
-        # a trend: a change of 5% or more that the step-to-step jitter (other text each step) does not explain
-        trend = (g["change"].abs() >= LENS_CONVERGED) & ~(g["change"].abs() < 2 * g["change_se"])
-
-        def change(row) -> str:
-            se = f" ± {row['change_se']:.1%}" if pd.notna(row["change_se"]) else ""
-            return f"{row['change']:+.1%}{se} (hidden state {int(row['layer'])})"
-
-        if not trend.any():
-            worst = g.loc[g["change"].abs().idxmax()]
-            lines.append(f"**{model}**: converged — over the last {LENS_TAIL:.0%} of its {n_steps:,} steps no hidden "
-                         f"state's tuned-lens KL moved by {LENS_CONVERGED:.0%} or more beyond twice its step-to-step "
-                         f"noise; largest change {change(worst)}.{spent}")
-        else:
-            moving = g[trend]
-            worst = moving.loc[moving["change"].abs().idxmax()]
-            lines.append(f"**{model}**: **not converged** — over the last {LENS_TAIL:.0%} of its {n_steps:,} steps "
-                         f"the tuned-lens KL still moved by {change(worst)}.{spent}")
-    return lines
-
-
 def published_sources(s: dict[str, Any]) -> pd.DataFrame:
     """Where each published figure comes from: file, the authors' repository and commit, or the paper's table."""
     rows = []
@@ -203,8 +154,6 @@ def published_sources(s: dict[str, Any]) -> pd.DataFrame:
 
 def paper_table1_all() -> pd.DataFrame:
     """The paper's Table 1 for every pair it reports: identity (raw rows), orthogonal, linear."""
-    from tying.cache import reference
-
     rows = [{"pair": preset, "comparison": display_comparison(comp), "identity (raw rows)": cells.get("identity_raw"),
              "orthogonal": cells.get("orthogonal"), "linear": cells.get("linear"),
              "rows paired by": "token id" if reference.TABLE1_MATCH.get(preset) == "ids" else "token string"}
@@ -214,15 +163,11 @@ def paper_table1_all() -> pd.DataFrame:
 
 def paper_table5_all() -> pd.DataFrame:
     """The paper's Table 5 (overlap@10) for every pair."""
-    from tying.cache import reference
-
     return pd.DataFrame([{"pair": preset} | cells for preset, cells in reference.TABLE5.items()])
 
 
 def paper_scaling() -> pd.DataFrame:
     """The paper's Tables 2 (10k steps) and 6 (1k steps): tied OLMo-1B vs untied OLMo-1B-0724, I and O."""
-    from tying.cache import reference
-
     return pd.DataFrame([{"table": table, "steps": steps, "input-gradient factor": f"x{scale:g}",
                           "cosine to untied I": row["I"], "cosine to untied O": row["O"]}
                          for table, steps, cells in (("Table 2", "10k", reference.TABLE2),
