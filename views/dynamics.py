@@ -4,7 +4,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from explorer import charts, data, export, frame, tables
+from explorer import charts, data, export, frame, sections, tables
 
 ref = frame.current()
 frame.require(ref, "runs", "training dynamics", "python -m precompute demo (or evolution / grads)")
@@ -95,12 +95,7 @@ elif len(sc):
 
 seeds = s.get("seeds") or {}
 if seeds:
-    st.subheader("Across seeds")
-    per_seed = tables.seeds(s)
-    frame.table(per_seed, numbers=("mean", "std"), height=tables.fit_height(per_seed))
-    d = tables.directions(s)
-    if len(d):
-        frame.table(d)
+    sections.across_seeds(s)
 
 # -- side by side with another cache (the toy lab beside the paper's real runs) -------------------
 others = [c for c in data.caches(str(data.cache_dir())) if c.name != ref.name and c.error is None]

@@ -5,7 +5,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from explorer import data, frame, tables
+from explorer import data, frame, sections, tables
 from tying.cache.schema import MATRIX_PAIRS, pair_label
 
 ref = frame.current()
@@ -151,15 +151,9 @@ if prov:
     st.markdown(text + spread("output share early").replace("Over", " Early share over"))
 
 if seed_stats and max(v["n"] for v in seed_stats.values()) > 1:
-    st.subheader("Across seeds")
-    st.markdown("Each seed trains its own twins (same settings, other initial weights and batches). "
-                "Mean and sample standard deviation over seeds, and whether each of the paper's directions holds in "
-                "every seed.")
-    per_seed = tables.seeds(s)
-    frame.table(per_seed, numbers=("mean", "std"), height=tables.fit_height(per_seed))
-    d = tables.directions(s)
-    if len(d):
-        frame.table(d)
+    sections.across_seeds(s, "Each seed trains its own twins (same settings, other initial weights and batches). "
+                             "Mean and sample standard deviation over seeds, and whether each of the paper's "
+                             "directions holds in every seed.")
 
 with st.expander("Provenance: how this cache was built"):
     frame.table(data.table(ref, "meta").sort_values("key")[["key", "value"]])
