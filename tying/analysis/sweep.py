@@ -20,7 +20,6 @@ from tying.errors import UserError
 METRICS = ("linear_o_t", "linear_i_t", "overlap_t_o", "overlap_t_i", "output_share_early",
            "output_share_early_proxy", "eval_loss_tied", "eval_loss_untied", "params_tied", "params_untied",
            "embedding_share_tied", "embedding_share_untied")
-KEYS = ("d_model", "vocab_size", "seed")
 
 
 @dataclass(frozen=True)

@@ -261,23 +261,25 @@ STAGE_TABLES: dict[str, tuple[str, ...]] = {
 # The stages `precompute pair` runs, in order.
 PAIR_STAGES = ("load", "alignment", "neighbours", "spectral", "umap", "lens")
 
-# Kinds of cache (meta key 'kind'): a model pair, the toy lab (a pair plus training
-# dynamics), a series of checkpoints, an imported gradient-provenance log, or the paper's
-# published real-model measurements (`precompute paper`), or a width sweep of twins
-# (`precompute sweep`, whose cells are stages of their own, see the sweep table).
-KINDS = ("pair", "toylab", "evolution", "provenance", "published", "sweep")
+# Kinds of cache (meta key 'kind'): a model pair ('pair'), the toy lab ('toylab': a pair plus
+# training dynamics), a series of checkpoints ('evolution'), an imported gradient-provenance log
+# ('provenance'), the paper's published real-model measurements ('published', `precompute
+# paper`), or a width sweep of twins ('sweep', `precompute sweep`, whose cells are stages of
+# their own, see the sweep table).
 
 # What the summary's Table 1 and Table 5 read (and what the app's overview shows).
 TABLE1_COMPARISONS = ("I->O", "O->T", "I->T")
 DISPLAY_COMPARISONS = ("O->T", "I->T", "I->O")
+"""The order the app shows comparisons in: the paper's contrast (O->T vs I->T) first."""
 
 
 def display_comparison(comparison: str) -> str:
     """``"O->T" -> "O→T"``: a comparison as the app writes it."""
     return comparison.replace("->", "→")
 
-"""The order the app shows comparisons in: the paper's contrast (O->T vs I->T) first."""
+
 TABLE1_METHODS = ("identity_raw", "identity", "orthogonal", "linear")
+"""Table 1's map columns: the paper's identity column is on raw rows; ours also on centred rows."""
 METHOD_LABELS = {"identity_raw": "identity (raw rows)", "identity": "identity (centred)",
                  "orthogonal": "orthogonal", "linear": "linear"}
-"""Table 1's map columns: the paper's identity column is on raw rows; ours also on centred rows."""
+"""How the app names each map of TABLE1_METHODS."""
