@@ -1,16 +1,52 @@
 """Imports run one way: cli -> commands -> library (tying); the app reads through explorer only.
 
 Every import statement counts, also those inside functions (a cycle through a deferred
-import is still a cycle).
+import is still a cycle). Inside the library the sub-packages run one way too: loading,
+analysis and cache (what the app reads with) never import the torch-heavy lens or toylab.
+The app may start the writer only as a child process, and only where listed below.
 """
 
 from __future__ import annotations
 
 import ast
+import re
+from functools import cache
+from itertools import pairwise
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("tying", "precompute", "explorer")
+APP = ("explorer", "views", "app")
+
+LIBRARY_DEPENDS_ON = {
+    "loading": {"analysis"},  # gradlog: a logged step's output share (analysis.share)
+    "analysis": {"loading"},  # device placement of the torch kernels (loading.device)
+    "cache": {"analysis"},  # summary statistics; fixture caches computed like real ones
+    "lens": {"loading", "analysis", "cache"},  # models on a device; convergence; atomic lens files
+    "toylab": {"loading", "analysis"},  # device placement; row cosines of the trained matrices
+}
+"""Which of the library's sub-packages each may import (besides itself and tying.errors).
+lens and toylab (torch models) import neither each other nor are imported by the rest."""
+
+TORCH = ("torch", "transformers", "safetensors.torch")
+"""Imports that load torch."""
+
+TORCH_AT_TOP = {
+    "tying.analysis.align": "the alignment maps are fitted with torch (on the GPU when present)",
+    "tying.analysis.neighbours": "exact k-NN runs in torch on the GPU when present",
+}
+"""The modules of tying.analysis and tying.cache that import torch when imported, and why.
+The rest stay torch-free, so the app (and a command that only reads a cache) never loads it."""
+
+CHILD_PROCESSES = {
+    "explorer.live": "the Lens page traces a visitor's own text with `python -m precompute trajectory` in a child "
+                     "process: the writer loads the models there, and the app process stays torch-free",
+}
+"""App modules that start the writer (precompute) as a child process, and why: not an
+import, but an edge from the reader to the writer all the same. A new one must be listed."""
+
+_LAUNCH_MODULES = ("subprocess", "multiprocessing", "runpy", "pty")
+_LAUNCH_OS = re.compile(r"^(system|popen|exec\w*|spawn\w*|posix_spawn\w*|fork\w*)$")
 
 
 def _module_name(path: Path) -> str:
@@ -20,24 +56,44 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def _graph() -> dict[str, set[str]]:
+@cache
+def _modules() -> dict[str, Path]:
     files = [p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")]
     files += list((ROOT / "views").rglob("*.py")) + [ROOT / "app.py"]
-    modules = {_module_name(p): p for p in files}
-    graph: dict[str, set[str]] = {}
-    for name, path in modules.items():
-        deps = set()
-        for node in ast.walk(ast.parse(path.read_text())):
-            targets = []
-            if isinstance(node, ast.Import):
-                targets = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                targets = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-            for t in targets:
-                if t in modules and t != name:
-                    deps.add(t)
-        graph[name] = deps
-    return graph
+    return {_module_name(p): p for p in files}
+
+
+@cache
+def _tree(name: str) -> ast.Module:
+    return ast.parse(_modules()[name].read_text())
+
+
+def _imports(tree: ast.AST, *, top_only: bool = False) -> list[str]:
+    """Every module an import statement names (``from a import b`` names a and a.b); with
+    ``top_only`` only those that run on import (not inside a function)."""
+    found = []
+
+    def visit(node: ast.AST) -> None:
+        if top_only and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return
+        if isinstance(node, ast.Import):
+            found.extend(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.extend([node.module] + [f"{node.module}.{a.name}" for a in node.names])
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: {t for t in _imports(_tree(name)) if t in modules and t != name} for name in modules}
+
+
+def _loads_torch(imports: list[str]) -> list[str]:
+    return sorted({t for t in imports if any(t == m or t.startswith(m + ".") for m in TORCH)})
 
 
 def test_no_import_cycle():
@@ -72,7 +128,120 @@ def test_layers_point_one_way():
             dep_top = dep.split(".")[0]
             if top == "tying":
                 assert dep_top == "tying", f"the library {name} imports {dep}"
-            if top in ("explorer", "views", "app"):
+            if top in APP:
                 assert dep_top != "precompute", f"the app's {name} imports the writer {dep}"
             if top == "precompute":
                 assert dep_top in ("tying", "precompute"), f"{name} imports {dep}"
+
+
+def _sub_package(name: str) -> str | None:
+    """``tying.cache.store`` -> ``cache``; None for tying itself and its top-level modules (tying.errors)."""
+    parts = name.split(".")
+    return parts[1] if len(parts) > 2 or (len(parts) == 2 and (ROOT / "tying" / parts[1]).is_dir()) else None
+
+
+def test_the_library_sub_packages_point_one_way():
+    graph = _graph()
+    seen = set()
+    for name, deps in graph.items():
+        if not name.startswith("tying"):
+            continue
+        sub = _sub_package(name)
+        seen.add(sub)
+        for dep in deps:
+            dep_sub = _sub_package(dep)
+            if dep_sub is None or dep_sub == sub:
+                continue  # tying.errors (and the package itself) sit under every sub-package
+            assert sub is not None, f"{name}, at the library's root, imports the sub-package module {dep}"
+            assert sub in LIBRARY_DEPENDS_ON, f"a new sub-package tying.{sub}: give it its place in LIBRARY_DEPENDS_ON"
+            assert dep_sub in LIBRARY_DEPENDS_ON[sub], (
+                f"{name} imports {dep}: tying.{sub} may import only "
+                f"{', '.join(sorted(LIBRARY_DEPENDS_ON[sub]))} (and tying.errors)")
+    assert set(LIBRARY_DEPENDS_ON) <= seen  # the walk saw every sub-package
+
+
+def test_analysis_and_cache_import_no_torch_at_the_top():
+    loaders = {}
+    for name in _modules():
+        if name.startswith(("tying.analysis", "tying.cache")):
+            found = _loads_torch(_imports(_tree(name), top_only=True))
+            if found:
+                loaders[name] = found
+    assert sorted(loaders) == sorted(TORCH_AT_TOP), (
+        f"modules of tying.analysis / tying.cache importing torch when imported: {loaders}; import it inside "
+        "the function that computes, or list the module in TORCH_AT_TOP with the reason")
+
+
+def test_nothing_the_app_imports_loads_torch():
+    """Follow every import of the app (deferred ones too: the app process runs them): none loads torch."""
+    modules = _modules()
+    todo = [m for m in modules if m.split(".")[0] in APP]
+    reached: dict[str, str] = {m: m for m in todo}  # module -> the app module it was reached from
+    while todo:
+        name = todo.pop()
+        imports = _imports(_tree(name))
+        assert not _loads_torch(imports), (
+            f"{name} (imported by the app, from {reached[name]}) imports {_loads_torch(imports)}")
+        for dep in imports:
+            for mod in (dep, dep.rpartition(".")[0]):  # `from tying.cache import reference`: the module
+                if mod in modules and mod not in reached:
+                    reached[mod] = reached[name]
+                    todo.append(mod)
+    assert "tying.cache.store" in reached and "explorer.live" in reached
+
+
+def _launcher(tree: ast.Module) -> str | None:
+    """How a module can start another process, if it can: a process module imported, or os.system & co."""
+    for target in _imports(tree):
+        if target.split(".")[0] in _LAUNCH_MODULES:
+            return target
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "os" \
+                and _LAUNCH_OS.match(node.attr):
+            return f"os.{node.attr}"
+        if isinstance(node, ast.ImportFrom) and node.module == "os" \
+                and any(_LAUNCH_OS.match(a.name) for a in node.names):
+            return "os"
+    return None
+
+
+def _names_precompute(tree: ast.Module) -> bool:
+    """Whether a command line in the module runs precompute: ``[..., "-m", "precompute", ...]``,
+    ``["precompute", ...]`` (the console script), or one string "... -m precompute ..."."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.List, ast.Tuple)):
+            words = [e.value if isinstance(e, ast.Constant) and isinstance(e.value, str) else None for e in node.elts]
+            if words[:1] == ["precompute"] or any(a == "-m" and (b == "precompute" or (b or "").startswith(
+                    "precompute.")) for a, b in pairwise(words)):
+                return True
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and re.search(r"-m\s+precompute\b", node.value):
+            return True
+    return False
+
+
+def test_the_app_starts_the_writer_only_in_the_listed_child_processes():
+    """An app module that can start a process and names precompute's command line is an edge from
+    the reader to the writer: allowed only in CHILD_PROCESSES. One that starts anything else fails too."""
+    found = {}
+    for name in _modules():
+        if name.split(".")[0] not in APP:
+            continue
+        tree = _tree(name)
+        how = _launcher(tree)
+        if how:
+            found[name] = "precompute" if _names_precompute(tree) else f"another program (via {how})"
+    assert found == dict.fromkeys(CHILD_PROCESSES, "precompute"), (
+        f"app modules that start processes: {found}; the app may run the writer only in a child process listed, "
+        "with its reason, in CHILD_PROCESSES")
+
+
+def test_the_launch_check_sees_a_child_process():
+    """The detector itself: a module like explorer/live.py is found, a displayed command is not."""
+    live = ast.parse('import subprocess, sys\ncmd = [sys.executable, "-m", "precompute", "trajectory"]\n'
+                     "subprocess.run(cmd)\n")
+    shown = ast.parse('HELP = "python -m precompute demo"\n')
+    shell = ast.parse('import os\nos.system("python -m precompute pair --tied a --untied b")\n')
+    assert _launcher(live) == "subprocess" and _names_precompute(live)
+    assert _launcher(shown) is None
+    assert _launcher(shell) == "os.system" and _names_precompute(shell)
