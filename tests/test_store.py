@@ -8,6 +8,7 @@ import duckdb
 import pandas as pd
 import pytest
 
+from tests.waiting import wait_until
 from tying.cache import store
 from tying.cache.schema import SCHEMA_VERSION
 from tying.cache.store import CacheError, CacheWriter, list_caches, open_cache, params_hash
@@ -157,15 +158,19 @@ def test_stale_temporary_of_a_dead_writer_is_removed(tmp_path):
 
 
 _WRITER = r"""
-import sys, time
+import sys
+from pathlib import Path
 import numpy as np, pandas as pd
+from tests.waiting import wait_until
 from tying.cache.store import CacheWriter
-path, stage, start, rows = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
+path, stage, barrier, rows = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 n = np.arange(rows, dtype=np.int32)
 tables = {"umap": {"umap": pd.DataFrame({"matrix": "T", "token": n, "x": np.float32(1), "y": np.float32(2)})},
           "load": {"norms": pd.DataFrame({"matrix": "I", "token": n, "norm": np.float32(3)})}}[stage]
 w = CacheWriter(path)
-time.sleep(max(0.0, start - time.time()))  # both writers begin together
+if barrier != "-":  # both writers begin together: say ready, then wait for the go
+    (Path(barrier) / f"ready-{stage}").touch()
+    wait_until(lambda: (Path(barrier) / "go").exists(), timeout=120, interval=0.005, what="the go")
 w.write_stage(stage, {"rows": rows}, tables, seconds=0.0)
 print("done", stage)
 """
@@ -179,14 +184,19 @@ def test_two_writers_at_once_keep_every_stage(tmp_path):
     """
     import subprocess
     import sys
-    import time
 
     path = tmp_path / "both.duckdb"
     root = Path(__file__).resolve().parent.parent
-    start = time.time() + 8.0  # after both interpreters have imported duckdb and pandas
-    procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(path), stage, str(start), "400000"], cwd=root,
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    stages = ("umap", "load")
+    procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(path), stage, str(barrier), "400000"], cwd=root,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for stage in ("umap", "load")]
+             for stage in stages]
+    # both interpreters have imported duckdb and pandas and hold a writer (or one failed): go
+    wait_until(lambda: all((barrier / f"ready-{s}").exists() for s in stages)
+               or any(p.poll() is not None for p in procs), timeout=120, what="both writers ready")
+    (barrier / "go").touch()
     outs = [p.communicate(timeout=300) for p in procs]
     assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outs]
     con = open_cache(path)
@@ -201,19 +211,22 @@ def test_two_writers_at_once_keep_every_stage(tmp_path):
 def test_a_second_writer_waits_with_a_message(tmp_path):
     import subprocess
     import sys
-    import time
 
     from tying.cache.store import writer_lock
 
     path = tmp_path / "wait.duckdb"
     root = Path(__file__).resolve().parent.parent
+    err_file = tmp_path / "writer.err"
     with writer_lock(path):
-        proc = subprocess.Popen([sys.executable, "-c", _WRITER, str(path), "umap", "0", "50"], cwd=root,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(3.0)
+        with open(err_file, "w") as err_out:
+            proc = subprocess.Popen([sys.executable, "-c", _WRITER, str(path), "umap", "-", "50"], cwd=root,
+                                    stdout=subprocess.PIPE, stderr=err_out, text=True)
+        wait_until(lambda: "waiting for the other writer" in err_file.read_text() or proc.poll() is not None,
+                   timeout=120, what="the second writer's message")
         assert proc.poll() is None  # still waiting for the lock
         assert not path.exists()
-    out, err = proc.communicate(timeout=120)
+    out, _ = proc.communicate(timeout=120)
+    err = err_file.read_text()
     assert proc.returncode == 0 and "done umap" in out
     assert "waiting for the other writer of wait.duckdb" in err and f"pid {os.getpid()}" in err
     con = open_cache(path)
