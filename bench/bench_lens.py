@@ -5,8 +5,8 @@ from its config; or a saved model folder with --model), on random token ids (spe
 not depend on the text):
 
 * the floor: the model's forward pass alone, collecting the hidden states;
-* training (tying.lens.tuned.train_tuned_lens): steps/s and tokens/s;
-* evaluation (tying.lens.tuned.evaluate_lens) of the tuned and the logit lens: tokens/s.
+* training (tying.lens.train.train_tuned_lens): steps/s and tokens/s;
+* evaluation (tying.lens.evaluate.evaluate_lens) of the tuned and the logit lens: tokens/s.
 
 Estimated, for one H100/H200-class GPU, from FLOPs per token (see ``flops_per_token``) at an
 assumed achieved matmul rate, plus the memory traffic of the softmax and KL over the
@@ -29,7 +29,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tying.lens.tuned import evaluate_lens, find_lens_parts, residual_stream, train_tuned_lens
+from tying.lens.evaluate import evaluate_lens
+from tying.lens.lenses import LogitLens
+from tying.lens.parts import find_lens_parts, residual_stream
+from tying.lens.train import train_tuned_lens
 from tying.loading.device import pick_device
 
 TRAIN_TOKENS = 250 * 8 * 2048
@@ -183,12 +186,12 @@ def main(argv=None) -> int:
     t_train = time.perf_counter() - start
 
     start = time.perf_counter()
-    table = evaluate_lens(model, eval_batches, lens, device=device, parts=parts)
+    table = evaluate_lens(model, eval_batches, [lens, LogitLens()], device=device, parts=parts)
     _sync(device)
     t_eval = time.perf_counter() - start
 
     start = time.perf_counter()
-    evaluate_lens(model, eval_batches, None, device=device, parts=parts)
+    evaluate_lens(model, eval_batches, [LogitLens()], device=device, parts=parts)
     _sync(device)
     t_eval_logit = time.perf_counter() - start
 

@@ -20,20 +20,18 @@ def lens_convergence(curve: pd.DataFrame, budget: dict | None) -> list[str]:
     """One markdown line per model: did its tuned lens converge, and with what budget.
 
     ``curve``: model, step, layer, kl_bits (the lens_curve table). ``budget``: the lens
-    stage's recorded budget (steps, tokens_per_step, accumulate, batch_size, seq_len) or None.
+    stage's recorded budget or None: per model as trained, ``{model: {steps, tokens_per_step,
+    accumulate, batch_size, seq_len, device, ...}}``, or one for both in caches written before
+    issue 18 (see :func:`tying.lens.budget_for`).
     """
+    from tying.lens import budget_for
+
     last_layer = curve.groupby("model")["layer"].transform("max")
     trained = curve[curve["layer"] < last_layer]  # the last translator stays the identity (KL ~ 0)
     conv = convergence(trained, tail=LENS_TAIL)
-    spent = ""
-    if budget:
-        n_micro = budget["accumulate"]
-        spent = (f" Budget: {budget['steps']:,} steps × {budget['tokens_per_step']:,} tokens "
-                 f"({n_micro} micro-batch{'es' if n_micro > 1 else ''} of {budget['batch_size']} × "
-                 f"{budget['seq_len']}) = {budget['steps'] * budget['tokens_per_step']:,} tokens"
-                 f" on {budget.get('device', 'cpu')}.")
     lines = []
     for model, g in conv.groupby("model", sort=True):
+        spent = _spent(budget_for(budget, model))
         g = g.dropna(subset=["change"])
         n_steps = int(curve.loc[curve["model"] == model, "step"].nunique())
         if g.empty:
@@ -57,3 +55,14 @@ def lens_convergence(curve: pd.DataFrame, budget: dict | None) -> list[str]:
             lines.append(f"**{model}**: **not converged** — over the last {LENS_TAIL:.0%} of its {n_steps:,} steps "
                          f"the tuned-lens KL still moved by {change(worst)}.{spent}")
     return lines
+
+
+def _spent(budget: dict) -> str:
+    """The sentence " Budget: ..." for one model's recorded lens budget ("" when none)."""
+    if not budget:
+        return ""
+    n_micro = budget["accumulate"]
+    return (f" Budget: {budget['steps']:,} steps × {budget['tokens_per_step']:,} tokens "
+            f"({n_micro} micro-batch{'es' if n_micro > 1 else ''} of {budget['batch_size']} × "
+            f"{budget['seq_len']}) = {budget['steps'] * budget['tokens_per_step']:,} tokens"
+            f" on {budget.get('device', 'cpu')}.")

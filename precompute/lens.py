@@ -12,7 +12,9 @@ of one micro-batch). The default is 2**18 = 262,144 tokens per step on a CUDA de
 the tuned-lens library's budget; the paper's authors used 131,072) and 8,192 on a CPU (or any
 other device), where the larger budget would take hours. The training text is, by default,
 steps x tokens_per_step tokens, as far as the lens text allows; a shorter text is cycled.
-The resolved budget (:func:`resolve_budget`) is saved in each lens's JSON sidecar.
+Each model's budget is resolved once, with the sequence length capped at its context
+(:func:`model_budget`); that budget trains the lens, is saved in the lens's JSON sidecar and
+is what the cache records for the stage, per model.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from tying.errors import UserError, first_line
+from tying.errors import UserError
 
 EVAL_FRACTION = 0.2
 
@@ -110,46 +112,55 @@ def lens_text(spec: str, max_chars: int) -> tuple[list[str], list[str]]:
     return paras[:cut], paras[cut:]
 
 
-def _load_model(local_dir: str, device, trust_remote_code: bool):
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+def model_budget(opts: LensOptions, device, context: int | None) -> dict:
+    """The budget one model's tuned lens trains with: :func:`resolve_budget` with the sequence
+    length capped at the model's ``context`` (its max_position_embeddings; None: no cap).
 
-    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
-    try:
-        model = AutoModelForCausalLM.from_pretrained(local_dir, dtype=dtype, trust_remote_code=trust_remote_code)
-        tok = AutoTokenizer.from_pretrained(local_dir, trust_remote_code=trust_remote_code)
-    except (OSError, ValueError) as exc:
-        raise UserError(f"cannot load the model in '{local_dir}' for the lens: {first_line(exc)}") from None
-    return model.to(device).eval(), tok
+    Returns {"steps", "tokens_per_step", "accumulate" (micro-batches per step), "batch_size",
+    "seq_len", "train_tokens"}: what training uses, and so what the cache records.
+    """
+    seq = int(opts.seq_len) if not context else min(int(opts.seq_len), int(context))
+    tokens_per_step, accumulate, train_tokens = resolve_budget(opts, device, seq)
+    return {"steps": int(opts.steps), "tokens_per_step": tokens_per_step, "accumulate": accumulate,
+            "batch_size": int(opts.batch_size), "seq_len": seq, "train_tokens": train_tokens}
 
 
 def lens_tables(models: dict[str, str], opts: LensOptions, *, lens_dir: Path, device, trust_remote_code: bool = False,
-                progress: Callable[[str], None] = lambda m: None) -> dict[str, pd.DataFrame]:
-    """Tables lens_kl, lens_curve and lens_trajectory for ``{role: local model folder}``.
+                progress: Callable[[str], None] = lambda m: None) -> tuple[dict[str, pd.DataFrame], dict[str, dict]]:
+    """Tables lens_kl, lens_curve and lens_trajectory for ``{role: local model folder}``, and
+    the budget each model's tuned lens trained with.
 
-    The tuned lens trains with the budget of :func:`resolve_budget` (gradient accumulation
-    up to the tokens per step); the budget is saved under "budget" in the lens sidecar.
+    Each model's budget is resolved once, by :func:`model_budget` with the model's context,
+    and that one budget trains the lens, names its file, goes into its sidecar (under
+    "budget") and is returned: ``{role: {steps, tokens_per_step, accumulate, batch_size,
+    seq_len, train_tokens, text_tokens, device}}`` (text_tokens: the tokens of training text
+    there were; device: where it ran). A lens reused from its file has the same budget: the
+    budget is part of the file's name.
     """
-    from tying import lens as L
+    from tying.lens.batches import text_batches
+    from tying.lens.evaluate import evaluate_lens, prediction_trajectory
+    from tying.lens.files import load_lens, read_lens_meta, save_lens, unembedding_fingerprint
+    from tying.lens.lenses import LogitLens
+    from tying.lens.parts import find_lens_parts
+    from tying.lens.train import train_tuned_lens
+    from tying.loading.causal_lm import load_causal_lm
 
     train_paras, eval_paras = lens_text(opts.text, opts.max_chars)
-    kl, curves, trajs = [], [], []
+    kl, curves, trajs, ran = [], [], [], {}
     for role, local_dir in models.items():
         progress(f"{role}: loading the model")
-        model, tok = _load_model(local_dir, device, trust_remote_code)
-        ctx = getattr(model.config, "max_position_embeddings", None) or opts.seq_len
-        seq = min(opts.seq_len, int(ctx))
-        tokens_per_step, accumulate, train_tokens = resolve_budget(opts, device, seq)
-        train = L.text_batches(tok, train_paras, seq_len=seq, batch_size=opts.batch_size, max_tokens=train_tokens)
-        evals = L.text_batches(tok, eval_paras, seq_len=seq, batch_size=opts.batch_size, max_tokens=opts.eval_tokens)
-        parts = L.find_lens_parts(model)
-        fp = L.unembedding_fingerprint(parts)
-        budget = {"steps": int(opts.steps), "tokens_per_step": tokens_per_step, "accumulate": accumulate,
-                  "batch_size": int(opts.batch_size), "seq_len": seq, "train_tokens": train_tokens,
-                  "text_tokens": int(sum(b.numel() for b in train))}
+        model, tok = load_causal_lm(local_dir, device, trust_remote_code=trust_remote_code)
+        budget = model_budget(opts, device, getattr(model.config, "max_position_embeddings", None))
+        seq, accumulate, tokens_per_step = budget["seq_len"], budget["accumulate"], budget["tokens_per_step"]
+        train = text_batches(tok, train_paras, seq_len=seq, batch_size=opts.batch_size,
+                             max_tokens=budget["train_tokens"])
+        evals = text_batches(tok, eval_paras, seq_len=seq, batch_size=opts.batch_size, max_tokens=opts.eval_tokens)
+        parts = find_lens_parts(model)
+        fp = unembedding_fingerprint(parts)
+        budget["text_tokens"] = int(sum(b.numel() for b in train))
         text_key = hashlib.sha256(repr((opts.params(), len(train_paras), budget)).encode()).hexdigest()[:12]
         path = lens_dir / f"{role}-{text_key}.safetensors"
-        lens = L.load_lens(path, fp, device=device) if path.exists() else None
+        lens = load_lens(path, fp, device=device) if path.exists() else None
         if lens is None:
             def report(step, steps, loss, role=role):
                 if step % 10 == 0 or step == steps:
@@ -158,24 +169,26 @@ def lens_tables(models: dict[str, str], opts: LensOptions, *, lens_dir: Path, de
             progress(f"{role}: training the tuned lens, {opts.steps} steps x {tokens_per_step:,} tokens "
                      f"({accumulate} micro-batch{'es' if accumulate > 1 else ''} of {opts.batch_size} x {seq}) "
                      f"on {budget['text_tokens']:,} tokens of text")
-            lens, curve = L.train_tuned_lens(model, train, steps=opts.steps, device=device, parts=parts,
-                                             progress=report, accumulate=accumulate)
-            L.save_lens(lens, path, fp, {"role": role, "model": local_dir, "options": opts.params(),
-                                         "budget": budget, "curve": curve.to_dict("list")})
+            lens, curve = train_tuned_lens(model, train, steps=budget["steps"], device=device, parts=parts,
+                                           progress=report, accumulate=accumulate)
+            save_lens(lens, path, fp, {"role": role, "model": local_dir, "options": opts.params(),
+                                       "budget": budget, "curve": curve.to_dict("list")})
         else:
             progress(f"{role}: reusing the tuned lens in {path.name} (same unembedding)")
-            curve = pd.DataFrame(L.read_lens_meta(path).get("meta", {}).get("curve") or
+            curve = pd.DataFrame(read_lens_meta(path).get("meta", {}).get("curve") or
                                  {"step": [], "layer": [], "kl_bits": []})
         progress(f"{role}: evaluating")
-        tuned = L.evaluate_lens(model, evals, lens, device=device, parts=parts)
-        kl.append(tuned.assign(model=role))
+        lenses = [lens, LogitLens()]
+        kl.append(evaluate_lens(model, evals, lenses, device=device, parts=parts).assign(model=role))
         curves.append(curve.assign(model=role))
         for i, text in enumerate(eval_paras[: opts.samples]):
-            t = L.prediction_trajectory(model, tok, text, lens, top_k=opts.top_k, device=device, parts=parts)
+            t = prediction_trajectory(model, tok, text, lenses, top_k=opts.top_k, device=device, parts=parts)
             trajs.append(t.assign(model=role, sample=i))
+        ran[role] = budget | {"device": _device_type(device)}
         del model
     lens_kl = pd.concat(kl, ignore_index=True)
     if "lens" not in lens_kl.columns:
         raise UserError("lens evaluation returned no lens column")
-    return {"lens_kl": lens_kl, "lens_curve": pd.concat(curves, ignore_index=True),
-            "lens_trajectory": pd.concat(trajs, ignore_index=True)}
+    tables = {"lens_kl": lens_kl, "lens_curve": pd.concat(curves, ignore_index=True),
+              "lens_trajectory": pd.concat(trajs, ignore_index=True)}
+    return tables, ran

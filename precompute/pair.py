@@ -211,7 +211,7 @@ class PairRun:
                 }))
         frame = pd.concat(per_token) if per_token else pd.DataFrame(
             columns=["comparison", "method", "split", "token", "cosine"])
-        return {"alignment": frame, "alignment_summary": pd.DataFrame(summary)}
+        return {"alignment": frame, "alignment_summary": pd.DataFrame(summary)}, None
 
     # -- k-NN, shared by neighbours and spectral -------------------------------------------
     def knn(self, key: str, k: int, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -227,7 +227,7 @@ class PairRun:
         self._knn[(key, k, subset)] = (ids, scores)
         return ids, scores
 
-    def neighbours_tables(self, progress) -> dict[str, pd.DataFrame]:
+    def neighbours_tables(self, progress) -> tuple[dict[str, pd.DataFrame], dict]:
         from tying.analysis.neighbours import overlap_curve
 
         K = self.cfg.neighbours_k
@@ -252,29 +252,33 @@ class PairRun:
             c = overlap_curve(ids[a], ids[b], K)
             curves.append(pd.DataFrame({"pair": pair_label(a, b), "k": np.arange(1, K + 1, dtype=np.int32),
                                         "mean_overlap": np.asarray(c, dtype=np.float64)}))
-        return {"neighbours": pd.concat(frames), "overlap_curve": pd.concat(curves)}
+        return {"neighbours": pd.concat(frames), "overlap_curve": pd.concat(curves)}, {"k": int(K)}
 
     # -- stage: spectral -----------------------------------------------------------------
-    def spectral_tables(self, progress) -> dict[str, pd.DataFrame]:
-        from tying.analysis.spectral import spectral_distance
+    def spectral_tables(self, progress) -> tuple[dict[str, pd.DataFrame], dict]:
+        """The spectral table, and what ran: the graphs' k, the embedding's components (as
+        :func:`~tying.analysis.spectral.spectral_comparison` used them) and the tokens."""
+        from tying.analysis.spectral import spectral_comparison
 
         cfg = self.cfg
         rows = self.spectral_rows()
         n_used = self.n if rows is None else len(rows)
-        gk = min(cfg.spectral_k, n_used - 1)
         ids = {}
         for key in MATRICES:
             progress(f"k-NN graph {key}")
-            ids[key] = self.knn(key, gk, rows)[0]
+            ids[key] = self.knn(key, min(cfg.spectral_k, n_used - 1), rows)[0]
+        graph_k = int(ids[MATRICES[0]].shape[1])
         out = []
         for a, b in MATRIX_PAIRS:
             progress(f"spectral {pair_label(a, b)}")
-            d = spectral_distance(ids[a], ids[b], n_components=cfg.spectral_components)
-            out.append({"pair": pair_label(a, b), "graph_k": gk,
-                        "n_components": min(cfg.spectral_components, 2 * n_used - 1),
+            d, components = spectral_comparison(ids[a], ids[b], n_components=cfg.spectral_components)
+            out.append({"pair": pair_label(a, b), "graph_k": graph_k, "n_components": components,
                         "n_tokens": n_used, "n_common": self.n, "sampled": rows is not None,
                         "distance": float(d)})
-        return {"spectral": pd.DataFrame(out)}
+        used = sorted({r["n_components"] for r in out})
+        ran = {"k": graph_k, "components": used[0] if len(used) == 1 else used, "tokens": n_used,
+               "sampled": rows is not None}
+        return {"spectral": pd.DataFrame(out)}, ran
 
     def spectral_rows(self) -> np.ndarray | None:
         """Rows of the spectral distance: None for every common token, else a seeded sample."""
@@ -282,7 +286,7 @@ class PairRun:
         return None if limit is None or self.n <= limit else _sample(self.n, limit, self.cfg.seed)
 
     # -- stage: umap ---------------------------------------------------------------------
-    def umap_tables(self, progress) -> dict[str, pd.DataFrame]:
+    def umap_tables(self, progress) -> tuple[dict[str, pd.DataFrame], dict]:
         from tying.analysis.projection import aligned_umap
 
         rows = _sample(self.n, self.cfg.umap_tokens, self.cfg.seed)
@@ -292,10 +296,11 @@ class PairRun:
         frames = [pd.DataFrame({"matrix": key, "token": rows.astype(np.int32),
                                 "x": c[:, 0].astype(np.float32), "y": c[:, 1].astype(np.float32)})
                   for key, c in zip(MATRICES, coords)]
-        return {"umap": pd.concat(frames)}
+        return {"umap": pd.concat(frames)}, {"tokens": int(len(rows)), "epochs": int(self.cfg.umap_epochs)}
 
     # -- stage: lens ---------------------------------------------------------------------
-    def lens_tables(self, progress) -> dict[str, pd.DataFrame]:
+    def lens_tables(self, progress) -> tuple[dict[str, pd.DataFrame], dict]:
+        """The lens tables, and the budget each model's tuned lens trained with (``{role: budget}``)."""
         from precompute.lens import lens_tables
 
         lens_dir = Path(self.cfg.cache_dir) / "lens" / self.name
@@ -304,8 +309,13 @@ class PairRun:
                            lens_dir=lens_dir, device=self.device, trust_remote_code=self.cfg.trust_remote_code,
                            progress=progress)
 
-    def lens_budget(self) -> dict:
-        """The tuned lens's resolved budget on this run's device (recorded with the lens stage)."""
+    def requested_lens_budget(self) -> dict:
+        """The lens options' budget on this run's device before any model's context is known.
+
+        Only part of the lens stage's hash (so a rerun on another kind of device retrains, and
+        caches written before issue 18 keep their hash); never recorded as what ran: each
+        model's budget is resolved once, with its context, by the stage itself.
+        """
         from precompute.lens import resolve_budget
 
         tokens, accumulate, train_tokens = resolve_budget(self.cfg.lens, self.device)
@@ -324,9 +334,26 @@ class PairRun:
             "spectral": {"k": c.spectral_k, "components": c.spectral_components, "tokens": c.spectral_tokens,
                          "seed": c.seed},
             "umap": {"tokens": c.umap_tokens, "seed": c.seed, "epochs": c.umap_epochs},
-            "lens": c.lens.params() | {"budget": self.lens_budget()},
+            "lens": c.lens.params() | {"budget": self.requested_lens_budget()},
         }[stage]
         return {"stage": stage, "inputs": self.input_hash, **own}
+
+    @staticmethod
+    def recorded_params(stage: str, params: dict, ran: dict | None) -> dict:
+        """What the cache records for a finished stage: the requested ``params`` with what ran.
+
+        ``ran`` is what the stage returned as the parameters it actually used (None: nothing
+        beyond the request). The lens stage's ``budget`` becomes the budget each model
+        trained with, ``{role: {..., seq_len, accumulate, tokens_per_step, device}}``, in place
+        of the request's, which did not know the models' contexts; every other stage keeps
+        its requested values and adds ``ran`` (spectral: k, components, tokens, sampled;
+        neighbours: k; umap: tokens, epochs). The stage's hash stays that of ``params``.
+        """
+        if ran is None:
+            return params
+        if stage == "lens":
+            return {**params, "budget": ran}
+        return {**params, "ran": ran}
 
     def run(self) -> Path:
         cfg = self.cfg
@@ -349,7 +376,7 @@ class PairRun:
                                "match": self.vocab.match, "same_string": self.vocab.same_string},
             }
             writer = CacheWriter(self.path, force=cfg.force, meta=meta)
-            builders = {"load": lambda p: self.load_tables(), "alignment": self.alignment_tables,
+            builders = {"load": lambda p: (self.load_tables(), None), "alignment": self.alignment_tables,
                         "neighbours": self.neighbours_tables, "spectral": self.spectral_tables,
                         "umap": self.umap_tables, "lens": self.lens_tables}
             for stage in todo:
@@ -361,12 +388,12 @@ class PairRun:
                     continue
                 bar.set_postfix_str(stage)
                 t0 = time.perf_counter()
-                tables = builders[stage](lambda msg, s=stage: bar.set_postfix_str(f"{s}: {msg}"))
+                tables, ran = builders[stage](lambda msg, s=stage: bar.set_postfix_str(f"{s}: {msg}"))
                 seconds = time.perf_counter() - t0
                 if stage == "load":
                     seconds += sum(m.seconds for m in self.models.values())
-                writer.write_stage(stage, params, tables, seconds=seconds,
-                                   invalidate_others=(stage == "load"))
+                writer.write_stage(stage, params, tables, seconds=seconds, invalidate_others=(stage == "load"),
+                                   record=self.recorded_params(stage, params, ran))
                 bar.update(1)
         finally:
             bar.close()

@@ -48,8 +48,12 @@ def run_trajectory(cfg: TrajectoryConfig, cache_path: Path) -> dict:
     one row per model x lens x hidden state x position x rank (the lens_trajectory columns)."""
     import pandas as pd
 
-    from precompute.lens import _load_model
-    from tying import lens as L
+    from tying.lens import budget_for
+    from tying.lens.evaluate import prediction_trajectory
+    from tying.lens.files import load_lens, unembedding_fingerprint
+    from tying.lens.lenses import LogitLens
+    from tying.lens.parts import find_lens_parts
+    from tying.loading.causal_lm import load_causal_lm
     from tying.loading.device import as_device
 
     text = cfg.text
@@ -69,18 +73,19 @@ def run_trajectory(cfg: TrajectoryConfig, cache_path: Path) -> dict:
     device = as_device(cfg.device)
     frames, used = [], {}
     for role, folder in dirs.items():
-        model, tok = _load_model(str(folder), device, cfg.trust_remote_code)
-        parts = L.find_lens_parts(model)
-        fp = L.unembedding_fingerprint(parts)
+        model, tok = load_causal_lm(str(folder), device, trust_remote_code=cfg.trust_remote_code)
+        parts = find_lens_parts(model)
+        fp = unembedding_fingerprint(parts)
         lens, lens_file = None, None
-        for f in lens_files(cache_path, role, lens_stage.get("budget")):
-            lens = L.load_lens(f, fp, device=device)
+        for f in lens_files(cache_path, role, budget_for(lens_stage.get("budget"), role)):
+            lens = load_lens(f, fp, device=device)
             if lens is not None:
                 lens_file = f
                 break
+        lenses = [LogitLens()] if lens is None else [lens, LogitLens()]
         try:
-            t = L.prediction_trajectory(model, tok, text, lens, top_k=cfg.top_k, max_tokens=cfg.max_tokens,
-                                        device=device, parts=parts)
+            t = prediction_trajectory(model, tok, text, lenses, top_k=cfg.top_k, max_tokens=cfg.max_tokens,
+                                      device=device, parts=parts)
         except ValueError as exc:
             raise UserError(str(exc)) from None
         frames.append(t.assign(model=role))

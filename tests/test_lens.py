@@ -1,4 +1,4 @@
-"""Logit lens and tuned lens (tying/lens/tuned.py): the maths, the indexing, training, saving, bad input."""
+"""Logit lens and tuned lens (tying/lens/): the maths, the indexing, training, saving, bad input."""
 
 from __future__ import annotations
 
@@ -12,22 +12,13 @@ import torch
 from torch import nn
 
 from tests.tiny_models import FAMILIES, tiny_config
-from tying.lens.tuned import (
-    TunedLens,
-    convergence,
-    evaluate_lens,
-    find_lens_parts,
-    kl_bits,
-    lens_logits,
-    load_lens,
-    prediction_trajectory,
-    read_lens_meta,
-    residual_stream,
-    save_lens,
-    text_batches,
-    train_tuned_lens,
-    unembedding_fingerprint,
-)
+from tying.analysis.convergence import convergence
+from tying.lens.batches import text_batches
+from tying.lens.evaluate import evaluate_lens, prediction_trajectory
+from tying.lens.files import load_lens, read_lens_meta, save_lens, unembedding_fingerprint
+from tying.lens.lenses import LogitLens, TunedLens, kl_bits
+from tying.lens.parts import find_lens_parts, residual_stream
+from tying.lens.train import train_tuned_lens
 
 TEXT = (
     "The tied matrix ends up looking like an untied output matrix, because the gradients "
@@ -114,7 +105,7 @@ def test_logit_lens_of_the_last_hidden_state_is_the_model_output(family, tied):
     with torch.no_grad():
         logits = model(ids).logits
         hs = residual_stream(model, parts, ids)
-        last = lens_logits(parts, hs[-1], parts.n_hidden - 1)
+        last = LogitLens().logits(parts, hs[-1], parts.n_hidden - 1)
     torch.testing.assert_close(last, logits, rtol=1e-5, atol=1e-5)
     assert kl_bits(logits, last).max().item() < 1e-6
     table = evaluate_lens(model, [ids])
@@ -153,19 +144,19 @@ def test_evaluate_lens_is_the_mean_and_spread_of_kl_bits_over_tokens():
         for p in lens.parameters():
             p.normal_(std=0.05)
     batches = [random_ids(shape=(2, 10), seed=4), random_ids(shape=(1, 7), seed=5)]
-    table = evaluate_lens(model, batches, lens)
+    table = evaluate_lens(model, batches, [lens, LogitLens()])
     assert len(table) == 2 * parts.n_hidden and (table["n_tokens"] == 27).all()
     with torch.no_grad():
         streams = [residual_stream(model, parts, ids) for ids in batches]
         final = torch.cat([model(ids).logits.reshape(-1, 300) for ids in batches])
-        for name, tl in (("tuned", lens), ("logit", None)):
+        for name, tl in (("tuned", lens), ("logit", LogitLens())):
             for layer in range(parts.n_hidden):
-                q = torch.cat([lens_logits(parts, hs[layer].reshape(-1, 32), layer, tl) for hs in streams])
+                q = torch.cat([tl.logits(parts, hs[layer].reshape(-1, 32), layer) for hs in streams])
                 kl = kl_bits(final, q).double()
                 row = table[(table.layer == layer) & (table.lens == name)].iloc[0]
                 assert row.kl_mean == pytest.approx(kl.mean().item(), abs=1e-5)
                 assert row.kl_std == pytest.approx(kl.std(unbiased=False).item(), abs=1e-4)
-    chunked = evaluate_lens(model, batches, lens, chunk_tokens=4)
+    chunked = evaluate_lens(model, batches, [lens, LogitLens()], chunk_tokens=4)
     np.testing.assert_allclose(chunked["kl_mean"], table["kl_mean"], atol=1e-6)
 
 
@@ -237,8 +228,8 @@ def test_an_untrained_tuned_lens_is_exactly_the_logit_lens():
     hs = residual_stream(model, parts, ids)
     with torch.no_grad():
         for layer in range(parts.n_hidden):
-            assert torch.equal(lens_logits(parts, hs[layer], layer, lens), lens_logits(parts, hs[layer], layer))
-    table = evaluate_lens(model, [ids], lens).pivot(index="layer", columns="lens", values="kl_mean")
+            assert torch.equal(lens.logits(parts, hs[layer], layer), LogitLens().logits(parts, hs[layer], layer))
+    table = evaluate_lens(model, [ids], [lens, LogitLens()]).pivot(index="layer", columns="lens", values="kl_mean")
     assert (table["tuned"] == table["logit"]).all()
 
 
@@ -251,7 +242,7 @@ def test_the_translator_of_hidden_state_l_acts_on_hidden_state_l_only():
         lens = TunedLens.for_parts(parts)
         with torch.no_grad():
             lens.translators[planted].bias.copy_(torch.randn(parts.d_model, generator=gen) * 5)
-        table = evaluate_lens(model, [ids], lens, parts=parts)
+        table = evaluate_lens(model, [ids], [lens, LogitLens()], parts=parts)
         wide = table.pivot(index="layer", columns="lens", values="kl_mean")
         changed = wide.index[(wide["tuned"] - wide["logit"]).abs() > 1e-4].tolist()
         assert changed == [planted]
@@ -269,7 +260,7 @@ def test_training_lowers_the_tuned_lens_kl_and_leaves_the_model_alone(tokenizer)
     first = curve[curve.step == 0].set_index("layer")["kl_bits"]
     final = curve[curve.step == 11].set_index("layer")["kl_bits"]
     assert (final.iloc[:-1] < first.iloc[:-1]).all()
-    table = evaluate_lens(model, batches, lens).pivot(index="layer", columns="lens", values="kl_mean")
+    table = evaluate_lens(model, batches, [lens, LogitLens()]).pivot(index="layer", columns="lens", values="kl_mean")
     assert (table["tuned"].iloc[:-1] < table["logit"].iloc[:-1]).all()
     assert table["tuned"].iloc[-1] < 1e-5
     after = model.state_dict()
@@ -435,6 +426,50 @@ def test_a_lens_for_another_model_shape_is_refused():
         evaluate_lens(model, [random_ids()], TunedLens(5, 32))
 
 
+def test_both_lenses_share_one_interface():
+    model = tiny_lm("llama")
+    parts = find_lens_parts(model)
+    hs = residual_stream(model, parts, random_ids())
+    tuned = TunedLens.for_parts(parts)
+    with torch.no_grad():
+        tuned.translators[0].bias.fill_(0.5)
+    for lens, name in ((LogitLens(), "logit"), (tuned, "tuned")):
+        assert lens.name == name and lens.to("cpu") is lens
+        lens.check(parts)
+        with torch.no_grad():
+            out = lens.logits(parts, hs[0], 0)
+        assert out.shape == (*hs[0].shape[:-1], 300)
+    with torch.no_grad():  # the logit lens is unembed(final_norm(h)); the tuned lens translates h first
+        expected = model.lm_head(model.model.norm(hs[0]))
+        torch.testing.assert_close(LogitLens().logits(parts, hs[0], 0), expected)
+        torch.testing.assert_close(tuned.logits(parts, hs[0], 0), model.lm_head(model.model.norm(hs[0] + 0.5)))
+    with pytest.raises(ValueError, match="two lenses of one kind"):
+        evaluate_lens(model, [random_ids()], [LogitLens(), LogitLens()])
+    with pytest.raises(ValueError, match="no lens"):
+        evaluate_lens(model, [random_ids()], [])
+
+
+def test_the_lens_package_imports_without_torch():
+    """The app never imports torch; ``tying.lens`` itself (and budget_for) must not either."""
+    import subprocess
+    import sys
+
+    code = ("import sys, tying.lens; from tying.lens import budget_for; "
+            "assert 'torch' not in sys.modules, 'torch imported'; print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_budget_for_reads_old_and_new_records():
+    from tying.lens import budget_for
+
+    flat = {"steps": 100, "tokens_per_step": 2048, "accumulate": 4, "batch_size": 8, "seq_len": 64}
+    assert budget_for(flat, "tied") == flat == budget_for(flat, "untied")  # before issue 18: one for both
+    per_role = {"tied": dict(flat, seq_len=32), "untied": flat}
+    assert budget_for(per_role, "tied")["seq_len"] == 32 and budget_for(per_role, "untied") == flat
+    assert budget_for(None, "tied") == {} == budget_for(per_role, "other")
+
+
 # --------------------------------------------------------------------------- trajectories and batches
 
 
@@ -442,7 +477,7 @@ def test_prediction_trajectory(tokenizer):
     model = tiny_lm("olmo", vocab_size=len(tokenizer))
     parts = find_lens_parts(model)
     lens, _ = train_tuned_lens(model, text_batches(tokenizer, TEXT, seq_len=16), steps=3, parts=parts)
-    traj = prediction_trajectory(model, tokenizer, TEXT, lens, top_k=4, max_tokens=10)
+    traj = prediction_trajectory(model, tokenizer, TEXT, [lens, LogitLens()], top_k=4, max_tokens=10)
     assert list(traj.columns) == ["position", "token", "layer", "lens", "rank", "prediction", "prob"]
     assert len(traj) == 10 * parts.n_hidden * 2 * 4
     ids = tokenizer(TEXT)["input_ids"][:10]
@@ -455,10 +490,10 @@ def test_prediction_trajectory(tokenizer):
     assert traj.groupby("position")["token"].first().tolist() == [tokenizer.decode([i]) for i in ids]
     probs = traj.sort_values(["position", "layer", "lens", "rank"])["prob"].to_numpy().reshape(-1, 4)
     assert (np.diff(probs, axis=1) <= 0).all() and (probs > 0).all()
-    logit_only = prediction_trajectory(model, tokenizer, TEXT, None, top_k=1, max_tokens=5)
+    logit_only = prediction_trajectory(model, tokenizer, TEXT, LogitLens(), top_k=1, max_tokens=5)
     assert set(logit_only.lens) == {"logit"} and len(logit_only) == 5 * parts.n_hidden
     with pytest.raises(ValueError, match="no text"):
-        prediction_trajectory(model, tokenizer, "   ", lens)
+        prediction_trajectory(model, tokenizer, "   ", [lens, LogitLens()])
 
 
 def test_text_batches(tokenizer):
@@ -486,15 +521,15 @@ def test_a_layer_out_of_range_is_a_user_error(tokenizer):
     message = "layer {} out of range: the model has 3 hidden states \\(0..2\\)"
     for layer in (-1, 3, 10):
         with pytest.raises(ValueError, match=message.format(layer)):
-            lens_logits(parts, h, layer)
+            LogitLens().logits(parts, h, layer)
         with pytest.raises(ValueError, match=message.format(layer)):
             TunedLens.for_parts(parts)(h, layer)
     with pytest.raises(ValueError, match=message.format(3)):
         evaluate_lens(model, [random_ids(len(tokenizer))], layers=[0, 3])
     with pytest.raises(ValueError, match=message.format(7)):
-        prediction_trajectory(model, tokenizer, TEXT, None, layers=[7])
+        prediction_trajectory(model, tokenizer, TEXT, LogitLens(), layers=[7])
     with pytest.raises(ValueError, match="layer must be an integer"):
-        lens_logits(parts, h, 1.5)
+        LogitLens().logits(parts, h, 1.5)
 
 
 # --------------------------------------------------------------------------- saving and loading
@@ -534,3 +569,14 @@ def test_saved_lens_round_trip_and_fingerprint(tmp_path):
     (tmp_path / "blocker").write_text("a file, not a folder")
     with pytest.raises(ValueError, match="cannot write the lens"):
         save_lens(lens, tmp_path / "blocker" / "lens.safetensors", fingerprint)
+
+
+def test_a_trajectory_stops_at_the_models_context(tokenizer):
+    from transformers import AutoModelForCausalLM
+
+    config = tiny_config("gpt2", vocab_size=len(tokenizer), d=32, n_layers=2, tied=True)
+    config.n_positions = 8  # GPT-2's position table: a longer text cannot run at all
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(config).eval()
+    traj = prediction_trajectory(model, tokenizer, TEXT * 3, top_k=1, max_tokens=32)
+    assert sorted(traj["position"].unique()) == list(range(8))

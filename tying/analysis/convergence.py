@@ -1,6 +1,6 @@
 """Has a tuned-lens training curve settled? A pure function on the curve (no torch, no model).
 
-Used by the Lens page (the app never imports torch) and re-exported by :mod:`tying.lens.tuned`.
+Used by the Lens page (the app never imports torch) on the curves :func:`tying.lens.train.train_tuned_lens` returns.
 """
 
 from __future__ import annotations

@@ -99,6 +99,12 @@ def spectral_distance(ids_a, ids_b, *, n_components: int = 128) -> float:
     Returns ||Za - Zb||_2 / min(||Za||_2, ||Zb||_2) for the adjacency spectral embedding
     (``n_components`` dimensions) of the omnibus matrix of the two graphs.
     """
+    return spectral_comparison(ids_a, ids_b, n_components=n_components)[0]
+
+
+def spectral_comparison(ids_a, ids_b, *, n_components: int = 128) -> tuple[float, int]:
+    """(distance, components): :func:`spectral_distance` and the number of embedding
+    dimensions it actually used (``n_components``, at most 2 n_tokens - 1)."""
     ids_a, ids_b = np.asarray(ids_a), np.asarray(ids_b)
     if ids_a.ndim != 2 or ids_b.ndim != 2 or ids_a.shape[0] != ids_b.shape[0]:
         raise ValueError(f"neighbour ids must be 2-dimensional and cover the same tokens, "
@@ -109,4 +115,4 @@ def spectral_distance(ids_a, ids_b, *, n_components: int = 128) -> float:
     scale = min(_spectral_norm(Za), _spectral_norm(Zb))
     if scale == 0.0:
         raise ValueError("spectral distance undefined: an embedding is all zeros (graphs without edges?)")
-    return _spectral_norm(Za - Zb) / scale
+    return _spectral_norm(Za - Zb) / scale, int(Z.shape[1])

@@ -231,20 +231,24 @@ class CacheWriter:
         *,
         seconds: float,
         invalidate_others: bool = False,
+        record: dict[str, Any] | None = None,
     ) -> None:
         """Replace the rows of ``stage``'s tables and mark the stage finished, atomically.
 
         A table of the stage missing from ``tables`` is emptied. ``invalidate_others``
-        clears every other stage (used when the models changed).
+        clears every other stage (used when the models changed). ``params`` are the
+        requested parameters: their hash marks the stage done, so a rerun with the same
+        request skips it. ``record`` is what the stages table keeps as the stage's
+        parameters (default ``params``): the parameters as the stage ran them.
         """
         expected = set(STAGE_TABLES[stage])
         if not set(tables) <= expected:
             raise ValueError(f"stage {stage} writes {sorted(expected)}, got {sorted(tables)}")
         tables = {t: tables.get(t, pd.DataFrame()) for t in STAGE_TABLES[stage]}
         with writer_lock(self.path):
-            self._write_stage_locked(stage, params, tables, seconds, invalidate_others)
+            self._write_stage_locked(stage, params, tables, seconds, invalidate_others, record)
 
-    def _write_stage_locked(self, stage, params, tables, seconds, invalidate_others) -> None:
+    def _write_stage_locked(self, stage, params, tables, seconds, invalidate_others, record=None) -> None:
         def apply(con) -> None:
             if invalidate_others:
                 for other, other_tables in STAGE_TABLES.items():
@@ -257,7 +261,7 @@ class CacheWriter:
                 con.execute(f"DELETE FROM {table}")
                 _insert(con, table, frame)
 
-        self._write_locked(stage, params, seconds, apply)
+        self._write_locked(stage, params, seconds, apply, record)
 
     def write_cell(self, stage: str, params: dict[str, Any], table: str, frame: pd.DataFrame,
                    key: dict[str, Any], *, seconds: float) -> None:
@@ -274,8 +278,9 @@ class CacheWriter:
         with writer_lock(self.path):
             self._write_locked(stage, params, seconds, apply)
 
-    def _write_locked(self, stage, params, seconds, apply) -> None:
+    def _write_locked(self, stage, params, seconds, apply, record=None) -> None:
         phash = params_hash(params)
+        recorded = json.dumps(params if record is None else record, sort_keys=True, default=str)
 
         def fill(tmp: Path) -> None:
             # Start from an empty file when nothing usable is there (new cache, the first
@@ -291,7 +296,7 @@ class CacheWriter:
                 con.execute("DELETE FROM stages WHERE stage = ?", [stage])
                 con.execute(
                     "INSERT INTO stages VALUES (?, ?, ?, ?, ?)",
-                    [stage, phash, json.dumps(params, sort_keys=True, default=str), float(seconds),
+                    [stage, phash, recorded, float(seconds),
                      _dt.datetime.now(_dt.UTC).replace(tzinfo=None)],
                 )
                 meta = {**self.meta, "schema_version": str(SCHEMA_VERSION),

@@ -1,1 +1,53 @@
-"""Logit lens and tuned lens (torch): finding a model's parts, the lens maths, training, batching, files."""
+"""Logit lens and tuned lens: how well each hidden state already predicts the output (analysis 4).
+
+Belrose et al. 2023 (arXiv 2303.08112). One job per module:
+
+* :mod:`tying.lens.parts`: finding a model's final norm and unembedding, and its hidden
+  states before the final norm (:func:`~tying.lens.parts.find_lens_parts`,
+  :func:`~tying.lens.parts.residual_stream`);
+* :mod:`tying.lens.lenses`: the maths on tensors: :class:`~tying.lens.lenses.LogitLens` and
+  :class:`~tying.lens.lenses.TunedLens` (one interface: ``name`` and
+  ``logits(parts, h, layer)``) and the KL in bits (:func:`~tying.lens.lenses.kl_bits`);
+* :mod:`tying.lens.train`: training a tuned lens on a frozen model, with gradient accumulation;
+* :mod:`tying.lens.evaluate`: the KL of every hidden state under given lenses, and top-k
+  prediction trajectories;
+* :mod:`tying.lens.batches`: token-id batches from text;
+* :mod:`tying.lens.run`: running a frozen model (device, autocast, token blocks);
+* :mod:`tying.lens.files`: saving and loading a tuned lens (safetensors, fingerprinted).
+
+Whether a training curve has settled is :func:`tying.analysis.convergence.convergence`
+(torch-free, for the app).
+
+Why not the ``tuned-lens`` package (AlignmentResearch): its last release, 0.2.0 (July
+2023), installs accelerate, datasets, plotly, torchdata, wandb, simple-parsing and
+flatten-dict, none of which this project otherwise needs; its training and evaluation
+scripts import torchdata's DataLoader2 and datapipes, which torchdata deprecated in 2024 and
+has since removed; it was written for transformers 4 (it asks for transformers >= 4.28.1)
+and has had no release since, while this project runs transformers 5, whose models return
+the last hidden state already normed (:mod:`tying.lens.parts` handles that); and its lenses
+are saved and loaded as torch pickles (``torch.save``/``torch.load``), where this project
+keeps safetensors only, stored with a fingerprint of the unembedding they were trained
+through. All that is needed here is an affine translator per hidden state and the KL to the
+model's own output, a few hundred lines in these modules.
+
+This package's ``__init__`` imports nothing (no torch): importing a submodule imports torch,
+but the package itself, and :func:`budget_for` below, stay usable in the torch-free app.
+"""
+
+from __future__ import annotations
+
+
+def budget_for(budget: dict | None, role: str) -> dict:
+    """The tuned-lens training budget a cache's lens stage recorded for model ``role``.
+
+    ``budget``: the lens stage's recorded ``budget`` parameter. Caches written since issue 18
+    record the budget each model actually trained with, ``{role: {steps, tokens_per_step,
+    accumulate, batch_size, seq_len, train_tokens, text_tokens, device}}`` (the sequence
+    length is capped at each model's context); older caches one flat budget for both,
+    resolved before the models' contexts were known. Returns an empty dict when none.
+    """
+    if not budget:
+        return {}
+    if "steps" in budget:  # an older cache: one budget for both models
+        return dict(budget)
+    return dict(budget.get(role) or {})
