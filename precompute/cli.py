@@ -429,8 +429,9 @@ def resolve_cache(cache: str, cache_dir: str) -> Path:
 
 
 def _cmd_summary_path(path: Path, *, as_json: bool) -> int:
+    from precompute.report import format_summary
     from tying.cache.store import CacheError, open_cache
-    from tying.cache.summary import format_summary, summarize
+    from tying.cache.summary import summarize
 
     try:
         con = open_cache(path)

@@ -1,0 +1,209 @@
+"""`precompute summary`: a cache's headline numbers as the plain-text tables the CLI prints.
+
+The numbers come from :func:`tying.cache.summary.summarize` (also what the app shows); this
+module only lays them out as text, so the numerical library holds no CLI formatting.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tying.cache import reference
+from tying.cache.schema import MATRIX_PAIRS, METHOD_LABELS, TABLE1_COMPARISONS, TABLE1_METHODS, pair_label
+from tying.cache.summary import EARLY_LAYERS, paper_label, plus_minus
+
+
+def _fmt(x: float | None) -> str:
+    return "  n/a" if x is None else f"{x:6.3f}"
+
+
+def format_summary(s: dict[str, Any]) -> str:
+    """The summary as the plain-text tables the CLI prints."""
+    lines = [f"{s.get('kind', 'pair')}: {s.get('name')}"]
+    if s.get("scale"):
+        lines.append(f"  {s['scale']['line']}")
+    for role in ("tied", "untied"):
+        m = s["models"].get(role)
+        if m:
+            rev = f"@{m['revision']}" if m.get("revision") else ""
+            lines.append(
+                f"  {role:<7} {m['source']}{rev}  d={m['d_model']}  vocab={m['n_vocab']}  "
+                f"embedding share={m['embedding_share']:.1%}"
+            )
+    v = s.get("vocabulary") or {}
+    if v:
+        lines.append(
+            f"  common tokens: {v.get('n_common')} (coverage tied {v.get('coverage_tied', 0):.1%}, "
+            f"untied {v.get('coverage_untied', 0):.1%})"
+        )
+    paper = s.get("paper") or {}
+    if s.get("alignment") or s.get("overlap"):
+        _format_pair_tables(s, paper, lines)
+    if s.get("kind") == "published":
+        _format_published(s, lines)
+    _format_lens(s, lines)
+    _format_training(s, lines)
+    _format_sweep(s, lines)
+    return "\n".join(lines)
+
+
+
+def _format_sweep(s: dict[str, Any], lines: list[str]) -> None:
+    """One line per cell of a width sweep: mean ± sample std over seeds."""
+    cells = s.get("sweep_cells")
+    if not cells:
+        return
+    lines.append("")
+    lines.append("Width sweep: mean ± sample std over seeds per cell; bias = O->T minus I->T (linear, held-out) and "
+                 "T~O minus T~I (overlap@10); loss gap = untied minus tied eval loss (negative: untying pays off)")
+    lines.append(f"  {'vocab':>6} {'d':>5} {'seeds':>5} {'emb. share T':>12} {'bias linear':>16} {'bias overlap':>16} "
+                 f"{'loss gap':>16} {'output share':>16}")
+    for c in cells:
+        n = c["n"]
+        lines.append(f"  {c['vocab_size']:>6} {c['d_model']:>5} {n:>5} {c['embedding_share_tied']:>12.1%} "
+                     f"{plus_minus(c['bias_linear'], c['bias_linear_std'], n):>16} "
+                     f"{plus_minus(c['bias_overlap'], c['bias_overlap_std'], n):>16} "
+                     f"{plus_minus(c['loss_gap'], c['loss_gap_std'], n):>16} "
+                     f"{plus_minus(c['output_share_early'], c['output_share_early_std'], n):>16}")
+
+
+def _format_published(s: dict[str, Any], lines: list[str]) -> None:
+    """The paper's own tables (quoted) and where each published file comes from."""
+    lines.append("")
+    lines.append(f"Published measurements: {reference.PAPER}")
+    for src in s.get("sources") or []:
+        if src.get("file"):
+            lines.append(f"  {src.get('figure') or '':<9} {Path(src['file']).name}  <- {src['repository']}@"
+                         f"{src['commit'][:12]}:{src.get('path') or ''}  ({src.get('license')})")
+    lines.append("")
+    lines.append("Table 1 (paper): mean per-token cosine, identity (raw rows) / orthogonal / linear (in-sample)")
+    for preset, table in reference.TABLE1.items():
+        for comp, cells in table.items():
+            lines.append(f"  {preset:<14} {comp:5} " + " / ".join(
+                _fmt(cells.get(m)).strip() for m in ("identity_raw", "orthogonal", "linear")))
+    lines.append("")
+    lines.append("Table 5 (paper): k-NN overlap@10")
+    for preset, cells in reference.TABLE5.items():
+        lines.append(f"  {preset:<14} " + "   ".join(f"{p} {v:.3f}" for p, v in cells.items()))
+
+
+
+def _format_pair_tables(s: dict[str, Any], paper: dict[str, Any], lines: list[str]) -> None:
+    lines.append("")
+    lines.append("Table 1: mean per-token cosine (in-sample / held-out); identity (raw rows) is the paper's "
+                 "identity column, the other maps are on centred rows")
+    width = 22
+    lines.append(f"  {'':14}" + "".join(f"{METHOD_LABELS[m]:>{width}}" for m in TABLE1_METHODS))
+    label = paper_label(paper)
+    for comp in TABLE1_COMPARISONS:
+        row = f"  {comp:14}"
+        for meth in TABLE1_METHODS:
+            cell = s["alignment"].get(comp, {}).get(meth, {})
+            row += f"{_fmt(cell.get('in_sample')):>{width - 9}} /{_fmt(cell.get('held_out'))}"
+        lines.append(row)
+        if paper.get("table1") and comp in paper["table1"]:
+            ref = paper["table1"][comp]
+            lines.append(f"  {label:14}" + "".join(f"{_fmt(ref.get(m)) if m in ref else '-':>{width}}"
+                                                    for m in TABLE1_METHODS))
+    vocab = s.get("vocabulary") or {}
+    match = vocab.get("match", "strings")
+    if paper.get("table1") or not vocab.get("identical", True):
+        note = f"  rows paired by token {match[:-1]}"
+        if paper.get("table1") and paper.get("table1_match", "strings") != match:
+            note += (f"; the paper's Table 1 for this pair paired them by token {paper['table1_match'][:-1]} "
+                     f"(--match {paper['table1_match']})")
+        lines.append(note)
+    lines.append("")
+    lines.append("Table 5: k-NN overlap@10")
+    for a, b in MATRIX_PAIRS:
+        p = pair_label(a, b)
+        ref = (paper.get("table5") or {}).get(p)
+        extra = f"   ({label} {ref:.3f})" if ref is not None else ""
+        lines.append(f"  {p}: {_fmt(s['overlap_at_10'].get(p))}{extra}")
+    if s.get("spectral"):
+        sp = s.get("spectral_params", {})
+        lines.append("")
+        sampled = (f"a seeded SAMPLE of {sp.get('n_tokens'):,} of the {sp.get('n_common'):,} common tokens"
+                   if sp.get("sampled") else f"all {sp.get('n_tokens'):,} common tokens")
+        lines.append(
+            f"Spectral distance (weighted k-NN graphs, k={sp.get('graph_k')}, {sp.get('n_components')} components, "
+            f"{sampled}; lower = more similar)"
+        )
+        for a, b in MATRIX_PAIRS:
+            p = pair_label(a, b)
+            lines.append(f"  {p}: {_fmt(s['spectral'].get(p))}")
+
+
+def _format_lens(s: dict[str, Any], lines: list[str]) -> None:
+    kl = (s.get("lens") or {}).get("kl") or {}
+    if not kl:
+        return
+    lines.append("")
+    lines.append("Layerwise KL (bits) to the final output, hidden states input, 1..L")
+    for model in ("tied", "untied"):
+        for lens in ("tuned", "logit"):
+            series = kl.get(model, {}).get(lens)
+            if series:
+                lines.append(f"  {model:<7}{lens:<6} " + " ".join(_fmt(x).strip() for x in series))
+    gap = s["lens"].get("gap")
+    if gap:
+        lines.append(f"  tuned-lens KL over the first {gap['layers']} hidden states: tied {gap['tied']:.2f}, "
+                     f"untied {gap['untied']:.2f}")
+    ref = (s.get("paper") or {}).get("tuned_lens_kl")
+    if ref:
+        n = EARLY_LAYERS
+        lines.append(f"  paper ({s['paper']['preset']}, authors' indexing): tied "
+                     f"{sum(ref['tied'][:n]) / n:.2f}, untied {sum(ref['untied'][:n]) / n:.2f} over the first {n}; "
+                     f"note: {s['paper']['tuned_lens_note']}")
+
+
+def _format_training(s: dict[str, Any], lines: list[str]) -> None:
+    paper = s.get("paper") or {}
+    if s.get("gradient_provenance"):
+        lines.append("")
+        lines.append("Gradient provenance: output share = mean over logged steps of output / (input + output); "
+                     "early = logged steps <= N")
+        for run, p in s["gradient_provenance"].items():
+            if s["runs"][run]["variant"] == "untied":
+                continue
+            ros = p.get("ratio_of_sums") or {}
+            lines.append(f"  {run:<24} early {_fmt(p['early'])} (steps <= {p['early_steps']:,}, "
+                         f"{p['early_logged_steps']:,} logged)   overall {_fmt(p['overall'])} "
+                         f"({p['logged_steps']:,} logged)   input norm: {p.get('input_norm') or 'n/a'}")
+            extra = f"  {'':<24} ratio of summed norms (not the paper's quantity): early {_fmt(ros.get('early'))}  " \
+                    f"overall {_fmt(ros.get('overall'))}"
+            if p.get("proxy"):
+                extra += f";  with the authors' input proxy: early {_fmt(p['proxy']['early'])}  " \
+                         f"overall {_fmt(p['proxy']['overall'])}"
+            lines.append(extra)
+        ref = paper.get("output_share")
+        if ref:
+            lines.append(f"  paper ({reference.SCALE['gradient_run']}): early {ref['early']:.4f} "
+                         f"(steps <= {ref['early_steps']:,})   overall {ref['overall']:.4f}")
+    if s.get("table2"):
+        lines.append("")
+        lines.append("Table 2: tied matrix vs the untied twin's I / O (mean per-token cosine)")
+        for method, cells in s["table2"].items():
+            for run, c in cells.items():
+                lines.append(f"  {method:<20} {run:<24} I {_fmt(c.get('I'))}   O {_fmt(c.get('O'))}")
+        for scale, ref in (paper.get("table2") or {}).items():
+            lines.append(f"  {'paper (OLMo-1B)':<20} {'input x' + scale:<24} I {_fmt(ref['I'])}   O {_fmt(ref['O'])}")
+    seeds = s.get("seeds") or {}
+    if seeds:
+        n = max(v["n"] for v in seeds.values())
+        lines.append("")
+        lines.append(f"Across seeds (mean +- sample std, n={n})")
+        for metric, v in seeds.items():
+            lines.append(f"  {metric:<36} {_fmt(v['mean'])} +- {_fmt(v['std'])}  (n={v['n']})")
+    for claim, d in (s.get("directions") or {}).items():
+        lines.append(f"  {claim}: holds in {sum(d['holds'])} of {len(d['holds'])} seeds")
+    if s.get("evolution"):
+        lines.append("")
+        lines.append("Embedding evolution: mean per-token cosine to the first checkpoint, at the last one")
+        for run, mats in s["evolution"].items():
+            cells = "   ".join(f"{m} {_fmt(v['cos_init'][-1])}" for m, v in mats.items())
+            lines.append(f"  {run:<24} step {max(v['steps'][-1] for v in mats.values())}: {cells}")
+        ev = paper.get("evolution")
+        if ev:
+            lines.append(f"  paper ({ev['model']})         step {ev['step']:,}: I {ev['I']:.3f}   O {ev['O']:.3f}")
