@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from precompute.options import internal, option
 from tying.analysis.align import rowwise_cosine
 from tying.analysis.share import DEFAULT_EARLY_STEPS
 from tying.cache.store import CacheWriter, cache_path, check_name, short_name
@@ -40,12 +41,21 @@ def revision_step(revision: str, index: int) -> int:
 
 @dataclass
 class EvolutionConfig:
-    model: str
-    revisions: list[str]
-    name: str | None = None
-    cache_dir: str = "cache"
-    trust_remote_code: bool = False
-    command: str | None = None
+    """What `precompute evolution` does; checked when built."""
+
+    model: str = option(help="a Hugging Face id, or a local folder with one subfolder per revision")
+    revisions: list[str] = option(help="comma-separated revisions, the first is the reference")
+    name: str | None = option(None, shown="`<model>-evolution`", help="cache name")
+    cache_dir: str = option("cache", help="folder of the caches")
+    trust_remote_code: bool = option(False, help="allow a hub model's own code to run (off by default)")
+    command: str | None = internal(None)
+
+    def __post_init__(self) -> None:
+        self.revisions = [r.strip() for r in self.revisions if r.strip()]
+        if len(self.revisions) < 2:
+            raise UserError("--revisions needs at least two checkpoints, separated by commas")
+        if self.name is not None:
+            check_name(self.name)
 
 
 def _checkpoint_source(model: str, revision: str) -> tuple[str, str | None]:
@@ -62,9 +72,7 @@ def _checkpoint_source(model: str, revision: str) -> tuple[str, str | None]:
 def run_evolution(cfg: EvolutionConfig) -> Path:
     from tying.loading.weights import load_model_matrices
 
-    revisions = [r.strip() for r in cfg.revisions if r.strip()]
-    if len(revisions) < 2:
-        raise UserError("--revisions needs at least two checkpoints, separated by commas")
+    revisions = cfg.revisions
     name = check_name(cfg.name or short_name(cfg.model) + "-evolution")
     path = cache_path(cfg.cache_dir, name)
     writer = CacheWriter(path, force=True, meta={"name": name, "kind": "evolution", "command": cfg.command,
@@ -99,21 +107,29 @@ def run_evolution(cfg: EvolutionConfig) -> Path:
 
 @dataclass
 class GradsConfig:
-    csv: str
-    name: str
-    run: str | None = None
-    cache_dir: str = "cache"
-    step_column: str = DEFAULT_COLUMNS["step"]
-    input_column: str = DEFAULT_COLUMNS["input"]
-    output_column: str = DEFAULT_COLUMNS["output"]
-    loss_column: str | None = None
-    early_steps: int = DEFAULT_EARLY_STEPS  # "early" output share: logged steps with step <= this
-    command: str | None = None
+    """What `precompute grads` does; checked when built."""
+
+    csv: str = option(help="the CSV file")
+    name: str = option(help="cache name")
+    run: str | None = option(None, shown="the file name", help="run label")
+    cache_dir: str = option("cache", help="folder of the caches")
+    step_column: str = option(DEFAULT_COLUMNS["step"], help="column of the step")
+    input_column: str = option(DEFAULT_COLUMNS["input"], help="column of the input-side norm; its `_effective` "
+                               "twin is read when present")
+    output_column: str = option(DEFAULT_COLUMNS["output"], help="column of the output-side norm; its `_effective` "
+                                "twin is read when present")
+    loss_column: str | None = option(None, help="optional column of the training loss")
+    early_steps: int = option(DEFAULT_EARLY_STEPS, help="the early output share is over logged steps <= this "
+                              "(the paper's window)")
+    command: str | None = internal(None)
+
+    def __post_init__(self) -> None:
+        check_name(self.name)
+        if self.early_steps < 1:
+            raise UserError(f"--early-steps must be a positive step number, got {self.early_steps}")
 
 
 def run_grads(cfg: GradsConfig) -> Path:
-    if cfg.early_steps < 1:
-        raise UserError(f"--early-steps must be a positive step number, got {cfg.early_steps}")
     name = check_name(cfg.name)
     path = cache_path(cfg.cache_dir, name)
     writer = CacheWriter(path, force=True, meta={"name": name, "kind": "provenance", "command": cfg.command,

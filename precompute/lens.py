@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from precompute.options import internal, option
 from tying.errors import UserError
 
 EVAL_FRACTION = 0.2
@@ -50,16 +51,21 @@ class LensOptions:
     See :func:`resolve_budget`.
     """
 
-    text: str = "python-docs"  # 'python-docs', a text file, or 'hf:<dataset>'
-    steps: int = 250  # tuned-lens training steps per model
-    batch_size: int = 8  # sequences per micro-batch
-    seq_len: int = 128  # capped at the model's context length
-    tokens_per_step: int | None = None  # None: 262,144 on CUDA, 8,192 on CPU
-    train_tokens: int | None = None  # None: steps x tokens_per_step, as far as the text allows
-    eval_tokens: int = 65_536
-    samples: int = 3  # sample texts for prediction trajectories
-    top_k: int = 5
-    max_chars: int = 1_200_000
+    text: str = option("python-docs", help="lens text: `python-docs` (the offline corpus), a text file, or "
+                       "`hf:<dataset>` such as `hf:wikitext` (WikiText, as the paper)")
+    steps: int = option(250, help="tuned-lens optimiser steps per model")
+    batch_size: int = option(8, help="sequences per lens micro-batch (bounds memory)")
+    seq_len: int = option(128, help="tokens per lens sequence, capped at the model's context")
+    tokens_per_step: int | None = option(
+        None, shown=f"{CUDA_TOKENS_PER_STEP} on a CUDA GPU, {CPU_TOKENS_PER_STEP} on a CPU",
+        help="tokens per tuned-lens optimiser step, by gradient accumulation over ceil(tokens / (batch size x seq "
+        "len)) micro-batches; the tuned-lens library trains with about 2^18, the paper's authors with 131,072")
+    train_tokens: int | None = option(None, shown="steps x tokens per step", help="tokens of lens training text, "
+                                      "as far as the lens text allows (a shorter text is cycled)")
+    eval_tokens: int = option(65_536, help="tokens of lens evaluation text (disjoint from training)")
+    samples: int = internal(3)  # sample texts for prediction trajectories
+    top_k: int = internal(5)
+    max_chars: int = internal(1_200_000)
 
     def params(self) -> dict:
         return dict(self.__dict__)

@@ -12,7 +12,7 @@ import shlex
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import InitVar, asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +20,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from precompute.lens import LensOptions
+from precompute.options import check_positive, internal, nested, option
 from tying.cache import reference
 from tying.cache.schema import MATRICES, MATRIX_PAIRS, PAIR_STAGES, pair_label
 from tying.cache.store import CacheWriter, cache_path, check_name, default_name, params_hash
@@ -32,54 +33,79 @@ MATCH_MODES = ("strings", "ids")
 
 @dataclass
 class PairConfig:
-    """What `precompute pair` does; each field is a CLI option of the same name."""
+    """What `precompute pair` (and `precompute lens`) does: each option field is the CLI option of
+    its name (``--neighbours-k``; the lens stage's as ``--lens-*``), checked when the config is built."""
 
-    tied: str
-    untied: str
-    name: str | None = None
-    tied_revision: str | None = None
-    untied_revision: str | None = None
-    preset: str | None = None
-    cache_dir: str = "cache"
-    neighbours_k: int = 50  # K: neighbours stored per token (overlap@k for any k <= K)
-    held_out: float = 0.2  # fraction of tokens held out when scoring fitted maps
-    spectral_k: int = 64  # k of the k-NN graphs for the spectral distance
-    spectral_components: int = 128
-    spectral_tokens: int | None = None  # None: every common token (the paper); else a seeded sample of this many
-    umap_tokens: int = 20000  # tokens projected by UMAP (random sample above)
-    umap_epochs: int = 200  # UMAP optimisation epochs
-    match: str = "strings"  # how rows of two tokenizers are paired: 'strings' (common token strings) or 'ids'
-    seed: int = 0
-    text: str | None = None  # a text file: token frequencies for the norm-vs-frequency view
-    skip: list[str] = field(default_factory=list)
-    force: bool = False
-    device: str | None = None
-    trust_remote_code: bool = False
-    min_common_tokens: int = 100
-    kind: str = "pair"  # 'toylab' when the toy lab's twins are analysed
-    lens: LensOptions = field(default_factory=LensOptions)
-    command: str | None = None  # the command line that built the cache (for rebuild hints)
+    tied: str | None = option(None, help="the tied model: a Hugging Face id or a local directory")
+    untied: str | None = option(None, help="the untied model: a Hugging Face id or a local directory")
+    name: str | None = option(None, shown="derived from the two models", help="cache name: `cache/<name>.duckdb`")
+    tied_revision: str | None = option(None, shown="main", help="hub revision (branch, tag or commit) of the tied model")
+    untied_revision: str | None = option(None, shown="main", help="hub revision of the untied model")
+    preset: str | None = option(None, help="one of the paper's pairs, instead of `--tied` and `--untied`: "
+                                + ", ".join(f"`{p}`" for p in reference.PRESETS))
+    cache_dir: str = option("cache", help="folder of the caches")
+    neighbours_k: int = option(50, help="neighbours stored per token; overlap@k for every k up to it")
+    held_out: float = option(0.2, help="share of tokens held out to score fitted maps")
+    spectral_k: int = option(64, help="k of the k-NN graphs of the spectral distance")
+    spectral_components: int = option(128, help="dimensions of the adjacency spectral embedding")
+    spectral_tokens: int | None = option(
+        None, shown="all", help="a seeded sample of this many tokens for the spectral distance (for a CPU and a large "
+        "vocabulary: 20,000 tokens took about 140 s per matrix pair on 2 CPU cores, and the eigensolver grows faster "
+        "than linearly); by default every common token, as the paper; a sampled result says so in the summary and "
+        "the app")
+    umap_tokens: int = option(20000, help="tokens in the UMAP projection (a seeded sample above)")
+    umap_epochs: int = option(200, help="UMAP optimisation epochs (the demo uses 100)")
+    match: str = option("strings", choices=MATCH_MODES, help="how rows of two different tokenizers are paired: "
+                        "`strings` (the token strings both contain) or `ids` (row i with row i, as the paper's Table 1 "
+                        "for GPT-Neo vs Pythia); recorded in the cache")
+    seed: int = option(0, help="seed of the held-out split and the samples")
+    text: str | None = option(None, help="a text file: token frequencies for the norm-vs-frequency view")
+    skip: list[str] = option([], help="comma-separated stages to skip: `" + ",".join(OPTIONAL_STAGES) + "`")
+    skip_lens: InitVar[bool] = option(False, help="skip the lens stage (same as `--skip lens`)")
+    force: bool = option(False, help="recompute every stage, even if cached")
+    device: str | None = option(None, shown="`cuda` when present, else `cpu`", help="torch device")
+    trust_remote_code: bool = option(False, help="allow a hub model's own code to run (off by default)")
+    min_common_tokens: int = internal(100)
+    kind: str = internal("pair")  # 'toylab' when the toy lab's twins are analysed
+    lens: LensOptions = nested(LensOptions, prefix="lens-")
+    command: str | None = internal(None)  # the command line that built the cache (for rebuild hints)
+
+    def __post_init__(self, skip_lens: bool) -> None:
+        if self.preset:
+            ids = preset_config(self.preset)
+            self.tied, self.untied = self.tied or ids["tied"], self.untied or ids["untied"]
+        if skip_lens and "lens" not in self.skip:
+            self.skip = [*self.skip, "lens"]
+        self.check()
+
+    def check(self) -> None:
+        """UserError (one line, naming the option) for the first bad setting."""
+        if not self.tied or not self.untied:
+            raise UserError("give both --tied and --untied (or --preset)")
+        if self.name is not None:
+            check_name(self.name)
+        check_positive(self, "neighbours_k", "spectral_k", "spectral_components", "spectral_tokens", "umap_tokens",
+                       "umap_epochs", "lens.steps", "lens.batch_size", "lens.seq_len", "lens.tokens_per_step",
+                       "lens.train_tokens", "lens.eval_tokens")
+        if self.match not in MATCH_MODES:
+            raise UserError(f"--match must be one of {', '.join(MATCH_MODES)}, got '{self.match}'")
+        if not 0.0 < self.held_out < 1.0:
+            raise UserError(f"--held-out must be between 0 and 1, got {self.held_out}")
+        unknown = set(self.skip) - set(OPTIONAL_STAGES)
+        if unknown:
+            raise UserError(f"unknown stage(s) to skip: {', '.join(sorted(unknown))} "
+                            f"(choose from {', '.join(OPTIONAL_STAGES)})")
+        if self.text is not None and not Path(self.text).is_file():
+            raise UserError(f"text file '{self.text}' does not exist")
+        if "lens" not in self.skip and self.lens.text != "python-docs" and not self.lens.text.startswith("hf:"):
+            from precompute.lens import lens_text
+
+            lens_text(self.lens.text, self.lens.max_chars)  # a bad local lens text fails before any file is written
 
 
 def validate(cfg: PairConfig) -> None:
-    if cfg.name is not None:
-        check_name(cfg.name)
-    for key in ("neighbours_k", "spectral_k", "spectral_components", "spectral_tokens", "umap_tokens", "umap_epochs"):
-        if getattr(cfg, key) is not None and getattr(cfg, key) < 1:
-            raise UserError(f"--{key.replace('_', '-')} must be a positive integer, got {getattr(cfg, key)}")
-    if cfg.match not in MATCH_MODES:
-        raise UserError(f"--match must be one of {', '.join(MATCH_MODES)}, got '{cfg.match}'")
-    if not 0.0 < cfg.held_out < 1.0:
-        raise UserError(f"--held-out must be between 0 and 1, got {cfg.held_out}")
-    unknown = set(cfg.skip) - set(OPTIONAL_STAGES)
-    if unknown:
-        raise UserError(f"unknown stage(s) to skip: {', '.join(sorted(unknown))} (choose from {', '.join(OPTIONAL_STAGES)})")
-    if cfg.text is not None and not Path(cfg.text).is_file():
-        raise UserError(f"text file '{cfg.text}' does not exist")
-    if "lens" not in cfg.skip and cfg.lens.text != "python-docs" and not cfg.lens.text.startswith("hf:"):
-        from precompute.lens import lens_text
-
-        lens_text(cfg.lens.text, cfg.lens.max_chars)  # a bad local lens text fails before any file is written
+    """The checks of :meth:`PairConfig.check` again, for a config changed after it was built."""
+    cfg.check()
 
 
 def library_versions() -> dict[str, str]:

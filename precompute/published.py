@@ -22,12 +22,13 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from precompute.options import internal, option
 from tying.analysis.share import DEFAULT_EARLY_STEPS
 from tying.cache import reference
 from tying.cache.store import CacheWriter, cache_path, check_name
@@ -139,10 +140,15 @@ def evolution_tables(paths) -> dict[str, pd.DataFrame]:
 
 @dataclass
 class EvolutionJsonConfig:
-    json: list[str]
-    name: str
-    cache_dir: str = "cache"
-    command: str | None = None
+    """What `precompute evolution-json` does."""
+
+    json: list[str] = option(repeat=True, help="an evolution file; repeat for several models")
+    name: str = option(help="cache name")
+    cache_dir: str = option("cache", help="folder of the caches")
+    command: str | None = internal(None)
+
+    def __post_init__(self) -> None:
+        check_name(self.name)
 
 
 def import_evolution(cfg: EvolutionJsonConfig) -> Path:
@@ -161,12 +167,20 @@ def import_evolution(cfg: EvolutionJsonConfig) -> Path:
 
 @dataclass
 class PaperConfig:
-    data_dir: str = str(PUBLISHED_DIR)
-    name: str = "paper"
-    cache_dir: str = "cache"
-    early_steps: int = DEFAULT_EARLY_STEPS
-    command: str | None = None
-    files: dict = field(default_factory=lambda: dict(FILES))
+    """What `precompute paper` does; checked when built."""
+
+    data_dir: str = option(str(PUBLISHED_DIR), shown="the project's `published/`",
+                           help="folder of the published files")
+    name: str = option("paper", help="cache name")
+    cache_dir: str = option("cache", help="folder of the caches")
+    early_steps: int = option(DEFAULT_EARLY_STEPS, help="the early output share is over logged steps <= this")
+    command: str | None = internal(None)
+    files: dict = internal(default_factory=lambda: dict(FILES))
+
+    def __post_init__(self) -> None:
+        check_name(self.name)
+        if self.early_steps < 1:
+            raise UserError(f"--early-steps must be a positive step number, got {self.early_steps}")
 
 
 def paper_tables(cfg: PaperConfig) -> tuple[dict[str, pd.DataFrame], dict[str, pd.DataFrame], list[dict]]:
@@ -205,8 +219,6 @@ def paper_tables(cfg: PaperConfig) -> tuple[dict[str, pd.DataFrame], dict[str, p
 def build_paper(cfg: PaperConfig) -> Path:
     """`precompute paper`: cache/paper.duckdb from the published files and the paper's tables."""
     name = check_name(cfg.name)
-    if cfg.early_steps < 1:
-        raise UserError(f"--early-steps must be a positive step number, got {cfg.early_steps}")
     t0 = time.perf_counter()
     training, lens, sources = paper_tables(cfg)
     path = cache_path(cfg.cache_dir, name)

@@ -1,4 +1,4 @@
-"""`precompute summary`: a cache's headline numbers as the plain-text tables the CLI prints.
+"""`precompute summary`: a cache's headline numbers as the plain-text tables the CLI prints, or as JSON.
 
 The numbers come from :func:`tying.cache.summary.summarize` (also what the app shows); this
 module only lays them out as text, so the numerical library holds no CLI formatting.
@@ -6,12 +6,56 @@ module only lays them out as text, so the numerical library holds no CLI formatt
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from precompute.options import option
 from tying.cache import reference
 from tying.cache.schema import MATRIX_PAIRS, METHOD_LABELS, TABLE1_COMPARISONS, TABLE1_METHODS, pair_label
 from tying.cache.summary import EARLY_LAYERS, paper_label, plus_minus
+from tying.errors import UserError
+
+
+@dataclass
+class SummaryConfig:
+    """What `precompute summary` does."""
+
+    cache: str = option(positional=True, help="a cache file (`cache/<name>.duckdb`) or a pair name in `--cache-dir`")
+    cache_dir: str = option("cache", help="folder of the caches")
+    json: bool = option(False, help="print every number as JSON")
+
+
+def resolve_cache(cache: str, cache_dir: str) -> Path:
+    """A cache file as given, or the cache of that name in ``cache_dir``."""
+    from tying.cache.store import CACHE_SUFFIX
+
+    p = Path(cache)
+    if p.is_file() or p.suffix == CACHE_SUFFIX:
+        return p
+    return Path(cache_dir) / f"{cache}{CACHE_SUFFIX}"
+
+
+def print_summary(path: Path, *, as_json: bool) -> None:
+    """Print a cache's summary (text tables, or every number as strict JSON)."""
+    from tying.cache.store import CacheError, open_cache
+    from tying.cache.summary import summarize
+
+    try:
+        con = open_cache(path)
+    except CacheError as exc:
+        hint = f"; rebuild with: {exc.rebuild}" if exc.rebuild else ""
+        raise UserError(exc.message + hint) from None
+    try:
+        s = summarize(con)
+    finally:
+        con.close()
+    print(json.dumps(s, indent=2, sort_keys=True, default=str, allow_nan=False) if as_json else format_summary(s))
+
+
+def run_summary(cfg: SummaryConfig) -> None:
+    print_summary(resolve_cache(cfg.cache, cfg.cache_dir), as_json=cfg.json)
 
 
 def _fmt(x: float | None) -> str:

@@ -9,17 +9,19 @@ cell (for a job array); ``precompute sweep-merge`` joins the shard caches into o
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import sys
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import InitVar, asdict, dataclass, fields
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from precompute.options import flag_of, internal, option
 from precompute.toylab import TwinSettings
 from tying.analysis import sweep as S
 from tying.analysis.share import early_steps_for, output_share
@@ -38,22 +40,58 @@ from tying.errors import UserError
 from tying.toylab.corpus import load_corpus
 
 QUICK = {"widths": [32, 64, 128], "seeds": 2, "steps": 100}
+FULL = {"widths": [32, 64, 128, 256], "seeds": 3, "steps": TwinSettings.steps}
+
+
+def _by_quick(key: str) -> str:
+    """How a default that --quick changes reads: "3; `--quick`: 2"."""
+    show = lambda v: ",".join(map(str, v)) if isinstance(v, list) else str(v)
+    return f"{show(FULL[key])}; `--quick`: {show(QUICK[key])}"
 
 
 @dataclass
 class SweepConfig(TwinSettings):
-    """What `precompute sweep` does; each field is a CLI option of the same name."""
+    """What `precompute sweep` does: each option field is the CLI option of its name (or of its
+    ``flag``), checked when the config is built. Widths, seeds and steps left unset are FULL's,
+    or QUICK's with ``quick=True``."""
 
-    name: str = "sweep"
-    cache_dir: str = "cache"
-    work_dir: str | None = None  # tokenizers (default: <cache_dir>/toylab/<name>)
-    widths: list[int] = field(default_factory=lambda: [32, 64, 128, 256])
-    vocab_sizes: list[int] = field(default_factory=lambda: [4096])
-    seeds: int = 3
-    shard: str | None = None  # "i/n": train every n-th cell from the i-th
-    force: bool = False
-    device: str | None = None
-    command: str | None = None
+    name: str = option("sweep", help="cache name")
+    cache_dir: str = option("cache", help="folder of the caches")
+    work_dir: str | None = option(None, shown="`<cache-dir>/toylab/<name>`", help="where the tokenizers go")
+    widths: list[int] | None = option(None, flag="--d-model", shown=_by_quick("widths"), help="widths, comma-separated")
+    vocab_sizes: list[int] = option([4096], flag="--vocab-size", help="BPE vocabulary sizes, comma-separated "
+                                    "(one BPE per size)")
+    seeds: int | None = option(None, shown=_by_quick("seeds"), help="seeds per cell")
+    steps: int | None = option(None, shown=_by_quick("steps"), help="optimiser steps per twin")
+    quick: InitVar[bool] = option(False, help="a small sweep for a first look (widths, seeds and steps as said "
+                                  "above; within 5 minutes on 2 cores)")
+    shard: str | None = option(None, help="`i/n`: train every n-th cell from the i-th (0 <= i < n), into "
+                               "`cache/<name>.shard<i>of<n>.duckdb`")
+    force: bool = option(False, help="retrain and recompute everything")
+    device: str | None = option(None, shown="`cuda` when present, else `cpu`", help="torch device")
+    command: str | None = internal(None)
+
+    def __post_init__(self, quick: bool) -> None:
+        for key in ("widths", "seeds", "steps"):
+            if getattr(self, key) is None:
+                setattr(self, key, copy.copy((QUICK if quick else FULL)[key]))
+        self.check()
+
+    def check(self) -> None:
+        """UserError (one line, naming the option) for the first bad setting."""
+        check_name(self.name)
+        for key in ("widths", "vocab_sizes"):
+            values, flag = getattr(self, key), flag_of(SweepConfig, key)
+            if any(v < 1 for v in values):
+                raise UserError(f"{flag}: every value must be positive, got {','.join(map(str, values))}")
+            twice = sorted({v for v in values if values.count(v) > 1})
+            if twice:
+                raise UserError(f"{flag}: {','.join(map(str, twice))} given more than once")
+        S.check_grid(self.widths, self.vocab_sizes, self.seeds, self.n_heads)
+        S.parse_shard(self.shard)
+        self.check_twins()
+        if self.steps < 2:
+            raise UserError(f"--steps must be at least 2, got {self.steps}")
 
     def training(self) -> dict:
         """The settings every cell shares (a cell's stage is redone when they change)."""
@@ -61,14 +99,21 @@ class SweepConfig(TwinSettings):
 
 
 def validate(cfg: SweepConfig) -> None:
-    check_name(cfg.name)
-    S.check_grid(cfg.widths, cfg.vocab_sizes, cfg.seeds, cfg.n_heads)
-    S.parse_shard(cfg.shard)
-    for key in ("n_layers", "n_heads", "context", "batch_size", "steps", "max_chars"):
-        if getattr(cfg, key) < 1:
-            raise UserError(f"--{key.replace('_', '-')} must be a positive integer, got {getattr(cfg, key)}")
-    if cfg.steps < 2:
-        raise UserError(f"--steps must be at least 2, got {cfg.steps}")
+    """The checks of :meth:`SweepConfig.check` again, for a config changed after it was built."""
+    cfg.check()
+
+
+@dataclass
+class MergeConfig:
+    """What `precompute sweep-merge` does."""
+
+    shards: list[str] = option(positional=True, help="the shard cache files")
+    name: str = option("sweep", help="the merged cache's name")
+    cache_dir: str = option("cache", help="folder of the caches")
+    force: bool = option(False, help="start the merged cache afresh")
+
+    def __post_init__(self) -> None:
+        check_name(self.name)
 
 
 def cell_params(cfg: SweepConfig, cell: S.Cell, corpus_digest: str) -> dict:

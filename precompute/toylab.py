@@ -12,7 +12,7 @@ import hashlib
 import json
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import InitVar, asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -20,10 +20,11 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from precompute.lens import LensOptions
-from precompute.pair import PairConfig, PairRun
-from tying.analysis.share import early_steps_for, output_share
+from precompute.options import check_positive, internal, option
+from precompute.pair import OPTIONAL_STAGES, PairConfig, PairRun
+from tying.analysis.share import TOYLAB_EARLY_FRACTION, early_steps_for, output_share
 from tying.analysis.twins import compare_tied_to_twin
-from tying.cache.store import CacheWriter, cache_path, params_hash
+from tying.cache.store import CacheWriter, cache_path, check_name, params_hash
 from tying.errors import UserError
 from tying.toylab.corpus import load_corpus
 
@@ -32,55 +33,79 @@ from tying.toylab.corpus import load_corpus
 class TwinSettings:
     """How a pair of twins is trained, shared by `precompute demo` and `precompute sweep`."""
 
-    corpus: str = "python-docs"  # 'python-docs', a text file, or 'hf:<dataset>' (online)
-    max_chars: int = 1_200_000
-    n_layers: int = 4
-    n_heads: int = 4
-    context: int = 64
-    batch_size: int = 16
-    steps: int = 250
-    lr: float = 3e-3
+    corpus: str = option("python-docs", help="`python-docs` (offline: Python's own documentation), a text file, "
+                         "or `hf:<dataset>` (online)")
+    max_chars: int = option(1_200_000, help="corpus size cap in characters")
+    n_layers: int = option(4, help="transformer blocks")
+    n_heads: int = option(4, help="attention heads; the width must divide by it")
+    context: int = option(64, help="tokens per training sequence")
+    batch_size: int = option(16, help="sequences per step")
+    steps: int = option(250, help="optimiser steps per twin")
+    lr: float = option(3e-3, help="peak AdamW learning rate")
+
+    def check_twins(self) -> None:
+        check_positive(self, "max_chars", "n_layers", "n_heads", "context", "batch_size", "steps")
 
 
 @dataclass
 class DemoConfig(TwinSettings):
-    """What `precompute demo` does; each field is a CLI option of the same name."""
+    """What `precompute demo` does: each option field is the CLI option of its name, checked when
+    the config is built."""
 
-    name: str = "demo"
-    cache_dir: str = "cache"
-    work_dir: str | None = None  # models and tokenizer (default: <cache_dir>/toylab/<name>)
-    vocab_size: int = 4096
-    d_model: int = 128
-    input_grad_scale: list[float] = field(default_factory=lambda: [5.0])
-    seeds: int = 1
-    checkpoints: int = 12
-    skip: list[str] = field(default_factory=list)
-    force: bool = False
-    device: str | None = None
-    command: str | None = None
-    lens_steps: int = 100
-    lens_tokens_per_step: int = 2048  # 4 micro-batches of 8 x 64 tokens: about 50 s per toy model on 2 cores
-    early_steps: int | None = None  # "early" output share: steps <= this (default: the first 10% of --steps)
+    name: str = option("demo", help="cache name")
+    cache_dir: str = option("cache", help="folder of the caches")
+    work_dir: str | None = option(None, shown="`<cache-dir>/toylab/<name>`", help="where models and tokenizer go")
+    vocab_size: int = option(4096, help="BPE vocabulary")
+    d_model: int = option(128, help="model width")
+    input_grad_scale: list[float] = option([5.0], help="factor(s) on the input-side gradient of the scaled tied "
+                                           "twin, e.g. 5 or 2,5,10")
+    seeds: int = option(1, help="independent runs; the summary gives mean and spread")
+    checkpoints: int = option(12, help="log-spaced snapshots per run")
+    skip: list[str] = option([], help="pair stages to skip: `" + ",".join(OPTIONAL_STAGES) + "`")
+    skip_lens: InitVar[bool] = option(False, help="skip the lens stage (same as `--skip lens`)")
+    force: bool = option(False, help="retrain and recompute everything")
+    device: str | None = option(None, shown="`cuda` when present, else `cpu`", help="torch device")
+    command: str | None = internal(None)
+    lens_steps: int = option(100, help="tuned-lens training steps")
+    lens_tokens_per_step: int = option(2048, help="tokens per tuned-lens optimiser step, by gradient accumulation "
+                                       "(4 micro-batches of 8 x 64 tokens: 100 steps take about 50 s per toy model "
+                                       "on 2 CPU cores)")
+    early_steps: int | None = option(None, shown=f"the first {TOYLAB_EARLY_FRACTION:.0%} of `--steps`",
+                                     help="the early output share is over steps <= this")
+
+    def __post_init__(self, skip_lens: bool) -> None:
+        if skip_lens and "lens" not in self.skip:
+            self.skip = [*self.skip, "lens"]
+        self.check()
 
     def early(self) -> int:
         return self.early_steps or early_steps_for(self.steps)
 
+    def check(self) -> None:
+        """UserError (one line, naming the option) for the first bad setting."""
+        check_name(self.name)
+        if not self.input_grad_scale or any(not f > 0 for f in self.input_grad_scale):
+            raise UserError("--input-grad-scale must be > 0, got "
+                            f"{','.join(f'{f:g}' for f in self.input_grad_scale) or 'nothing'}")
+        self.check_twins()
+        check_positive(self, "vocab_size", "d_model", "seeds", "checkpoints", "lens_steps", "lens_tokens_per_step")
+        if self.early_steps is not None and self.early_steps < 1:
+            raise UserError(f"--early-steps must be a positive step number, got {self.early_steps}")
+        if self.vocab_size <= 256:
+            raise UserError(f"--vocab-size must exceed the 256 byte tokens, got {self.vocab_size}")
+        if self.d_model % self.n_heads:
+            raise UserError(f"--d-model {self.d_model} is not divisible by --n-heads {self.n_heads}")
+        if self.checkpoints + 1 > self.steps:
+            raise UserError(f"--steps {self.steps} is too few for {self.checkpoints} log-spaced checkpoints")
+        unknown = set(self.skip) - set(OPTIONAL_STAGES)
+        if unknown:
+            raise UserError(f"unknown stage(s) to skip: {', '.join(sorted(unknown))} "
+                            f"(choose from {', '.join(OPTIONAL_STAGES)})")
+
 
 def validate(cfg: DemoConfig) -> None:
-    if not cfg.input_grad_scale or any(f <= 0 for f in cfg.input_grad_scale):
-        raise UserError(f"--input-grad-scale must be > 0, got {','.join(f'{f:g}' for f in cfg.input_grad_scale)}")
-    for key in ("vocab_size", "d_model", "n_layers", "n_heads", "context", "batch_size", "steps", "seeds",
-                "checkpoints", "max_chars"):
-        if getattr(cfg, key) < 1:
-            raise UserError(f"--{key.replace('_', '-')} must be a positive integer, got {getattr(cfg, key)}")
-    if cfg.vocab_size <= 256:
-        raise UserError(f"--vocab-size must exceed the 256 byte tokens, got {cfg.vocab_size}")
-    if cfg.d_model % cfg.n_heads:
-        raise UserError(f"--d-model {cfg.d_model} is not divisible by --n-heads {cfg.n_heads}")
-    if cfg.early_steps is not None and cfg.early_steps < 1:
-        raise UserError(f"--early-steps must be a positive step number, got {cfg.early_steps}")
-    if cfg.checkpoints + 1 > cfg.steps:
-        raise UserError(f"--steps {cfg.steps} is too few for {cfg.checkpoints} log-spaced checkpoints")
+    """The checks of :meth:`DemoConfig.check` again, for a config changed after it was built."""
+    cfg.check()
 
 
 def run_id(variant: str, scale: float, seed: int) -> str:

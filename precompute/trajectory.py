@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from precompute.options import check_positive, option
 from tying.errors import UserError
 from tying.loading.localmodels import lens_files, model_dirs
 
@@ -19,13 +20,24 @@ MAX_TEXT_CHARS = 2000
 
 @dataclass
 class TrajectoryConfig:
-    cache: str = ""  # a cache file, or a name in cache_dir
-    cache_dir: str = "cache"
-    text: str = ""
-    top_k: int = 5
-    max_tokens: int = 32
-    device: str | None = None
-    trust_remote_code: bool = False
+    """What `precompute trajectory` does; checked when built."""
+
+    cache: str = option(positional=True, help="a cache file (`cache/<name>.duckdb`) or a pair name in `--cache-dir`")
+    text: str = option(help=f"the text to trace (at most {MAX_TEXT_CHARS:,} characters)")
+    cache_dir: str = option("cache", help="folder of the caches")
+    top_k: int = option(5, help="predictions per cell")
+    max_tokens: int = option(32, help="the text is cut to this many tokens (at most 256)")
+    device: str | None = option(None, shown="`cuda` when present, else `cpu`", help="`cpu`, `cuda`, `cuda:1`, ...")
+    trust_remote_code: bool = option(False, help="allow model code from the model's folder (off by default)")
+
+    def __post_init__(self) -> None:
+        if not self.text.strip():
+            raise UserError("no text: give --text with at least one visible character")
+        if len(self.text) > MAX_TEXT_CHARS:
+            raise UserError(f"the text has {len(self.text):,} characters; at most {MAX_TEXT_CHARS:,}")
+        if not 1 <= self.max_tokens <= 256:
+            raise UserError(f"--max-tokens must be between 1 and 256, got {self.max_tokens}")
+        check_positive(self, "top_k")
 
 
 def _stage_params(cache_path: Path) -> tuple[dict, dict]:
@@ -57,12 +69,6 @@ def run_trajectory(cfg: TrajectoryConfig, cache_path: Path) -> dict:
     from tying.loading.device import as_device
 
     text = cfg.text
-    if not text.strip():
-        raise UserError("no text: give --text with at least one visible character")
-    if len(text) > MAX_TEXT_CHARS:
-        raise UserError(f"the text has {len(text):,} characters; at most {MAX_TEXT_CHARS:,}")
-    if not 1 <= cfg.max_tokens <= 256:
-        raise UserError(f"--max-tokens must be between 1 and 256, got {cfg.max_tokens}")
     if not cache_path.is_file():
         raise UserError(f"no cache at {cache_path}")
     load, lens_stage = _stage_params(cache_path)

@@ -1,0 +1,63 @@
+"""The README's option tables, made from the config dataclasses (the same source as ``--help``).
+
+``python -m precompute.readme --markdown`` prints every command's table; ``--write README.md``
+replaces the README's generated blocks (``<!-- options: <command> -->`` ... ``<!-- /options -->``).
+tests/test_docs.py fails when a block differs from what this makes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+from precompute.cli import COMMANDS
+from precompute.options import show_default, specs
+
+
+def markdown(cls: type) -> str:
+    """The option table of a config: | option | default | meaning |."""
+    rows = ["| option | default | meaning |", "|---|---|---|"]
+    for s in specs(cls):
+        name = f"`<{s.flag}>`" if s.positional else f"`{s.flag}`"
+        default = "required" if s.required else show_default(s, markdown=True)
+        rows.append(f"| {name} | {default} | {s.help.replace('|', '&#124;')} |".replace("|  |", "| |"))
+    return "\n".join(rows)
+
+
+BLOCK = re.compile(r"(<!-- options: ([\w-]+) -->\n)(.*?)(<!-- /options -->)", flags=re.S)
+
+
+def readme_blocks(text: str) -> dict[str, str]:
+    """{command: table} of the generated blocks of a README."""
+    return {m.group(2): m.group(3).strip() for m in BLOCK.finditer(text)}
+
+
+def tables() -> dict[str, str]:
+    """{command: its option table}, for every command."""
+    return {name: markdown(command.config) for name, command in COMMANDS.items()}
+
+
+def update_readme(text: str) -> str:
+    """The README with every generated block replaced by its command's table."""
+    made = tables()
+    return BLOCK.sub(lambda m: f"{m.group(1)}{made[m.group(2)]}\n{m.group(4)}", text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m precompute.readme",
+                                description="The option tables of every command, from the config dataclasses.")
+    p.add_argument("--markdown", action="store_true", help="print every command's table")
+    p.add_argument("--write", metavar="README", help="replace the generated blocks of this file")
+    args = p.parse_args(argv)
+    if args.write:
+        path = Path(args.write)
+        path.write_text(update_readme(path.read_text()))
+    if args.markdown or not args.write:
+        print("\n\n".join(f"Options of `{name}`:\n\n{table}" for name, table in tables().items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
