@@ -213,6 +213,7 @@ def test_every_page_renders_the_published_cache(paper_cache, monkeypatch, page):
         assert len(at.info) == 1 and "published measurements" in at.info[0].value
 
 
+@pytest.mark.slow
 def test_the_app_process_never_imports_torch(tmp_path):
     """Every page on the shipped caches, in a fresh interpreter: torch stays out of sys.modules."""
     import subprocess

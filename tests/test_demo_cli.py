@@ -32,6 +32,7 @@ def demo(tmp_path_factory):
     return root
 
 
+@pytest.mark.slow
 def test_demo_summary_reproduces_the_papers_directions(demo, capsys):
     """The scientific check on a shortened run: the direction of every headline number."""
     code, out, _ = _run(capsys, "summary", demo / "demo.duckdb", "--json")
@@ -62,6 +63,7 @@ def test_demo_summary_reproduces_the_papers_directions(demo, capsys):
     assert set(evo[evo.run == "untied/seed0"].matrix) == {"I", "O"}
 
 
+@pytest.mark.slow
 def test_demo_rerun_skips_training(demo, capsys):
     con = open_cache(demo / "demo.duckdb")
     before = dict(con.execute("SELECT stage, finished_at FROM stages").fetchall())
@@ -75,6 +77,7 @@ def test_demo_rerun_skips_training(demo, capsys):
     assert after == before
 
 
+@pytest.mark.slow
 def test_evolution_of_local_checkpoints(demo, tmp_path, capsys):
     """Checkpoint 'step0' is the initial copy: cos_init there is 1; an identical copy has cos_prev 1."""
     work = demo / "toylab" / "demo"

@@ -121,6 +121,7 @@ def models(tiny_model):
     return tiny_model("llama", True, seed=1), tiny_model("llama", False, seed=2)
 
 
+@pytest.mark.slow
 def test_pair_killed_at_random_moments_leaves_a_usable_cache(models, tmp_path, capsys):
     tied, untied = models
     common = ["pair", "--tied", tied, "--untied", untied, "--cache-dir", tmp_path, "--name", "p"]
@@ -184,6 +185,7 @@ def test_pair_killed_at_random_moments_leaves_a_usable_cache(models, tmp_path, c
     print("fault trials (delay s, killed, finished stages):", trials, f"full run {duration:.2f}s")
 
 
+@pytest.mark.slow
 def test_reads_during_replaces_see_whole_versions(tmp_path):
     path = build_synthetic_cache(tmp_path, "r", n_tokens=200, lens=False, training=False)
     con = duckdb.connect(str(path), read_only=True)

@@ -162,6 +162,7 @@ def _random_cases(d, cache, n):
     return cases
 
 
+@pytest.mark.slow
 def test_cli_fuzz_in_process(dirs, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)  # a default --cache-dir 'cache' lands here, not in the repo
     cache = tmp_path / "cache"
@@ -174,6 +175,7 @@ def test_cli_fuzz_in_process(dirs, tmp_path, capsys, monkeypatch):
     assert codes.count(0) >= 1 and codes.count(2) > len(codes) // 2  # mostly errors, some runs succeed
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv", [
     ["pair", "--neighbours-k", "ü🪢", "--tied", "x", "--untied", "y"],
     ["summary", "/does/not/exist.duckdb", "--json"],

@@ -273,6 +273,7 @@ def test_module_entry_point_runs(tmp_path):
     assert r.returncode == 2 and r.stderr.strip().startswith("error: give both --tied and --untied")
 
 
+@pytest.mark.slow
 def test_lens_command_end_to_end(models, tmp_path, capsys):
     """`precompute lens` stores per-layer KL for both models; the final hidden state's logit-lens KL is ~0."""
     code, _, err = _run(capsys, "lens", "--tied", models["tied"], "--untied", models["untied"], "--cache-dir", tmp_path,

@@ -30,6 +30,7 @@ def views():
     return matrices, aligned_umap(matrices, n_neighbors=15, seed=0), labels
 
 
+@pytest.mark.slow
 def test_returns_finite_2d_per_matrix(views):
     matrices, embeddings, _ = views
     assert len(embeddings) == len(matrices)
@@ -39,12 +40,14 @@ def test_returns_finite_2d_per_matrix(views):
         assert np.isfinite(E).all()
 
 
+@pytest.mark.slow
 def test_trustworthiness_on_clustered_data(views):
     matrices, embeddings, _ = views
     for X, E in zip(matrices, embeddings):
         assert trustworthiness(X, E, n_neighbors=10, metric="cosine") >= 0.8
 
 
+@pytest.mark.slow
 def test_clusters_stay_separate(views):
     _, embeddings, labels = views
     E = embeddings[0]
@@ -55,6 +58,7 @@ def test_clusters_stay_separate(views):
     assert (own < others.min(axis=1)).mean() > 0.95
 
 
+@pytest.mark.slow
 def test_identical_matrices_place_tokens_together(views):
     _, embeddings, _ = views
     A, B = embeddings[0], embeddings[1]
@@ -63,6 +67,7 @@ def test_identical_matrices_place_tokens_together(views):
     assert moved < 0.1 * spread
 
 
+@pytest.mark.slow
 def test_tiny_inputs():
     rng = np.random.default_rng(1)
     for n in (1, 2, 3):

@@ -101,6 +101,7 @@ def test_by_cell_means_spreads_and_gaps():
 
 # -- end to end ---------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_two_cells_two_seeds_end_to_end(corpus, tmp_path, capsys):
     assert main(tiny(corpus, tmp_path, "--d-model", "16,32", "--seeds", "2")) == 0
     text = capsys.readouterr().out
@@ -120,6 +121,7 @@ def test_two_cells_two_seeds_end_to_end(corpus, tmp_path, capsys):
     assert [(c["d_model"], c["n"]) for c in s["sweep_cells"]] == [(16, 2), (32, 2)]
 
 
+@pytest.mark.slow
 def test_a_finished_cell_is_not_trained_again(corpus, tmp_path, capsys, monkeypatch):
     from precompute.sweep import SweepConfig, SweepRun
 
@@ -137,6 +139,7 @@ def test_a_finished_cell_is_not_trained_again(corpus, tmp_path, capsys, monkeypa
     assert trained == [S.Cell(32, 300, 0)] and len(rows(tmp_path / "sweep.duckdb")) == 2
 
 
+@pytest.mark.slow
 def test_resume_after_a_kill(corpus, tmp_path):
     """SIGKILL mid-sweep: the cache holds the finished cells, uncorrupted; a rerun trains only the rest."""
     args = tiny(corpus, tmp_path, "--d-model", "16,32,64", "--seeds", "2", "--steps", "60")
@@ -168,6 +171,7 @@ def test_resume_after_a_kill(corpus, tmp_path):
     assert len(rows(cache)) == 6
 
 
+@pytest.mark.slow
 def test_shard_caches_merge_into_the_rows_of_one_run(corpus, tmp_path, capsys):
     one, sharded = tmp_path / "one", tmp_path / "sharded"
     grid = ("--d-model", "16,32", "--seeds", "2")
