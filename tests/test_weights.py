@@ -13,8 +13,9 @@ from safetensors.torch import load_file, save_file
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from tests.tiny_models import FAMILIES, make_tokenizer
-from tying.loading import weights
-from tying.loading.weights import load_model_matrices, read_safetensors_header
+from tying.loading import readers
+from tying.loading.headers import read_safetensors_header
+from tying.loading.weights import load_model_matrices
 
 EXPECTED_KEYS = {
     "llama": ("model.embed_tokens.weight", "lm_head.weight"),
@@ -136,7 +137,7 @@ def test_bfloat16_checkpoint(tiny_model):
 def test_chunked_reading_matches(tiny_model, monkeypatch):
     path = tiny_model("gpt_neox", False, pad_rows=5)
     whole = load_model_matrices(str(path))
-    monkeypatch.setattr(weights, "CHUNK_BYTES", 7 * 32 * 4)  # 7 rows per chunk
+    monkeypatch.setattr(readers, "CHUNK_BYTES", 7 * 32 * 4)  # 7 rows per chunk
     chunked = load_model_matrices(str(path))
     np.testing.assert_array_equal(chunked.input, whole.input)
     np.testing.assert_array_equal(chunked.output, whole.output)
@@ -431,3 +432,36 @@ def test_never_loads_the_model_nor_trusts_remote_code(monkeypatch, tiny_model):
     monkeypatch.setattr(auto_tokenizer, "from_pretrained", spy(auto_tokenizer.from_pretrained))
     m = load_model_matrices(str(path))
     assert m.tied and len(seen) >= 3 and all(v is False for v in seen)  # config, skeleton, tokenizer
+
+
+def test_a_pickle_that_runs_code_is_refused(tiny_model, tmp_path):
+    """The .bin fallback unpickles tensors only (torch.load weights_only=True): an object that
+    would run code on loading is refused as a corrupt file, and its code never runs."""
+    path = _copy(tiny_model("gpt2", True, safe_serialization=False), tmp_path)
+    marker = tmp_path / "code-ran"
+
+    class Payload:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    state = torch.load(path / "pytorch_model.bin", weights_only=True)
+    torch.save({**state, "payload": Payload()}, path / "pytorch_model.bin")
+    with pytest.raises(ValueError, match="corrupt checkpoint file"):
+        load_model_matrices(str(path))
+    assert not marker.exists()
+
+
+def test_safetensors_win_over_a_bin_beside_them(tiny_model, tmp_path):
+    path = _copy(tiny_model("llama", False), tmp_path)
+    (path / "pytorch_model.bin").write_bytes(b"never opened")
+    m = load_model_matrices(str(path))
+    assert not m.tied and "pytorch_model.bin" not in {f["name"] for f in m.files}
+
+
+def test_first_line_of_an_exception():
+    from tying.errors import first_line
+
+    assert first_line(ValueError("bad thing\nmore detail")) == "bad thing"
+    assert first_line(KeyError("lm_head.weight"), typed=True) == "KeyError: 'lm_head.weight'"
+    assert first_line(RuntimeError()) == "RuntimeError" == first_line(RuntimeError(), typed=True)
+    assert first_line(OSError("x" * 200), typed=True, limit=160) == "OSError: " + "x" * 157 + "..."

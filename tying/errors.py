@@ -19,7 +19,17 @@ class NotApplicable(Exception):
     """An analysis that does not apply to these inputs (e.g. orthogonal map across widths)."""
 
 
-def first_line(exc: BaseException) -> str:
-    """The first line of an exception's message, or its type's name when it has none."""
+def first_line(exc: BaseException, *, typed: bool = False, limit: int | None = None) -> str:
+    """The first line of an exception's message, or its type's name when it has none.
+
+    typed: prefix the line with the exception's type ("KeyError: 'lm_head'"), for errors
+    from a library whose message alone may be a bare key, path or code. limit: cut a longer
+    line to this many characters, ending in "...".
+    """
     text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    line = text.splitlines()[0] if text else ""
+    if limit is not None and len(line) > limit:
+        line = line[: max(0, limit - 3)] + "..."
+    if not line:
+        return type(exc).__name__
+    return f"{type(exc).__name__}: {line}" if typed else line
