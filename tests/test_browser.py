@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.waiting import wait_until
 from tying.cache.fixtures import build_sweep_cache, build_synthetic_cache
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,7 +25,7 @@ PAGES = {"overview": "stMetric", "alignment": "stVegaLiteChart", "neighbours": "
          "projection": "stVegaLiteChart", "lens": "stVegaLiteChart", "dynamics": "stVegaLiteChart",
          "sweep": "stVegaLiteChart"}
 
-pytestmark = [pytest.mark.browser,
+pytestmark = [pytest.mark.browser, pytest.mark.slow,
               pytest.mark.skipif(not (CHROMIUM and DRIVER), reason="Debian's chromium and chromium-driver are needed")]
 
 
@@ -48,14 +49,19 @@ def server(tmp_path_factory):
                              "true", "--server.port", str(port), "--server.address", "127.0.0.1"],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while time.time() < deadline:
+
+    def healthy() -> bool:
         try:
-            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                break
+            return urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok"
         except OSError:
-            time.sleep(0.5)
-    else:
+            return False
+
+    try:
+        wait_until(lambda: proc.poll() is not None or healthy(), timeout=60, interval=0.5, what="streamlit's health")
+        started = proc.poll() is None
+    except AssertionError:
+        started = False
+    if not started:
         proc.kill()
         pytest.fail("streamlit did not start: " + proc.stdout.read().decode(errors="replace")[-2000:])
     yield url
@@ -83,6 +89,30 @@ def browser():
     driver.quit()
 
 
+def _settled(browser, timeout: float = 30, quiet: float = 0.75) -> None:
+    """Wait until the app is idle: no script run in progress (Streamlit's status widget gone) and
+    the page's text unchanged for ``quiet`` seconds."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    seen = {"text": None, "since": 0.0}
+
+    def idle(driver) -> bool:
+        now = time.monotonic()
+        if driver.find_elements(By.CSS_SELECTOR, '[data-testid="stStatusWidget"]'):
+            seen["text"] = None
+            return False
+        text = driver.find_element(By.TAG_NAME, "body").text
+        if text != seen["text"]:
+            seen.update(text=text, since=now)
+            return False
+        return now - seen["since"] >= quiet
+
+    WebDriverWait(browser, timeout, poll_frequency=0.25, ignored_exceptions=(StaleElementReferenceException,)).until(
+        idle, f"the page did not settle within {timeout} s")
+
+
 def test_deep_link_on_a_cold_server(server, browser):
     """The very first request is a deep link: it must open that page with its state, not the overview."""
     from selenium.webdriver.common.by import By
@@ -92,7 +122,7 @@ def test_deep_link_on_a_cold_server(server, browser):
     browser.get(f"{server}/neighbours?pair=synthetic&token=300&k=7")
     WebDriverWait(browser, 60).until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Neighbours"))
     assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
-    time.sleep(2.0)
+    _settled(browser)
     assert "Page not found" not in browser.find_element(By.TAG_NAME, "body").text  # no dialog over the page
     browser.get_log("browser")
 
@@ -105,7 +135,7 @@ def test_overview_by_name_has_no_dialog(server, browser):
 
     browser.get(f"{server}/overview?pair=synthetic")
     WebDriverWait(browser, 60).until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Overview"))
-    time.sleep(2.0)
+    _settled(browser)
     assert "Page not found" not in browser.find_element(By.TAG_NAME, "body").text
     browser.get_log("browser")
 
@@ -124,7 +154,7 @@ def test_page_renders_in_chromium(server, browser, page):
         WebDriverWait(browser, 60).until(
             EC.presence_of_element_located((By.CSS_SELECTOR, '[data-testid="stVegaLiteChart"] canvas, '
                                                              '[data-testid="stVegaLiteChart"] svg.marks')))
-    time.sleep(1.0)
+    _settled(browser)
     assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
     assert "<script>alert" not in browser.page_source.split("<body", 1)[-1].replace("&lt;script&gt;", "")
     # "T~O ... T~I" is text, never markdown strikethrough; visitors see no Deploy button (.streamlit/config.toml)
@@ -153,7 +183,7 @@ def test_published_cache_page_in_chromium(server, browser, page):
              if page in ("lens", "dynamics", "sweep") else '[data-testid="stDataFrame"]' if page == "overview"
              else '[data-testid="stAlert"]')
     WebDriverWait(browser, 60).until(EC.presence_of_element_located((By.CSS_SELECTOR, drawn)))
-    time.sleep(1.0)
+    _settled(browser)
     assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
     if page not in ("overview", "lens", "dynamics", "sweep"):  # the Sweep page shows the folder's sweep
         assert "published measurements" in browser.find_element(By.CSS_SELECTOR, '[data-testid="stAlert"]').text
@@ -171,7 +201,7 @@ def test_presentation_mode_enlarges_headline_numbers_and_survives_a_reload(serve
         browser.get(url)
         WebDriverWait(browser, 60).until(EC.presence_of_element_located(
             (By.CSS_SELECTOR, '[data-testid="stMetricValue"]')))
-        time.sleep(1.5)
+        _settled(browser)
         return _metric_text_px()
 
     def _metric_text_px() -> float:
@@ -186,22 +216,23 @@ def test_presentation_mode_enlarges_headline_numbers_and_survives_a_reload(serve
     assert big >= 1.4 * normal and big >= 48, (normal, big)
     browser.refresh()  # a reload keeps it: it lives in the URL
     WebDriverWait(browser, 60).until(EC.presence_of_element_located((By.CSS_SELECTOR, '[data-testid="stMetricValue"]')))
-    time.sleep(1.5)
+    _settled(browser)
     assert _metric_text_px() == big
     assert "presentation=True" in browser.current_url
 
 
 def _charts_drawn(browser, n: int, timeout: float = 60) -> list:
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        found = browser.find_elements(By.CSS_SELECTOR, '[data-testid="stVegaLiteChart"] canvas, '
-                                                       '[data-testid="stVegaLiteChart"] svg.marks')
-        if len(found) >= n and not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stStatusWidget"]'):
-            return found
-        time.sleep(0.3)
-    raise AssertionError(f"fewer than {n} charts drew within {timeout} s")
+    def drawn(driver) -> list:
+        found = driver.find_elements(By.CSS_SELECTOR, '[data-testid="stVegaLiteChart"] canvas, '
+                                                      '[data-testid="stVegaLiteChart"] svg.marks')
+        running = driver.find_elements(By.CSS_SELECTOR, '[data-testid="stStatusWidget"]')
+        return found if len(found) >= n and not running else []
+
+    return WebDriverWait(browser, timeout, poll_frequency=0.3).until(
+        drawn, f"fewer than {n} charts drew within {timeout} s")
 
 
 def _url_token(browser) -> str | None:
@@ -212,6 +243,7 @@ def _url_token(browser) -> str | None:
 
 def test_click_a_point_on_projection_picks_its_token(server, browser):
     """A click on a point of the T view picks its token: the URL, the chart and the Neighbours page follow."""
+    from selenium.common.exceptions import TimeoutException
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as EC
@@ -220,16 +252,17 @@ def test_click_a_point_on_projection_picks_its_token(server, browser):
     browser.get(f"{server}/projection?pair=synthetic&token=300&k=5")
     WebDriverWait(browser, 60).until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Projection"))
     _charts_drawn(browser, 3)  # I, T and O side by side
-    time.sleep(1.0)
+    _settled(browser)
     picked = None
     for n in (100, 250, 400, 50):  # click a point of the T view (its background layer), until one is not token 300
         charts = browser.find_elements(By.CSS_SELECTOR, '[data-testid="stVegaLiteChart"]')
         points = charts[1].find_elements(By.CSS_SELECTOR, "g.mark-symbol path")
         assert len(points) > n, len(points)
         ActionChains(browser).move_to_element(points[n]).click().perform()
-        deadline = time.time() + 20
-        while time.time() < deadline and _url_token(browser) == "300":
-            time.sleep(0.2)
+        try:
+            WebDriverWait(browser, 20, poll_frequency=0.2).until(lambda d: _url_token(d) != "300")
+        except TimeoutException:
+            pass  # the click missed: try another point
         if _url_token(browser) != "300":
             picked = _url_token(browser)
             break
@@ -258,7 +291,7 @@ def test_presentation_mode_enlarges_tables_and_chart_heights(server, browser):
         browser.get(f"{server}/neighbours?pair=synthetic&token=300&k=5{query}")
         WebDriverWait(browser, 60).until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Neighbours"))
         charts = _charts_drawn(browser, 2)
-        time.sleep(1.0)
+        _settled(browser)
         cells = browser.find_elements(By.CSS_SELECTOR, '[data-testid="stTable"] td')
         px = float(browser.execute_script("return parseFloat(getComputedStyle(arguments[0]).fontSize)", cells[0])) \
             if cells else 0.0
