@@ -20,15 +20,16 @@ Whether a training curve has settled is :func:`tying.analysis.convergence.conver
 
 Why not the ``tuned-lens`` package (AlignmentResearch): its last release, 0.2.0 (July
 2023), installs accelerate, datasets, plotly, torchdata, wandb, simple-parsing and
-flatten-dict, none of which this project otherwise needs; its training and evaluation
+flatten-dict, none of which this project requires (datasets is optional here, for
+``hf:<dataset>`` lens text only); its training and evaluation
 scripts import torchdata's DataLoader2 and datapipes, which torchdata deprecated in 2024 and
-has since removed; it was written for transformers 4 (it asks for transformers >= 4.28.1)
-and has had no release since, while this project runs transformers 5, whose models return
-the last hidden state already normed (:mod:`tying.lens.parts` handles that); and its lenses
-are saved and loaded as torch pickles (``torch.save``/``torch.load``), where this project
-keeps safetensors only, stored with a fingerprint of the unembedding they were trained
-through. All that is needed here is an affine translator per hidden state and the KL to the
-model's own output, a few hundred lines in these modules.
+has since removed; it was written against transformers 4 (it asks for transformers >=
+4.28.1) and has had no release since, while this project runs transformers 5; and its
+lenses are saved and loaded as torch pickles (``torch.save``/``torch.load``), where this
+project keeps safetensors only, stored with a fingerprint of the unembedding they were
+trained through. What is needed here is small: an affine translator per hidden state and
+the KL to the model's own output (:mod:`tying.lens.lenses`, under 200 lines), trained and
+evaluated on the model's own final norm and unembedding.
 
 This package's ``__init__`` imports nothing (no torch): importing a submodule imports torch,
 but the package itself, and :func:`budget_for` below, stay usable in the torch-free app.
