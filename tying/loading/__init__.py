@@ -1,1 +1,1 @@
-"""Reading models: the two matrices from safetensors, shared vocabularies, the device, local models and gradient logs."""
+"""Reading models: the two matrices from a checkpoint without the model (weights, and the modules of its steps: checkpoint, skeleton, tokenizer, headers, readers, binfiles, matrices), a whole model to run (causal_lm), shared vocabularies, the device, local models and gradient logs."""
