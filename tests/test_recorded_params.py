@@ -49,6 +49,7 @@ def _stages(path):
         con.close()
 
 
+@pytest.mark.slow  # trains two lenses: about 15 s on 2 cores
 def test_the_recorded_lens_budget_is_the_one_that_trained(tmp_path, tokenizer_dir, capsys, monkeypatch):
     import tying.lens.train
 
