@@ -12,7 +12,6 @@ from typing import Any
 import pandas as pd
 
 # the Lens page's convergence lines: below the data layer, which caches them; re-exported with the page tables
-from explorer.convergence import lens_convergence as lens_convergence
 from tying.cache import reference, summary
 from tying.cache.schema import (
     MATRIX_PAIRS,

@@ -32,6 +32,10 @@ from tying.errors import UserError, first_line
 class _Parser(argparse.ArgumentParser):
     """argparse that raises UserError (one line, exit 2) instead of printing usage and exiting."""
 
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)  # '--forc' is not '--force': an option has one spelling
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str):
         raise UserError(f"{message} (see 'python -m {self.prog} --help')")
 

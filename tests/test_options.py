@@ -178,3 +178,12 @@ def test_markdown_tables_mark_required_options():
     table = markdown(TrajectoryConfig)
     assert "| `<cache>` | required |" in table and "| `--text` | required |" in table
     assert "| `--top-k` | 5 | predictions per cell |" in table
+
+
+def test_an_abbreviated_option_is_refused(capsys):
+    """An option has one spelling: '--forc' is not taken for '--force'."""
+    from precompute.cli import main
+
+    code = main(["summary", "cache/demo.duckdb", "--jso"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "--jso" in err

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from explorer import tables
+from explorer import convergence, tables
 from tying.cache.summary import paper_reference, seed_directions
 
 
@@ -59,7 +59,7 @@ def test_lens_convergence_lines():
     last = [pd.DataFrame({"model": m, "step": steps, "layer": 1, "kl_bits": 0.0}) for m in ("tied", "untied")]
     curve = pd.concat([flat, falling, *last], ignore_index=True)
     budget = {"steps": 100, "tokens_per_step": 2048, "accumulate": 4, "batch_size": 8, "seq_len": 64, "device": "cpu"}
-    lines = dict(zip(["tied", "untied"], tables.lens_convergence(curve, budget)))
+    lines = dict(zip(["tied", "untied"], convergence.lens_convergence(curve, budget)))
     assert "**not converged**" in lines["tied"] and "hidden state 0" in lines["tied"]
     assert "converged —" in lines["untied"] and "**not" not in lines["untied"]
     assert "100 steps × 2,048 tokens (4 micro-batches of 8 × 64) = 204,800 tokens" in lines["untied"]

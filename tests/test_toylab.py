@@ -380,7 +380,7 @@ def test_per_seed_headlines_score_held_out_rows_only():
 
     A map fitted on every row (leaking the held-out ones) would score them well above 0.
     """
-    from precompute.toylab import compare_tied_to_twin
+    from tying.analysis.twins import compare_tied_to_twin
 
     rng = np.random.default_rng(5)
     T, I, O = (rng.standard_normal((400, 150)).astype(np.float32) for _ in range(3))
