@@ -9,6 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 from tying.analysis.convergence import convergence
+from tying.lens import budget_for
 
 LENS_CONVERGED = 0.05
 """Converged: no hidden state's KL moved by 5% or more (beyond twice its noise) over the last steps."""
@@ -24,7 +25,6 @@ def lens_convergence(curve: pd.DataFrame, budget: dict | None) -> list[str]:
     accumulate, batch_size, seq_len, device, ...}}``, or one for both in caches written before
     issue 18 (see :func:`tying.lens.budget_for`).
     """
-    from tying.lens import budget_for
 
     last_layer = curve.groupby("model")["layer"].transform("max")
     trained = curve[curve["layer"] < last_layer]  # the last translator stays the identity (KL ~ 0)

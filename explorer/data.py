@@ -13,6 +13,7 @@ thread-safe).
 
 from __future__ import annotations
 
+import html
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,7 @@ import streamlit as st
 
 from explorer import convergence
 from tying.analysis.overlap import overlap_at_k
-from tying.cache.schema import MATRICES
+from tying.cache.schema import MATRICES, MATRIX_PAIRS, pair_label
 from tying.cache.store import CacheError, list_caches, open_cache, query_df, stage_params, table_exists
 from tying.cache.summary import summarize
 
@@ -204,8 +205,6 @@ def overlap_per_token(ref: CacheRef, a: str, b: str, k: int) -> np.ndarray:
 @st.cache_resource(max_entries=32, show_spinner=False)
 def overlap_table(ref: CacheRef, k: int) -> pd.DataFrame:
     """overlap@k of every token for each matrix pair: columns token, T~I, T~O, I~O."""
-    from tying.cache.schema import MATRIX_PAIRS, pair_label
-
     out = {"token": np.arange(len(neighbour_ids(ref, "T")))}
     for a, b in MATRIX_PAIRS:
         out[pair_label(a, b)] = overlap_per_token(ref, a, b, k)
@@ -361,7 +360,6 @@ def escape_markdown(text: str, *, entities: bool = True) -> str:
     ``entities=False`` for st.table cells, which show raw HTML as text but do not decode
     entities (an apostrophe would read '&#x27;'): markdown characters and '<', '&' escaped
     by backslash only."""
-    import html
 
     if entities:
         text = html.escape(text, quote=True)

@@ -11,6 +11,9 @@ from typing import Any
 
 import pandas as pd
 
+from tying.analysis.share import step_share
+from tying.analysis.sweep import PLOTTED, crossing
+
 # the Lens page's convergence lines: below the data layer, which caches them; re-exported with the page tables
 from tying.cache import reference, summary
 from tying.cache.schema import (
@@ -125,8 +128,6 @@ INPUT_SIDES = {
 
 def provenance_view(log: pd.DataFrame, input_side: str) -> pd.DataFrame:
     """Per-step norms and share with the chosen input-side figure (``exact`` or ``proxy``)."""
-    from tying.analysis.share import step_share
-
     if input_side not in INPUT_SIDES:
         raise ValueError(f"input side must be one of {', '.join(INPUT_SIDES)}, got {input_side!r}")
     if input_side == "exact":
@@ -217,7 +218,6 @@ SWEEP_SERIES = {"bias": {"bias_linear": "O→T minus I→T (linear, held-out)",
 def sweep_points(cells: list[dict[str, Any]]) -> pd.DataFrame:
     """A sweep summary's grid points; a half-width the summary leaves null (one seed) is inf:
     no whisker, and no interval that excludes zero."""
-    from tying.analysis.sweep import PLOTTED
 
     d = pd.DataFrame(cells)
     for col in PLOTTED:
@@ -228,7 +228,6 @@ def sweep_points(cells: list[dict[str, Any]]) -> pd.DataFrame:
 def sweep_crossings(points: pd.DataFrame, x: str) -> tuple[pd.DataFrame, list[str]]:
     """Where the loss gap changes sign, per vocabulary size: the named crossings (vocab_size, x,
     label) and one honest sentence per vocabulary."""
-    from tying.analysis.sweep import crossing
 
     rows, lines = [], []
     for v, g in points.groupby("vocab_size", sort=True):

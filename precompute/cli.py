@@ -9,6 +9,7 @@ with no cache file touched. ``main(argv)`` returns the exit code so tests run co
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import sys
@@ -25,7 +26,7 @@ from precompute.published import EvolutionJsonConfig, PaperConfig, build_paper, 
 from precompute.report import SummaryConfig, print_summary, resolve_cache, run_summary
 from precompute.sweep import MergeConfig, SweepConfig, SweepRun, merge
 from precompute.toylab import DemoConfig, DemoRun
-from precompute.trajectory import TrajectoryConfig
+from precompute.trajectory import TrajectoryConfig, run_trajectory
 from tying.errors import UserError, first_line
 
 
@@ -54,9 +55,6 @@ def _lens_only(cfg: PairConfig) -> Path:
 
 
 def _trajectory(cfg: TrajectoryConfig) -> None:
-    import json
-
-    from precompute.trajectory import run_trajectory
 
     print(json.dumps(run_trajectory(cfg, resolve_cache(cfg.cache, cfg.cache_dir)), default=str, allow_nan=False))
 

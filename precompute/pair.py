@@ -6,6 +6,7 @@ are unchanged): load -> alignment -> neighbours -> spectral -> umap.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import platform
 import shlex
@@ -19,12 +20,13 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from precompute.lens import LensOptions
+from precompute.lens import LensOptions, lens_tables, lens_text, resolve_budget
 from precompute.options import check_positive, internal, nested, option
 from tying.cache import reference
 from tying.cache.schema import MATRICES, MATRIX_PAIRS, PAIR_STAGES, pair_label
 from tying.cache.store import CacheWriter, cache_path, check_name, default_name, params_hash
 from tying.errors import UserError
+from tying.loading.vocab import common_vocabulary
 
 STAGES = PAIR_STAGES
 OPTIONAL_STAGES = ("alignment", "neighbours", "spectral", "umap", "lens")
@@ -98,8 +100,6 @@ class PairConfig:
         if self.text is not None and not Path(self.text).is_file():
             raise UserError(f"text file '{self.text}' does not exist")
         if "lens" not in self.skip and self.lens.text != "python-docs" and not self.lens.text.startswith("hf:"):
-            from precompute.lens import lens_text
-
             lens_text(self.lens.text, self.lens.max_chars)  # a bad local lens text fails before any file is written
 
 
@@ -165,7 +165,6 @@ class PairRun:
     # -- stage: load -----------------------------------------------------------------
     def load(self):
         from tying.loading.device import pick_device
-        from tying.loading.vocab import common_vocabulary
         from tying.loading.weights import load_model_matrices
 
         cfg = self.cfg
@@ -327,8 +326,6 @@ class PairRun:
     # -- stage: lens ---------------------------------------------------------------------
     def lens_tables(self, progress) -> tuple[dict[str, pd.DataFrame], dict]:
         """The lens tables, and the budget each model's tuned lens trained with (``{role: budget}``)."""
-        from precompute.lens import lens_tables
-
         lens_dir = Path(self.cfg.cache_dir) / "lens" / self.name
         lens_dir.mkdir(parents=True, exist_ok=True)
         return lens_tables({role: m.local_dir for role, m in self.models.items()}, self.cfg.lens,
@@ -342,7 +339,6 @@ class PairRun:
         caches written before issue 18 keep their hash); never recorded as what ran: each
         model's budget is resolved once, with its context, by the stage itself.
         """
-        from precompute.lens import resolve_budget
 
         tokens, accumulate, train_tokens = resolve_budget(self.cfg.lens, self.device)
         return {"steps": int(self.cfg.lens.steps), "tokens_per_step": tokens, "accumulate": accumulate,
@@ -427,8 +423,6 @@ class PairRun:
 
 
 def _file_digest(path: str) -> str:
-    import hashlib
-
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):

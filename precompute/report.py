@@ -14,7 +14,8 @@ from typing import Any
 from precompute.options import option
 from tying.cache import reference
 from tying.cache.schema import MATRIX_PAIRS, METHOD_LABELS, TABLE1_COMPARISONS, TABLE1_METHODS, pair_label
-from tying.cache.summary import EARLY_LAYERS, paper_label, plus_minus
+from tying.cache.store import CACHE_SUFFIX, CacheError, open_cache
+from tying.cache.summary import EARLY_LAYERS, paper_label, plus_minus, summarize
 from tying.errors import UserError
 
 
@@ -29,8 +30,6 @@ class SummaryConfig:
 
 def resolve_cache(cache: str, cache_dir: str) -> Path:
     """A cache file as given, or the cache of that name in ``cache_dir``."""
-    from tying.cache.store import CACHE_SUFFIX
-
     p = Path(cache)
     if p.is_file() or p.suffix == CACHE_SUFFIX:
         return p
@@ -39,9 +38,6 @@ def resolve_cache(cache: str, cache_dir: str) -> Path:
 
 def print_summary(path: Path, *, as_json: bool) -> None:
     """Print a cache's summary (text tables, or every number as strict JSON)."""
-    from tying.cache.store import CacheError, open_cache
-    from tying.cache.summary import summarize
-
     try:
         con = open_cache(path)
     except CacheError as exc:

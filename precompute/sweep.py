@@ -38,6 +38,7 @@ from tying.cache.store import (
 )
 from tying.errors import UserError
 from tying.toylab.corpus import load_corpus
+from tying.toylab.tokenizer import encode_corpus, train_bpe
 
 QUICK = {"widths": [32, 64, 128], "seeds": 2, "steps": 100}
 FULL = {"widths": [32, 64, 128, 256], "seeds": 3, "steps": TwinSettings.steps}
@@ -158,7 +159,6 @@ class SweepRun:
 
     def run(self, on_cell=None) -> Path:
         """Train every cell not yet in the cache; ``on_cell(cell)`` is called after each is written."""
-        from tying.toylab.tokenizer import encode_corpus, train_bpe
         from tying.toylab.train import train_twins
 
         cfg = self.cfg

@@ -27,6 +27,7 @@ from tying.analysis.twins import compare_tied_to_twin
 from tying.cache.store import CacheWriter, cache_path, check_name, params_hash
 from tying.errors import UserError
 from tying.toylab.corpus import load_corpus
+from tying.toylab.tokenizer import encode_corpus, train_bpe
 
 
 @dataclass
@@ -138,7 +139,6 @@ class DemoRun:
         return self.run_dir(run_id(variant, scale, seed))
 
     def run(self) -> Path:
-        from tying.toylab.tokenizer import encode_corpus, train_bpe
         from tying.toylab.train import save_model, train_twins
 
         cfg = self.cfg

@@ -11,8 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
+
 from precompute.options import check_positive, option
+from tying.cache.store import CacheError, finished_stages, open_cache, stage_params
 from tying.errors import UserError
+from tying.lens import budget_for
 from tying.loading.localmodels import lens_files, model_dirs
 
 MAX_TEXT_CHARS = 2000
@@ -42,8 +46,6 @@ class TrajectoryConfig:
 
 def _stage_params(cache_path: Path) -> tuple[dict, dict]:
     """The load stage's and the lens stage's recorded parameters."""
-    from tying.cache.store import CacheError, finished_stages, open_cache, stage_params
-
     try:
         con = open_cache(cache_path)
     except CacheError as exc:
@@ -58,9 +60,7 @@ def _stage_params(cache_path: Path) -> tuple[dict, dict]:
 def run_trajectory(cfg: TrajectoryConfig, cache_path: Path) -> dict:
     """{"models": {role: {"model": folder, "lens": translator file or None}}, "rows": [...]}:
     one row per model x lens x hidden state x position x rank (the lens_trajectory columns)."""
-    import pandas as pd
 
-    from tying.lens import budget_for
     from tying.lens.evaluate import prediction_trajectory
     from tying.lens.files import load_lens, unembedding_fingerprint
     from tying.lens.lenses import LogitLens

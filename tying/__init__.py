@@ -5,6 +5,10 @@ loading and the cache live in their own modules. Both `precompute/` (the writer)
 Streamlit app (the reader) import from here.
 """
 
+import tomllib
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
 DISTRIBUTION = "weight-tying-explorer"
 
 
@@ -14,9 +18,6 @@ def _version() -> str:
     From the source tree's pyproject.toml when this package sits in it (a checkout, the
     Docker image), else from the installed distribution's metadata (a wheel).
     """
-    import tomllib
-    from importlib.metadata import PackageNotFoundError, version
-    from pathlib import Path
 
     try:
         project = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text())["project"]

@@ -8,6 +8,9 @@ lens and training tables are synthetic curves. Every value is reproducible from 
 
 from __future__ import annotations
 
+from tying.analysis import sweep as S
+from tying.cache.store import CacheWriter
+
 import json
 from pathlib import Path
 
@@ -165,8 +168,6 @@ def build_synthetic_cache(cache_dir, name: str = "synthetic", *, n_tokens: int =
 def build_sweep_cache(cache_dir, gaps: dict[int, list[float]], name: str = "sweep", vocab_size: int = 4096):
     """A width-sweep cache as `precompute sweep` writes it, with known loss gaps (untied minus
     tied eval loss) per width and seed; the other numbers are plain (for the app's tests)."""
-    from tying.analysis import sweep as S
-    from tying.cache.store import CacheWriter
 
     w = CacheWriter(Path(cache_dir) / f"{name}.duckdb",
                     meta={"kind": "sweep", "name": name, "sweep": {"n_layers": 4, "steps": 250, "batch_size": 16,

@@ -6,6 +6,8 @@ Used by the app's overview page and by ``python -m precompute summary`` (``--jso
 
 from __future__ import annotations
 
+from tying.analysis.sweep import by_cell
+
 import json
 import math
 from typing import Any
@@ -216,7 +218,6 @@ def sweep_cells(rows) -> list[dict[str, Any]]:
     """Per (vocab_size, d_model): mean, sample std and seed count of the biases, the loss gap
     (untied minus tied) and the rest, and the 95% half-widths of the biases and the loss gap
     (``<col>_half``; null with one seed)."""
-    from tying.analysis.sweep import by_cell
 
     return [{k: (_num(v) if isinstance(v, float) else int(v)) for k, v in r.items()}
             for r in by_cell(rows).to_dict("records")]

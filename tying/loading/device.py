@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from tying.errors import UserError
+
 
 def pick_device(requested: str | None = None) -> torch.device:
     """Return ``requested`` if given ("cpu", "cuda", "cuda:1"), else CUDA when available, else CPU."""
     if requested:
-        from tying.errors import UserError
-
         try:
             device = torch.device(requested)
         except (RuntimeError, ValueError):
