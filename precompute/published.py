@@ -55,10 +55,18 @@ FIGURES = {"evolution_OLMo-1B-0724-hf.json": "Figure 3", "evolution_OLMo-7B-0424
 EVOLUTION_KEYS = ("steps", "input_vs_init", "output_vs_init", "input_consecutive", "output_consecutive")
 
 
+def _shown_path(path: Path) -> str:
+    """A file of this project as a path relative to its root (the same in every checkout), else as given."""
+    try:
+        return str(path.resolve().relative_to(PUBLISHED_DIR.resolve().parent))
+    except ValueError:
+        return str(path)
+
+
 def source_of(path: Path) -> dict:
     """Where a published file comes from: the file, the authors' repository, commit and path."""
     name = Path(path).name
-    return {"file": str(path), "repository": AUTHORS_REPO, "commit": AUTHORS_COMMIT,
+    return {"file": _shown_path(Path(path)), "repository": AUTHORS_REPO, "commit": AUTHORS_COMMIT,
             "path": FILES.get(name), "figure": FIGURES.get(name), "license": LICENSE}
 
 
