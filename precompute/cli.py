@@ -24,6 +24,7 @@ from precompute.dynamics import EvolutionConfig, GradsConfig, run_evolution, run
 from precompute.pair import OPTIONAL_STAGES, PairConfig, PairRun
 from precompute.published import EvolutionJsonConfig, PaperConfig, build_paper, import_evolution
 from precompute.report import SummaryConfig, print_summary, resolve_cache, run_summary
+from precompute.serve import ServeConfig, run_serve
 from precompute.sweep import MergeConfig, SweepConfig, SweepRun, merge
 from precompute.toylab import DemoConfig, DemoRun
 from precompute.trajectory import TrajectoryConfig, run_trajectory
@@ -97,6 +98,12 @@ COMMANDS: dict[str, Command] = {
         "Run the cache's tied and untied models (they must be on this machine, as the toy lab's are) on a text and "
         "print, as JSON, the top-k next-token predictions of every hidden state under the cache's tuned lens (when "
         "one fits) and the logit lens."),
+    "serve-trajectory": Command(
+        ServeConfig, run_serve, "the trajectory command as a warm worker: JSON texts in, JSON trajectories out",
+        "Load the cache's models and translators once, then answer one JSON request a line on standard input "
+        '({"id": ..., "text": ..., "top_k": 5, "max_tokens": 32}) with one JSON line on standard output (the '
+        "trajectory's columns, or an error), until the input ends. The app's Lens page runs one for visitors' own "
+        "texts (explorer/live.py)."),
     "sweep": Command(
         SweepConfig, lambda cfg: SweepRun(cfg).run(),
         "tied/untied twins over a grid of widths (and vocabularies) and seeds",

@@ -1,9 +1,10 @@
 """Prediction trajectories of a cache's models on any text: ``python -m precompute trajectory``.
 
-The app runs this in a child process when a visitor types their own text on the Lens page
-(the app itself never imports torch); it prints JSON. It needs the cache's models on this
-machine (always so for the toy lab's twins) and uses the cache's tuned-lens translators when
-one fits the model's unembedding; without one, the logit lens only.
+It prints JSON. It needs the cache's models on this machine (always so for the toy lab's
+twins) and uses the cache's tuned-lens translators when one fits the model's unembedding;
+without one, the logit lens only. :class:`Tracer` loads them once and traces any number of
+texts: the app's warm worker (``python -m precompute serve-trajectory``, :mod:`precompute.serve`)
+keeps one for a visitor's own texts on the Lens page, so the app itself never imports torch.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ class TrajectoryConfig:
     """What `precompute trajectory` does; checked when built."""
 
     cache: str = option(positional=True, help="a cache file (`cache/<name>.duckdb`) or a pair name in `--cache-dir`")
-    text: str = option(help=f"the text to trace (at most {MAX_TEXT_CHARS:,} characters)")
+    text: str = option(help=f"the text to trace (at most {MAX_TEXT_CHARS:,} characters); one that starts with `-` "
+                            "as `--text=-x`")
     cache_dir: str = option("cache", help="folder of the caches")
     top_k: int = option(5, help="predictions per cell")
     max_tokens: int = option(32, help="the text is cut to this many tokens (at most 256)")
@@ -35,7 +37,9 @@ class TrajectoryConfig:
     trust_remote_code: bool = option(False, help="allow model code from the model's folder (off by default)")
 
     def __post_init__(self) -> None:
-        if not self.text.strip():
+        if self.text == []:  # argparse took the text '--' (--text=--) for its separator and left nothing
+            self.text = "--"
+        if not isinstance(self.text, str) or not self.text.strip():
             raise UserError("no text: give --text with at least one visible character")
         if len(self.text) > MAX_TEXT_CHARS:
             raise UserError(f"the text has {len(self.text):,} characters; at most {MAX_TEXT_CHARS:,}")
@@ -57,45 +61,142 @@ def _stage_params(cache_path: Path) -> tuple[dict, dict]:
     return stage_params(stages, "load"), stage_params(stages, "lens")
 
 
+class Tracer:
+    """A cache's models and their translators, loaded once; :meth:`trace` runs them on a text.
+
+    The one-shot ``trajectory`` command makes one per run; ``serve-trajectory``
+    (:mod:`precompute.serve`) keeps one for every text of its queue.
+    """
+
+    def __init__(self, cache_path: Path, device: str | None = None, *, trust_remote_code: bool = False):
+        from tying.lens.files import load_lens, unembedding_fingerprint
+        from tying.lens.parts import find_lens_parts
+        from tying.loading.causal_lm import load_causal_lm
+        from tying.loading.device import as_device
+
+        if not cache_path.is_file():
+            raise UserError(f"no cache at {cache_path}")
+        load, lens_stage = _stage_params(cache_path)
+        dirs = model_dirs(load, cache_path)
+        if not dirs:
+            raise UserError(f"the models of {cache_path.name} are not on this machine (the cache records where "
+                            "they were when it was built)")
+        self.device = as_device(device)
+        self._loaded = []  # (role, model, tokenizer, lens parts, tuned lens or None)
+        self.models: dict[str, dict] = {}  # {role: {"model": folder, "lens": translator file or None}}
+        for role, folder in dirs.items():
+            model, tok = load_causal_lm(str(folder), self.device, trust_remote_code=trust_remote_code)
+            parts = find_lens_parts(model)
+            fp = unembedding_fingerprint(parts)
+            lens, lens_file = None, None
+            for f in lens_files(cache_path, role, budget_for(lens_stage.get("budget"), role)):
+                lens = load_lens(f, fp, device=self.device)
+                if lens is not None:
+                    lens_file = f
+                    break
+            self._loaded.append((role, model, tok, parts, lens))
+            self.models[role] = {"model": str(folder), "lens": str(lens_file) if lens_file else None}
+
+    def trace(self, text: str, *, top_k: int = 5, max_tokens: int = 32) -> pd.DataFrame:
+        """One row per model x lens x hidden state x position x rank (the lens_trajectory columns
+        and ``model``). UserError (one line) when the text cannot be traced."""
+        from tying.lens.evaluate import prediction_trajectory
+        from tying.lens.lenses import LogitLens
+
+        frames = []
+        for role, model, tok, parts, lens in self._loaded:
+            lenses = [LogitLens()] if lens is None else [lens, LogitLens()]
+            try:
+                t = prediction_trajectory(model, tok, text, lenses, top_k=top_k, max_tokens=max_tokens,
+                                          device=self.device, parts=parts)
+            except ValueError as exc:
+                raise UserError(str(exc)) from None
+            frames.append(t.assign(model=role))
+        return pd.concat(frames, ignore_index=True)
+
+    def trace_many(self, texts: list[str], *, top_k: int = 5, max_tokens: int = 32) -> list[pd.DataFrame]:
+        """:meth:`trace` of each text, with one forward pass per model for them all (the texts
+        right-padded: a causal model's prediction at a position does not see the padding after
+        it), so a queue of texts costs little more than one. The numbers may differ from
+        :meth:`trace`'s in the last bits of float rounding (other matrix shapes); a single text
+        goes through :meth:`trace` itself. UserError when one of the texts cannot be traced
+        (trace them one by one to learn which)."""
+        if len(texts) == 1:
+            return [self.trace(texts[0], top_k=top_k, max_tokens=max_tokens)]
+        import numpy as np
+        import torch
+
+        from tying.lens.lenses import LogitLens
+        from tying.lens.parts import residual_stream
+        from tying.lens.run import chunks
+
+        per_text: list[list[pd.DataFrame]] = [[] for _ in texts]
+        for role, model, tok, parts, lens in self._loaded:
+            context = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+            limit = int(max_tokens) if not context else min(int(max_tokens), int(context))
+            ids = [row[:limit] for row in tok(list(texts), verbose=False)["input_ids"]]
+            if not all(ids):
+                raise UserError("no text to trace predictions on")
+            width = max(map(len, ids))
+            x = torch.zeros((len(ids), width), dtype=torch.long)
+            real = torch.zeros((len(ids), width), dtype=torch.bool)
+            for b, row in enumerate(ids):
+                x[b, :len(row)] = torch.tensor(row)
+                real[b, :len(row)] = True
+            blocks = []  # (lens name, layer, probs, token ids), over the texts' real positions in order
+            with torch.no_grad():
+                hs = residual_stream(model, parts, x.to(self.device))
+                real = real.to(self.device)
+                for kind in ([LogitLens()] if lens is None else [lens, LogitLens()]):
+                    for layer in range(parts.n_hidden):
+                        h = hs[layer][real]
+                        probs, top = [], []
+                        for rows in chunks(h.shape[0], 1024):  # bounds the logits' memory
+                            logits = kind.logits(parts, h[rows], layer).float()
+                            if not 1 <= int(top_k) <= logits.shape[-1]:
+                                raise UserError(f"top_k must be between 1 and the vocabulary size "
+                                                f"({logits.shape[-1]}), got {top_k}")
+                            p, t = torch.softmax(logits, dim=-1).topk(int(top_k), dim=-1)
+                            probs.append(p.cpu().numpy().astype(np.float64))
+                            top.append(t.cpu().numpy())
+                        blocks.append((kind.name, layer, np.concatenate(probs), np.concatenate(top)))
+            decoded: dict[int, str] = {}
+
+            def decode(i: int, tok=tok, decoded=decoded) -> str:
+                if i not in decoded:
+                    decoded[i] = tok.decode([i])
+                return decoded[i]
+
+            start = 0
+            for b, row in enumerate(ids):
+                n_pos, k = len(row), int(top_k)
+                tokens = [decode(i) for i in row]
+                position = np.repeat(np.arange(n_pos), k)
+                cols = {"position": [], "layer": [], "lens": [], "rank": [], "pred_id": [], "prob": []}
+                for name, layer, probs, top in blocks:
+                    cols["position"].append(position)
+                    cols["layer"].append(np.full(n_pos * k, layer))
+                    cols["lens"].append(np.full(n_pos * k, name, dtype=object))
+                    cols["rank"].append(np.tile(np.arange(1, k + 1), n_pos))
+                    cols["pred_id"].append(top[start:start + n_pos].reshape(-1))
+                    cols["prob"].append(probs[start:start + n_pos].reshape(-1))
+                flat = {key: np.concatenate(v) for key, v in cols.items()}
+                per_text[b].append(pd.DataFrame({
+                    "position": flat["position"],
+                    "token": [tokens[q] for q in flat["position"]],
+                    "layer": flat["layer"],
+                    "lens": flat["lens"],
+                    "rank": flat["rank"],
+                    "prediction": [decode(int(i)) for i in flat["pred_id"]],
+                    "prob": flat["prob"],
+                }).assign(model=role))
+                start += n_pos
+        return [pd.concat(frames, ignore_index=True) for frames in per_text]
+
+
 def run_trajectory(cfg: TrajectoryConfig, cache_path: Path) -> dict:
     """{"models": {role: {"model": folder, "lens": translator file or None}}, "rows": [...]}:
     one row per model x lens x hidden state x position x rank (the lens_trajectory columns)."""
-
-    from tying.lens.evaluate import prediction_trajectory
-    from tying.lens.files import load_lens, unembedding_fingerprint
-    from tying.lens.lenses import LogitLens
-    from tying.lens.parts import find_lens_parts
-    from tying.loading.causal_lm import load_causal_lm
-    from tying.loading.device import as_device
-
-    text = cfg.text
-    if not cache_path.is_file():
-        raise UserError(f"no cache at {cache_path}")
-    load, lens_stage = _stage_params(cache_path)
-    dirs = model_dirs(load, cache_path)
-    if not dirs:
-        raise UserError(f"the models of {cache_path.name} are not on this machine (the cache records where they "
-                        "were when it was built)")
-    device = as_device(cfg.device)
-    frames, used = [], {}
-    for role, folder in dirs.items():
-        model, tok = load_causal_lm(str(folder), device, trust_remote_code=cfg.trust_remote_code)
-        parts = find_lens_parts(model)
-        fp = unembedding_fingerprint(parts)
-        lens, lens_file = None, None
-        for f in lens_files(cache_path, role, budget_for(lens_stage.get("budget"), role)):
-            lens = load_lens(f, fp, device=device)
-            if lens is not None:
-                lens_file = f
-                break
-        lenses = [LogitLens()] if lens is None else [lens, LogitLens()]
-        try:
-            t = prediction_trajectory(model, tok, text, lenses, top_k=cfg.top_k, max_tokens=cfg.max_tokens,
-                                      device=device, parts=parts)
-        except ValueError as exc:
-            raise UserError(str(exc)) from None
-        frames.append(t.assign(model=role))
-        used[role] = {"model": str(folder), "lens": str(lens_file) if lens_file else None}
-        del model
-    rows = pd.concat(frames, ignore_index=True)
-    return {"models": used, "rows": rows.to_dict("records")}
+    tracer = Tracer(cache_path, cfg.device, trust_remote_code=cfg.trust_remote_code)
+    rows = tracer.trace(cfg.text, top_k=cfg.top_k, max_tokens=cfg.max_tokens)
+    return {"models": tracer.models, "rows": rows.to_dict("records")}

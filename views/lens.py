@@ -90,11 +90,20 @@ if data.has_rows(ref, "lens_trajectory") or own_text_possible:
             if st.form_submit_button("Trace the predictions"):
                 st.session_state["traj_own_text"] = typed
         own = st.session_state.get("traj_own_text")
-        if own:
+        if not own:
+            live.warm(ref)  # the models load while the visitor types
+        else:
             try:
-                with st.status("Running the tied and untied models on your text…") as status:
-                    rows, used = live.trajectory(ref, own)
-                    status.update(label="Traced your text", state="complete", expanded=False)
+                job = live.submit(ref, own)  # a text traced lately is answered at once
+                if not job.done():
+                    with st.status(live.waiting_line(job), expanded=True) as status:
+                        bar = st.progress(job.progress())
+                        while not job.wait(0.25):
+                            status.update(label=live.waiting_line(job))
+                            bar.progress(job.progress())
+                        status.update(label="Traced your text" if job.ok else "Could not trace your text",
+                                      state="complete" if job.ok else "error", expanded=False)
+                rows, used = job.result()
             except UserError as exc:
                 st.error(f"Cannot trace this text: {first_line(exc)}")
                 rows = None
