@@ -1,10 +1,11 @@
 """Weight-tying explorer: ``streamlit run app.py``.
 
-The shared frame around every page: the pair picker and presentation mode in the
-sidebar, the view's state in the URL, and ``st.navigation`` over the page scripts in
-``views/``. (They are not in a folder named ``pages/``: beside the entry point such a
-folder puts Streamlit in its legacy multipage mode until ``st.navigation`` has run once in
-the server, which shows "Page not found" over a cold deep link.)
+The shared frame around every page: the pair picker and presentation mode in the sidebar,
+the view's state in the URL (explorer/state.py), and ``st.navigation`` over the page scripts
+in ``views/``, with a menu of the pages the picked cache fills. (The scripts are not in a
+folder named ``pages/``: beside the entry point such a folder puts Streamlit in its legacy
+multipage mode until ``st.navigation`` has run once in the server, which shows "Page not
+found" over a cold deep link.)
 """
 
 from __future__ import annotations
@@ -13,47 +14,62 @@ from pathlib import Path
 
 import streamlit as st
 
-from explorer import data, state
+from explorer import data, frame, state
 
 HERE = Path(__file__).resolve().parent
 
 st.set_page_config(page_title="Weight-tying explorer", page_icon="🪢", layout="wide")
 
-PAGES = [
-    st.Page(HERE / "views" / "overview.py", title="Overview", icon="🏠", default=True, url_path="home"),
-    st.Page(HERE / "views" / "alignment.py", title="Alignment", icon="📐", url_path="alignment"),
-    st.Page(HERE / "views" / "neighbours.py", title="Neighbours", icon="🧭", url_path="neighbours"),
-    st.Page(HERE / "views" / "projection.py", title="Projection", icon="🗺️", url_path="projection"),
-    st.Page(HERE / "views" / "lens.py", title="Lens", icon="🔎", url_path="lens"),
-    st.Page(HERE / "views" / "dynamics.py", title="Training dynamics", icon="📈", url_path="dynamics"),
-    st.Page(HERE / "views" / "sweep.py", title="Sweep", icon="📏", url_path="sweep"),
-]
-# The default page is served at "/"; the same script under its own name answers /overview
-# (a hidden entry: links and old bookmarks to /overview open it with no "Page not found").
-OVERVIEW_ALIAS = st.Page(HERE / "views" / "overview.py", title="Overview", icon="🏠", url_path="overview",
-                         visibility="hidden")
-page = st.navigation(PAGES + [OVERVIEW_ALIAS])
-
-notes = state.load_from_url()
+notes = state.read_url()  # first: the URL is the view's state (explorer/state.py)
 listing = data.caches(str(data.cache_dir()))
+filled = frame.filled(listing)  # the pages with something to show for the picked cache (None: all)
+
+
+def page(script: str, title: str, icon: str, url_path: str, **kw) -> st.Page:
+    return st.Page(HERE / "views" / script, title=title, icon=icon, url_path=url_path, **kw)
+
+
+PAGES = {
+    "home": page("overview.py", "Overview", "🏠", "home", default=True),
+    "alignment": page("alignment.py", "Alignment", "📐", "alignment"),
+    "neighbours": page("neighbours.py", "Neighbours", "🧭", "neighbours"),
+    "projection": page("projection.py", "Projection", "🗺️", "projection"),
+    "lens": page("lens.py", "Lens", "🔎", "lens"),
+    "dynamics": page("dynamics.py", "Training dynamics", "📈", "dynamics"),
+    "sweep": page("sweep.py", "Sweep", "📏", "sweep"),
+}
+# The default page is served at "/"; the same script under its own name answers /overview
+# (links and old bookmarks to /overview open it with no "Page not found").
+OVERVIEW_ALIAS = page("overview.py", "Overview", "🏠", "overview")
+# Every page answers its URL; the sidebar links below are the menu. (Streamlit's own menu
+# clears the query string on a page change, so the view's state would not travel with it.)
+current_page = st.navigation([*PAGES.values(), OVERVIEW_ALIAS], position="hidden")
 
 with st.sidebar:
+    # The picked cache's pages, each link carrying the URL's state: one history entry per
+    # page change. A page the cache does not fill is left out; its URL still opens it, with
+    # one line naming a cache that has its data.
+    carried = state.carried()
+    for path, p in PAGES.items():
+        if filled is None or path in filled:
+            st.page_link(p, query_params=carried)
+    left_out = [p.title for path, p in PAGES.items() if filled is not None and path not in filled]
+    if left_out:
+        st.caption(f"Not in '{frame.picked(listing).name}': " + ", ".join(left_out) + ".")
+    st.divider()
     st.markdown("### Weight-tying explorer")
     st.caption("Does a tied embedding look like an untied input or output matrix? "
                "T = tied, I = untied input, O = untied output.")
     if listing:
         names = [c.name for c in listing]
-        default = "demo" if "demo" in names else names[0]
-        st.selectbox("Model pair (cache)", names, key=state.widget_key("pair", default, lambda v: v in names),
-                     on_change=state.sync, args=("pair",),
+        st.selectbox("Model pair (cache)", names, on_change=state.change_pair,
+                     key=state.widget_key("pair", frame.default_pair(names), lambda v: v in names, "no such cache here"),
                      format_func=lambda n: n + ("  ⚠" if next(c for c in listing if c.name == n).error else ""))
-        state.sync("pair")
-    st.toggle("Presentation mode", key=state.widget_key("presentation", False, lambda v: isinstance(v, bool)),
-              on_change=state.sync, args=("presentation",),
+    st.toggle("Presentation mode", on_change=state.sync, args=("presentation",),
+              key=state.widget_key("presentation", False, lambda v: isinstance(v, bool)),
               help="Large headline numbers, text and chart fonts, for talks; kept in the URL.")
-    state.sync("presentation")
-    for note in notes:
-        st.caption(f"⚠ {note}")
+    for line in notes:
+        state.note(line)
 
 if state.get("presentation"):
     # a room reads the headline numbers first: they grow most (the default is 2.25rem)
@@ -66,4 +82,4 @@ if state.get("presentation"):
             ".stMainBlockContainer [data-testid='stMetricLabel'] p {font-size: 1.3rem !important;} "
             ".stMainBlockContainer [data-testid='stCaptionContainer'] p {font-size: 1.15rem !important;}</style>")
 
-page.run()
+current_page.run()

@@ -1,4 +1,5 @@
-"""What every page starts with: the picked cache, or a clear message and a stop."""
+"""What every page starts with: the picked cache, or a clear message and a stop; and which
+pages a cache fills (the navigation lists only those)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,47 @@ import streamlit as st
 from explorer import data, state
 
 DEMO_COMMAND = "python -m precompute demo"
+SWEEP_COMMAND = "python -m precompute sweep"
+# page (url path) -> the table whose rows it shows; Overview shows every cache, Sweep the folder's sweep
+NEEDS = {"alignment": "alignment", "neighbours": "neighbours", "projection": "umap", "lens": "lens_kl",
+         "dynamics": "runs"}
+
+
+def default_pair(names: list[str]) -> str:
+    """The cache a link without ``pair`` opens: the toy lab when there is one, else the first."""
+    return "demo" if "demo" in names else names[0]
+
+
+def picked(listing: list[data.CacheListing]) -> data.CacheListing:
+    """The listing entry the URL's pair names (or the default one); ``listing`` is not empty."""
+    names = [c.name for c in listing]
+    name = state.get("pair")
+    return listing[names.index(name if name in names else default_pair(names))]
+
+
+def _ref(entry: data.CacheListing) -> data.CacheRef | None:
+    """The entry's cache when it opens, else None."""
+    if entry.error is not None:
+        return None
+    try:
+        ref = data.CacheRef.of(Path(entry.path))
+    except FileNotFoundError:
+        return None
+    return ref if data.open_error(ref) is None else None
+
+
+def filled(listing: list[data.CacheListing]) -> set[str] | None:
+    """The pages (url paths) with something to show for the picked cache; None when it does
+    not open (every page then says so) or there is none."""
+    if not listing:
+        return None
+    ref = _ref(picked(listing))
+    if ref is None:
+        return None
+    pages = {"home", "overview"} | {page for page, table in NEEDS.items() if data.has_rows(ref, table)}
+    if find_sweep() is not None:
+        pages.add("sweep")
+    return pages
 
 
 def current() -> data.CacheRef:
@@ -18,9 +60,7 @@ def current() -> data.CacheRef:
         st.info(f"No caches in `{data.cache_dir()}` yet. Build the toy lab with `{DEMO_COMMAND}`, "
                 "or a real pair with `python -m precompute pair --tied A --untied B`.")
         st.stop()
-    names = [c.name for c in listing]
-    name = state.get("pair")
-    entry = listing[names.index(name)] if name in names else listing[0]
+    entry = picked(listing)
     if entry.error is None:
         try:
             ref = data.CacheRef.of(Path(entry.path))
@@ -38,41 +78,61 @@ def current() -> data.CacheRef:
     st.stop()
 
 
-SWEEP_COMMAND = "python -m precompute sweep"
+def find_sweep() -> data.CacheRef | None:
+    """The picked cache when it is a width sweep, else the first sweep cache in the folder."""
+    listing = [c for c in data.caches(str(data.cache_dir())) if c.error is None]
+    chosen = state.get("pair")
+    ordered = sorted(listing, key=lambda c: (c.name != chosen, c.name != "sweep", c.name))
+    for entry in ordered:
+        ref = _ref(entry)
+        if ref is not None and data.summary(ref).get("sweep_cells"):
+            return ref
+    return None
 
 
 def current_sweep() -> data.CacheRef:
-    """The picked cache when it is a width sweep, else the first sweep cache in the folder;
-    stops the page with the command that builds one when there is none."""
-    listing = [c for c in data.caches(str(data.cache_dir())) if c.error is None]
-    picked = state.get("pair")
-    ordered = sorted(listing, key=lambda c: (c.name != picked, c.name != "sweep", c.name))
-    for entry in ordered:
-        try:
-            ref = data.CacheRef.of(Path(entry.path))
-        except FileNotFoundError:
+    """``find_sweep``, or the command that builds one and a stop."""
+    ref = find_sweep()
+    if ref is None:
+        st.info(f"No width sweep in `{data.cache_dir()}` yet. Build one with `{SWEEP_COMMAND}` (13-18 minutes on 2 "
+                f"cores) or `{SWEEP_COMMAND} --quick` (a few minutes).")
+        st.stop()
+    return ref
+
+
+def having(table: str, but: str) -> str | None:
+    """The first cache of the folder other than ``but`` with rows in ``table`` (the toy lab first)."""
+    listing = sorted(data.caches(str(data.cache_dir())), key=lambda c: (c.name != "demo", c.name))
+    for entry in listing:
+        if entry.name == but:
             continue
-        if data.open_error(ref) is None and data.summary(ref).get("sweep_cells"):
-            return ref
-    st.info(f"No width sweep in `{data.cache_dir()}` yet. Build one with `{SWEEP_COMMAND}` (13-18 minutes on 2 "
-            f"cores) or `{SWEEP_COMMAND} --quick` (a few minutes).")
-    st.stop()
+        ref = _ref(entry)
+        if ref is not None and data.has_rows(ref, table):
+            return entry.name
+    return None
 
 
 def require(ref: data.CacheRef, table: str, what: str, command: str) -> None:
-    """Stop the page with a note when the cache has no rows in ``table``."""
-    if not data.has_rows(ref, table):
-        kind = data.summary(ref).get("kind")
-        if kind == "sweep":
-            st.info(f"The cache '{ref.name}' is a width sweep of tied and untied twins: it has no {what}. "
-                    "Open the Sweep page.")
-        elif kind == "published":
-            st.info(f"The cache '{ref.name}' holds the paper's published measurements (its tables, training dynamics "
-                    f"and layerwise KL), not the models' matrices, so it has no {what}. Open Overview, Lens or "
-                    "Training dynamics, or pick the toy lab or a pair built with `python -m precompute pair`.")
-        else:
-            st.info(f"The cache '{ref.name}' has no {what}. Add it with `{command}`.")
-        st.stop()
+    """Stop the page with one line when the cache has no rows in ``table``: what the cache is,
+    and a button to switch to a cache of the folder that has them (else how to add them)."""
+    if data.has_rows(ref, table):
+        return
+    kind = data.summary(ref).get("kind")
+    other = having(table, ref.name)
+    if kind == "sweep":
+        line = f"The cache '{ref.name}' is a width sweep of tied and untied twins: it has no {what} (see the Sweep page)."
+    elif kind == "published":
+        line = (f"The cache '{ref.name}' holds the paper's published measurements, not the models' matrices: it has "
+                f"no {what}.")
+    else:
+        line = f"The cache '{ref.name}' has no {what}." + ("" if other else f" Add it with `{command}`.")
+    if other:
+        line += f" The cache '{other}' has them."
+    st.info(line)
+    if other:
+        st.button(f"Switch to '{other}'", key="switch_pair", type="tertiary", icon=":material/swap_horiz:",
+                  on_click=state.change_pair, args=(other,))
+    st.stop()
 
 
 def table(df, *, numbers=(), height=None, where=None) -> None:

@@ -15,7 +15,15 @@ from precompute.options import option
 from tying.cache import reference
 from tying.cache.schema import MATRIX_PAIRS, METHOD_LABELS, TABLE1_COMPARISONS, TABLE1_METHODS, pair_label
 from tying.cache.store import CACHE_SUFFIX, CacheError, open_cache
-from tying.cache.summary import EARLY_LAYERS, paper_label, plus_minus, summarize
+from tying.cache.summary import (
+    EARLY_LAYERS,
+    coverage_text,
+    match_text,
+    paper_label,
+    plus_minus,
+    spectral_scope,
+    summarize,
+)
 from tying.errors import UserError
 
 
@@ -73,10 +81,7 @@ def format_summary(s: dict[str, Any]) -> str:
             )
     v = s.get("vocabulary") or {}
     if v:
-        lines.append(
-            f"  common tokens: {v.get('n_common')} (coverage tied {v.get('coverage_tied', 0):.1%}, "
-            f"untied {v.get('coverage_untied', 0):.1%})"
-        )
+        lines.append(f"  {coverage_text(v)}")
     paper = s.get("paper") or {}
     if s.get("alignment") or s.get("overlap"):
         _format_pair_tables(s, paper, lines)
@@ -147,13 +152,8 @@ def _format_pair_tables(s: dict[str, Any], paper: dict[str, Any], lines: list[st
             lines.append(f"  {label:14}" + "".join(f"{_fmt(ref.get(m)) if m in ref else '-':>{width}}"
                                                     for m in TABLE1_METHODS))
     vocab = s.get("vocabulary") or {}
-    match = vocab.get("match", "strings")
     if paper.get("table1") or not vocab.get("identical", True):
-        note = f"  rows paired by token {match[:-1]}"
-        if paper.get("table1") and paper.get("table1_match", "strings") != match:
-            note += (f"; the paper's Table 1 for this pair paired them by token {paper['table1_match'][:-1]} "
-                     f"(--match {paper['table1_match']})")
-        lines.append(note)
+        lines.append(f"  {match_text(s)}")
     lines.append("")
     lines.append("Table 5: k-NN overlap@10")
     for a, b in MATRIX_PAIRS:
@@ -164,8 +164,7 @@ def _format_pair_tables(s: dict[str, Any], paper: dict[str, Any], lines: list[st
     if s.get("spectral"):
         sp = s.get("spectral_params", {})
         lines.append("")
-        sampled = (f"a seeded SAMPLE of {sp.get('n_tokens'):,} of the {sp.get('n_common'):,} common tokens"
-                   if sp.get("sampled") else f"all {sp.get('n_tokens'):,} common tokens")
+        sampled = spectral_scope(sp)
         lines.append(
             f"Spectral distance (weighted k-NN graphs, k={sp.get('graph_k')}, {sp.get('n_components')} components, "
             f"{sampled}; lower = more similar)"

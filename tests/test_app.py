@@ -111,10 +111,20 @@ def test_change_pair(caches, monkeypatch):
     at.selectbox(key="w_pair").set_value("other").run()
     assert not at.exception
     assert any("other" in t.value for t in at.title)
-    # the 'other' cache has no lens: the lens page says so and how to add it
+    # the 'other' cache has no lens: the lens page says so in one line, and switches to a cache that has it
     at.switch_page("views/lens.py").run()
     assert not at.exception
-    assert any("python -m precompute lens" in i.value for i in at.info)
+    assert len(at.info) == 1 and "no lens results" in at.info[0].value and "'synthetic' has them" in at.info[0].value
+    at.button(key="switch_pair").click().run()
+    assert not at.exception and any("Lens · synthetic" in t.value for t in at.title)
+    assert at.query_params["pair"] in ("synthetic", ["synthetic"])
+
+
+def test_a_page_no_cache_fills_says_how_to_add_it(tmp_path, monkeypatch):
+    build_synthetic_cache(tmp_path, "other", seed=1, n_tokens=400, lens=False, training=False)
+    at = _app(tmp_path, monkeypatch, "lens")
+    assert not at.exception
+    assert len(at.info) == 1 and "python -m precompute lens" in at.info[0].value
 
 
 def test_junk_url_parameters_are_ignored(caches, monkeypatch):
@@ -248,17 +258,22 @@ print("torch" in sys.modules)
     assert out.stdout.strip().splitlines()[-1] == "False"
 
 
-def test_projection_keeps_token_and_k_in_the_url_and_opens_where_neighbours_does(caches, monkeypatch):
+def test_projection_opens_where_neighbours_does(caches, monkeypatch):
+    """No token in the URL: both pages open on the same default token and write nothing; a
+    token picked on Neighbours travels in the URL to Projection."""
     at = _app(caches, monkeypatch, "neighbours", pair="synthetic")
-    heading = [m.value for m in at.main.markdown if m.value.startswith("### ")][0]
-    at.switch_page("views/projection.py").run()  # as from the sidebar: no token in the URL
-    assert not at.exception
-    assert at.query_params["token"] and at.query_params["k"]
     toks = duckdb.connect(str(caches / "synthetic.duckdb"), read_only=True).execute(
         "SELECT token FROM tokens ORDER BY freq_tied DESC, token LIMIT 1").fetchone()[0]
-    assert int(at.query_params["token"][0] if isinstance(at.query_params["token"], list)
-               else at.query_params["token"]) == toks
-    assert heading  # neighbours opened on a token too
+    assert f"token #{toks} " in _text(at)
+    at.switch_page("views/projection.py").run()  # as from the sidebar
+    assert not at.exception
+    assert "token" not in at.query_params and "k" not in at.query_params  # defaults stay out of the URL
+    assert f"umap_T_{toks}" in at.session_state  # the charts are keyed by the token they highlight
+    at.switch_page("views/neighbours.py").run()
+    at.button(key="random").click().run()
+    picked = _token_param(at)
+    at.switch_page("views/projection.py").run()
+    assert not at.exception and _token_param(at) == picked and f"umap_T_{picked}" in at.session_state
 
 
 def _token_param(at) -> int:
@@ -286,7 +301,7 @@ def test_random_token_is_not_undone_by_a_search_still_in_the_box(caches, monkeyp
 def test_density_is_side_by_side_and_says_so(caches, monkeypatch):
     at = _app(caches, monkeypatch, "projection", pair="synthetic", view="overlaid")
     assert len(at.get("vega_lite_chart")) == 1  # overlaid: one view
-    at.toggle(key="density").set_value(True).run()
+    at.toggle(key="w_density").set_value(True).run()
     layout = at.radio(key="w_view")
     assert layout.disabled and "side by side" in (layout.help or "")
     assert len(at.get("vega_lite_chart")) == 3 and not at.exception
@@ -314,7 +329,7 @@ def test_sweep_page_names_a_crossing_the_seeds_allow(tmp_path, monkeypatch):
     # halfway between 64 and 128 in log width: 2 ** 6.5 = 90.5
     assert re.search(r"untying starts to pay off at a width of about (90|91) \(between 64 and 128", text), text
     assert len(at.get("vega_lite_chart")) == 2
-    at.radio(key="sweep_x").set_value("embedding_share_tied").run()
+    at.radio(key="w_axis").set_value("embedding_share_tied").run()
     assert not at.exception and "embedding share of about" in _text(at)
     cells = next(df.value for df in at.dataframe if "loss gap" in df.value.columns)
     assert list(cells["d_model"]) == [32, 64, 128] and cells["loss gap"].iloc[0] == "0.300 ± 0.010"
@@ -338,3 +353,146 @@ def test_the_shipped_sweep_cache_renders_and_reads_as_the_readme_says(monkeypatc
     at = _app(root, monkeypatch, "sweep")
     assert not at.exception and not at.error and len(at.get("vega_lite_chart")) == 2
     assert any(m.value.startswith("Vocabulary 4,096:") for m in at.markdown)
+
+
+# -- the URL: every parameter, any value; one write per action; only what differs from the defaults --
+
+SHIPPED = Path(APP).parent / "cache"
+ALL_PAGES = PAGES + ["sweep"]
+URL_PARAMS = ("pair", "presentation", "token", "k", "method", "split", "view", "density", "points", "layer", "model",
+              "sample", "runs", "evo_runs", "axis")
+JUNK = ("", "maybe", "yes", "-1", "9" * 40, "/etc/passwd", "<script>alert(1)</script>")
+
+
+def _shipped(monkeypatch, page: str, **params) -> AppTest:
+    monkeypatch.setenv("TYING_CACHE_DIR", str(SHIPPED))
+    at = AppTest.from_file(APP, default_timeout=60)
+    for k, v in params.items():
+        at.query_params[k] = v
+    at.switch_page(f"views/{page}.py").run()
+    return at
+
+
+def _notes(at) -> str:
+    """The sidebar's notes on the URL, as read (markdown escapes removed)."""
+    return " ".join(c.value.replace("\\", "") for c in at.sidebar.caption if c.value.startswith("⚠"))
+
+
+def test_the_app_reads_every_parameter_the_state_module_knows():
+    from explorer import state
+
+    assert set(URL_PARAMS) == set(state.PARAMS)
+
+
+@pytest.mark.parametrize("pair", ["demo", "paper", "sweep"])
+@pytest.mark.parametrize("page", ALL_PAGES)
+def test_junk_in_every_url_parameter_never_raises(monkeypatch, pair, page):
+    """Every page of every shipped cache, with every parameter the app reads set to junk (empty,
+    an unknown word, negative, huge, a path, markup): no exception, and a note on the junk."""
+    monkeypatch.setenv("TYING_CACHE_DIR", str(SHIPPED))
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.switch_page(f"views/{page}.py")
+    for value in JUNK:
+        at.query_params.clear()
+        for name in URL_PARAMS:
+            at.query_params[name] = value
+        at.query_params["pair"] = pair  # junk everywhere else, on a real cache
+        at.run()
+        assert not at.exception, (pair, page, value, [e.value for e in at.exception])
+        notes = _notes(at)
+        assert ("presentation" in notes) == (value != "yes"), (value, notes)  # "yes" is a boolean
+        assert not any("<script>" in c.value for c in at.sidebar.caption)  # escaped: shown as text
+    at.query_params["pair"] = "<script>alert(1)</script>"  # and a pair no cache has
+    at.run()
+    assert not at.exception and "pair=" in _notes(at)
+
+
+@pytest.mark.parametrize("value,on", [("yes", True), ("no", False), ("on", True), ("off", False), ("true", True),
+                                      ("false", False), ("1", True), ("0", False), ("True", True), (" ON ", True)])
+def test_presentation_accepts_the_usual_spellings_of_a_boolean(monkeypatch, value, on):
+    at = _shipped(monkeypatch, "overview", presentation=value)
+    assert not at.exception and not _notes(at)
+    assert at.toggle(key="w_presentation").value is on
+
+
+@pytest.mark.parametrize("page", ["neighbours", "projection"])
+def test_a_token_the_cache_lacks_gets_a_note(monkeypatch, page):
+    at = _shipped(monkeypatch, page, token="999999")
+    assert not at.exception and "token='999999'" in _notes(at)
+    assert at.query_params["token"] in ("999999", ["999999"])  # left as it came; the next action's write drops it
+    at.slider(key="w_k").set_value(5).run() if page == "neighbours" else at.toggle(key="w_density").set_value(True).run()
+    assert "token" not in at.query_params and not _notes(at)
+
+
+@pytest.mark.parametrize("page", ALL_PAGES)
+def test_opening_a_page_writes_nothing_to_the_url(monkeypatch, page):
+    """Seeding defaults on a page load adds no history entry: the URL is not written at all."""
+    from streamlit.runtime.state.query_params import QueryParams
+
+    writes = []
+    send = QueryParams._send_query_param_msg
+    monkeypatch.setattr(QueryParams, "_send_query_param_msg", lambda self: (writes.append(str(self)), send(self)))
+    at = _shipped(monkeypatch, page, pair="demo")
+    assert not at.exception and writes == [] and dict(at.query_params) == {"pair": "demo"}
+
+
+def _count_writes(monkeypatch) -> list:
+    from streamlit.runtime.state.query_params import QueryParams
+
+    writes = []
+    send = QueryParams._send_query_param_msg
+    monkeypatch.setattr(QueryParams, "_send_query_param_msg", lambda self: (writes.append(str(self)), send(self)))
+    return writes
+
+
+def test_each_action_writes_the_url_once_and_only_what_differs_from_the_defaults(monkeypatch):
+    writes = _count_writes(monkeypatch)
+    at = _shipped(monkeypatch, "neighbours", pair="paper")  # not a page the published cache fills
+    at.button(key="switch_pair").click().run()  # to the toy lab: the default pair, so no pair in the URL
+    assert len(writes) == 1 and dict(at.query_params) == {} and any("Neighbours · demo" in t.value for t in at.title)
+    at.slider(key="w_k").set_value(7).run()
+    assert len(writes) == 2 and dict(at.query_params) == {"k": "7"}
+    at.slider(key="w_k").set_value(10).run()  # back to the default: out of the URL
+    assert len(writes) == 3 and dict(at.query_params) == {}
+    at.button(key="random").click().run()
+    assert len(writes) == 4 and set(at.query_params) == {"token"}
+    at.toggle(key="w_presentation").set_value(True).run()
+    assert len(writes) == 5 and at.query_params["presentation"] in ("on", ["on"])
+    at.selectbox(key="w_pair").set_value("paper").run()  # a new pair: the old one's token leaves in the same write
+    assert len(writes) == 6 and dict(at.query_params) == {"pair": "paper", "presentation": "on"}
+
+
+def test_a_shared_url_restores_the_view_and_an_older_url_restores_the_older_view(monkeypatch):
+    """What a link holds comes back (density, points, runs, sample, model, axis); the URL is
+    read on every run, so the URL of a Back restores that view."""
+    at = _shipped(monkeypatch, "projection", density="on", points="12000")
+    assert at.toggle(key="w_density").value is True and at.select_slider(key="w_points").value == 12000
+    at.query_params.clear()  # Back to the link without them: the defaults
+    at.run()
+    assert at.toggle(key="w_density").value is False and at.select_slider(key="w_points").value == 5000
+    at = _shipped(monkeypatch, "dynamics", runs=["untied/seed1", "tied/seed2"], evo_runs="")
+    assert at.multiselect(key="w_runs").value == ["untied/seed1", "tied/seed2"]
+    assert at.multiselect(key="w_evo_runs").value == []  # an empty choice is a choice
+    at = _shipped(monkeypatch, "lens", model="untied", sample="2")
+    assert at.radio(key="w_model").value == "untied" and at.selectbox(key="w_sample").value == 2
+    at = _shipped(monkeypatch, "sweep", axis="embedding_share_tied")
+    assert at.radio(key="w_axis").value == "embedding_share_tied"
+    at = _shipped(monkeypatch, "dynamics", runs="no-such-run")
+    assert not at.exception and "runs='no-such-run'" in _notes(at)
+
+
+@pytest.mark.parametrize("pair,left_out", [("sweep", "Alignment, Neighbours, Projection, Lens, Training dynamics"),
+                                           ("paper", "Alignment, Neighbours, Projection"), ("demo", None)])
+def test_the_menu_lists_the_pages_the_cache_fills(monkeypatch, pair, left_out):
+    at = _shipped(monkeypatch, "overview", pair=pair, k="7")
+    links = [p.proto for p in at.get("page_link")]
+    assert all(p.query_string == f"pair={pair}&k=7" for p in links)  # a page change keeps the view's state
+    captions = [c.value for c in at.sidebar.caption if c.value.startswith("Not in")]
+    if left_out is None:
+        assert len(links) == 7 and not captions
+    else:
+        assert captions == [f"Not in '{pair}': {left_out}."]
+        assert len(links) == 7 - left_out.count(",") - 1
+    for page in ALL_PAGES:  # every page still answers its URL: a deep link never fails
+        at.switch_page(f"views/{page}.py").run()
+        assert not at.exception and len(at.info) <= 2, (page, [i.value for i in at.info])

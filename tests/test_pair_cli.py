@@ -193,7 +193,7 @@ def test_sampled_spectral_distance_says_so(models, tmp_path, capsys):
                           tmp_path, "--name", "s", "--spectral-tokens", "200", "--skip", "alignment,umap,lens",
                           "--spectral-components", "16", "--neighbours-k", "20")
     assert code == 0, err
-    assert "SAMPLE of 200 of the 300 common tokens" in out
+    assert "sample of 200 of the 300 common tokens" in out
     s = json.loads(_run(capsys, "summary", "s", "--cache-dir", tmp_path, "--json")[1])
     assert s["spectral_params"]["sampled"] is True and s["spectral_params"]["n_tokens"] == 200
     con = open_cache(tmp_path / "s.duckdb")

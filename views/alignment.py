@@ -13,16 +13,16 @@ st.markdown("Each token's row in one matrix is mapped onto its row in another an
 
 summ = data.alignment_summary(ref)
 c1, c2 = st.columns(2)
-c1.radio("Map", state.METHODS, horizontal=True, key=state.widget_key("method", "linear", lambda v: v in state.METHODS),
-         on_change=state.sync, args=("method",), format_func=lambda m: state.METHOD_LABEL[m],
-         help="identity (raw rows): no map, no centring — the paper's identity column; identity (centred): no map, "
-              "each matrix's mean row subtracted; orthogonal: Procrustes rotation; linear: least squares (both on "
-              "centred rows)")
-state.sync("method")
-c2.radio("Scored on", state.SPLITS, horizontal=True, key=state.widget_key("split", "held_out", lambda v: v in state.SPLITS),
-         on_change=state.sync, args=("split",), format_func=lambda s: "held-out tokens" if s == "held_out" else "the fitted tokens (in-sample)")
-state.sync("split")
-method, split = state.get("method"), state.get("split")
+method = c1.radio("Map", state.METHODS, horizontal=True, format_func=lambda m: state.METHOD_LABEL[m],
+                  key=state.widget_key("method", "linear", lambda v: v in state.METHODS),
+                  on_change=state.sync, args=("method",),
+                  help="identity (raw rows): no map, no centring — the paper's identity column; identity (centred): "
+                       "no map, each matrix's mean row subtracted; orthogonal: Procrustes rotation; linear: least "
+                       "squares (both on centred rows)")
+split = c2.radio("Scored on", state.SPLITS, horizontal=True,
+                 key=state.widget_key("split", "held_out", lambda v: v in state.SPLITS),
+                 on_change=state.sync, args=("split",),
+                 format_func=lambda s: "held-out tokens" if s == "held_out" else "the fitted tokens (in-sample)")
 
 na = summ[(summ["method"] == method) & (summ["split"] == split) & (~summ["applicable"])]
 for note in na["note"]:

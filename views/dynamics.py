@@ -4,7 +4,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from explorer import charts, data, export, frame, sections, tables
+from explorer import charts, data, export, frame, sections, state, tables
 
 ref = frame.current()
 frame.require(ref, "runs", "training dynamics", "python -m precompute demo (or evolution / grads)")
@@ -23,7 +23,9 @@ if len(log):
                 "input row only when its token occurs in the batch.")
     tied_runs = runs[~runs["variant"].isin(["untied"])]["run"].tolist()
     default = [r for r in tied_runs if r.startswith("tied/") or runs.set_index("run").at[r, "variant"] == "imported"]
-    chosen = st.multiselect("Runs", sorted(log["run"].unique()), default=default[:2] or tied_runs[:1], key="prov_runs")
+    logged = sorted(log["run"].unique())
+    chosen = st.multiselect("Runs", logged, on_change=state.sync, args=("runs",),
+                            key=state.widget_key("runs", default[:2] or tied_runs[:1], lambda v: set(v) <= set(logged)))
     has_proxy = bool(log["grad_input_proxy_norm"].notna().any())
     side = "exact"
     if has_proxy:
@@ -61,8 +63,9 @@ if len(evo):
     which = st.radio("Compare to", ["initial", "previous checkpoint"], horizontal=True, key="evo_ref")
     col = "cos_init" if which == "initial" else "cos_prev"
     runs_e = sorted(evo["run"].unique())
-    pick = st.multiselect("Runs", runs_e, default=[r for r in runs_e if r.endswith("seed0") and not r.startswith("tied_scaled")] or runs_e[:4],
-                          key="evo_runs")
+    evo_default = [r for r in runs_e if r.endswith("seed0") and not r.startswith("tied_scaled")] or runs_e[:4]
+    pick = st.multiselect("Runs", runs_e, on_change=state.sync, args=("evo_runs",),
+                          key=state.widget_key("evo_runs", evo_default, lambda v: set(v) <= set(runs_e)))
     if pick:
         export.show(lambda: (charts.evolution(evo[evo["run"].isin(pick)], col), evo[evo["run"].isin(pick)]),
                     f"evolution-{ref.name}", key="evo", spec_key=("evo", ref, tuple(pick), col))

@@ -115,9 +115,12 @@ if data.has_rows(ref, "lens_trajectory") or own_text_possible:
                     t = rows[(rows["model"] == model) & (rows["lens"] == "logit")]
                 spec_key = ("traj-own", ref, own, model, lens)
     elif source == "sample":
-        model = c1.radio("Model", choices["models"], horizontal=True, key="traj_model")
-        sample = c3.selectbox("Sample text", choices["samples"], key="traj_sample",
-                              format_func=lambda i: f"sample {i + 1}")
+        models, samples = choices["models"], choices["samples"]
+        model = c1.radio("Model", models, horizontal=True, on_change=state.sync, args=("model",),
+                         key=state.widget_key("model", models[0], models.__contains__))
+        sample = c3.selectbox("Sample text", samples, format_func=lambda i: f"sample {i + 1}",
+                              key=state.widget_key("sample", samples[0], samples.__contains__),
+                              on_change=state.sync, args=("sample",))
         t = data.trajectory(ref, model, lens, sample)
         spec_key = ("traj", ref, model, lens, sample)
     if t is not None and len(t):
@@ -129,7 +132,6 @@ if data.has_rows(ref, "lens_trajectory") or own_text_possible:
         layer = st.select_slider("Top-k at hidden state", layers,
                                  key=state.widget_key("layer", layers[-1], lambda v: v in layers),
                                  on_change=state.sync, args=("layer",))
-        state.sync("layer")
-        top = t[t["layer"] == state.get("layer")].pivot_table(index="rank", columns="position", values="prediction",
+        top = t[t["layer"] == layer].pivot_table(index="rank", columns="position", values="prediction",
                                                               aggfunc="first")
         frame.table(top.rename(columns=str).rename_axis(None, axis=1).reset_index())

@@ -15,10 +15,8 @@ n_tokens = len(toks)
 K = data.max_k(ref)
 
 c1, c2 = st.columns([3, 1])
-c2.slider("k", 1, K, key=state.widget_key("k", min(10, K), lambda v: isinstance(v, int) and 1 <= v <= K),
-          on_change=state.sync, args=("k",))
-state.sync("k")
-k = state.get("k")
+k = c2.slider("k", 1, K, key=state.widget_key("k", min(10, K), lambda v: 1 <= v <= K, f"this cache has k ≤ {K}"),
+              on_change=state.sync, args=("k",))
 
 # -- pick a token ---------------------------------------------------------------------------
 # Every way of picking (search, its matches, the dice, the most-changed list) is a callback that
@@ -27,7 +25,7 @@ k = state.get("k")
 
 
 def choose(t: int, clear_search: bool = False) -> None:
-    state.put("token", int(t))
+    state.put(token=int(t))
     if clear_search:
         st.session_state["token_query"] = ""
 
@@ -39,10 +37,11 @@ def on_search() -> None:
 
 
 token = state.get("token")
-if token is None or not 0 <= token < n_tokens:
+if token is not None and not 0 <= token < n_tokens:
+    state.reject("token", f"this cache has tokens 0-{n_tokens - 1}")
+    token = None
+if token is None:
     token = data.default_token(toks)
-if token != state.get("token") or st.query_params.get("token") != str(token):
-    state.put("token", int(token))
 with c1:
     query = st.text_input("Find a token (part of its text; ␣ or a leading space matches a space)", key="token_query",
                           placeholder="e.g. ␣the, import, (", on_change=on_search)

@@ -7,6 +7,7 @@ import streamlit as st
 
 from explorer import data, frame, sections, tables
 from tying.cache.schema import MATRIX_PAIRS, pair_label
+from tying.cache.summary import coverage_text, match_text, spectral_scope
 
 ref = frame.current()
 s = data.summary(ref)
@@ -35,8 +36,7 @@ if models:
     frame.table(pd.DataFrame(rows))
     v = s.get("vocabulary") or {}
     if v:
-        st.caption(f"Common tokens: {v.get('n_common'):,} — {v.get('coverage_tied', 0):.1%} of the tied vocabulary, "
-                   f"{v.get('coverage_untied', 0):.1%} of the untied one"
+        st.caption(coverage_text(v).capitalize()
                    + (" (identical tokenizers)." if v.get("identical") else " (token strings both vocabularies contain)."))
 
 if s.get("kind") == "published":
@@ -78,19 +78,14 @@ if s.get("alignment"):
                 "**The paper's claim: O→T is high, I→T is low** — the tied matrix resembles the untied *output* matrix.")
     t1 = tables.table1(s)
     frame.table(t1, numbers=tuple(t1.columns[2:4]), height=tables.fit_height(t1))
-    match = (s.get("vocabulary") or {}).get("match", "strings")
     note = ("In-sample: the map is fitted and scored on the same tokens (as the paper does). Held-out: fitted on "
             "80% of tokens, scored on the rest — the honest number. Identity (raw rows) is the paper's identity "
             "column; identity (centred) subtracts each matrix's mean row first. n/a: identity and orthogonal maps "
             "need equal widths.")
     if label:
         note += f" {label.capitalize()}: the paper's in-sample value."
-        paper_match = (s.get("paper") or {}).get("table1_match", "strings")
         if (s.get("paper") or {}).get("table1") is not None:
-            note += f" Rows here are paired by token {match[:-1]}"
-            note += (f"; the paper's Table 1 for this pair paired them by token {paper_match[:-1]} (rebuild with "
-                     f"`--match {paper_match}` for the like-for-like number)." if paper_match != match else
-                     ", as in the paper's Table 1.")
+            note += f" {match_text(s).capitalize()}."
     st.caption(note + spread("O->T linear held-out").replace("Over", " O→T linear held-out over"))
 
 if s.get("overlap_at_10"):
@@ -113,8 +108,7 @@ if s.get("overlap_at_10"):
 if s.get("spectral"):
     sp = s.get("spectral_params", {})
     st.subheader("Spectral distance")
-    which = (f"a seeded **sample** of {sp.get('n_tokens'):,} of the {sp.get('n_common'):,} common tokens "
-             f"(the paper uses all of them)" if sp.get("sampled") else f"all {sp.get('n_tokens'):,} common tokens")
+    which = spectral_scope(sp)
     st.markdown(f"Distance between the weighted k-NN graphs (k={sp.get('graph_k')}; mutual neighbours weigh 1, "
                 f"one-way 0.5) of two matrices on {which} (omnibus embedding, {sp.get('n_components')} components). "
                 "Lower = more similar.")

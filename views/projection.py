@@ -17,24 +17,25 @@ toks = data.tokens(ref)
 projected = data.projected_tokens(ref)
 n_proj = len(projected)
 c1, c2, c3 = st.columns([2, 2, 2])
-density = c2.toggle("Density instead of points", key="density",
+density = c2.toggle("Density instead of points", key=state.widget_key("density", False, lambda v: isinstance(v, bool)),
+                    on_change=state.sync, args=("density",),
                     help="Bin every token into a grid, one grid per matrix; best for very large vocabularies.")
-c1.radio("Layout", ("side by side", "overlaid"), horizontal=True, disabled=density,
-         key=state.widget_key("view", "side by side", lambda v: v in ("side by side", "overlaid")),
-         on_change=state.sync, args=("view",),
-         help="Density is drawn per matrix, so it is always side by side." if density else None)
-state.sync("view")
-mode = "side by side" if density else state.get("view")
-limit = c3.select_slider("Points drawn per view", options=[2000, 5000, 12000, 25000], value=5000, key="points")
+view = c1.radio("Layout", state.VIEWS, horizontal=True, disabled=density,
+                key=state.widget_key("view", "side by side", lambda v: v in state.VIEWS),
+                on_change=state.sync, args=("view",),
+                help="Density is drawn per matrix, so it is always side by side." if density else None)
+mode = "side by side" if density else view
+POINTS = (2000, 5000, 12000, 25000)
+limit = c3.select_slider("Points drawn per view", options=POINTS, key=state.widget_key("points", 5000, POINTS.__contains__),
+                         on_change=state.sync, args=("points",))
 
-token = state.get("token")
-if token is None or token not in projected:
+token = state.get("token")  # picked here or on Neighbours: both read it from the URL
+if token is not None and token not in projected:
+    state.reject("token", "not among this cache's projected tokens")
+    token = None
+if token is None:
     token = data.default_token(toks, among=projected)  # the same default as Neighbours
-k = min(int(state.get("k", 10) or 10), data.max_k(ref) or 10)
-# reached from the sidebar, the URL has lost them: the view is a link again
-for name, value in (("token", token), ("k", k)):
-    if st.query_params.get(name) != str(value):
-        state.put(name, value)
+k = min(int(state.get("k", 10)), data.max_k(ref) or 10)
 
 
 def highlighted() -> pd.DataFrame:
@@ -59,7 +60,7 @@ def on_pick(key: str) -> None:
     names the token it was drawn for, so a click is always a new selection.)"""
     picked = (st.session_state.get(key) or {}).get("selection", {}).get(charts.PICK) or []
     if picked and "token" in picked[0]:
-        state.put("token", int(picked[0]["token"]))
+        state.put(token=int(picked[0]["token"]))
 
 
 if density:

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from explorer import charts, data, export, frame, tables
+from explorer import charts, data, export, frame, state, tables
 
 ref = frame.current_sweep()
 s = data.summary(ref)
@@ -18,7 +18,8 @@ st.caption(f"{len(s['sweep'])} runs of twins: widths {', '.join(str(w) for w in 
            f"per cell; {cfg.get('n_layers', '?')} layers, {cfg.get('steps', '?')} steps x "
            f"{(cfg.get('batch_size') or 0) * (cfg.get('context') or 0):,} tokens on {cfg.get('corpus', '?')}. "
            "Means over seeds; whiskers: 95% t-intervals over seeds.")
-x = st.radio("Against", list(charts.SWEEP_X), horizontal=True, key="sweep_x",
+x = st.radio("Against", list(charts.SWEEP_X), horizontal=True, on_change=state.sync, args=("axis",),
+             key=state.widget_key("axis", next(iter(charts.SWEEP_X)), charts.SWEEP_X.__contains__),
              format_func=lambda v: "width" if v == "d_model" else "embedding share (tied)")
 points = tables.sweep_points(cells)
 crossings, sentences = tables.sweep_crossings(points, x)

@@ -256,3 +256,33 @@ def plus_minus(mean: float | None, std: float | None, n: int, digits: int = 3, m
 def paper_label(paper: dict[str, Any]) -> str:
     """How the paper's figures are labelled beside this cache's: "paper", or "paper (olmo)" beside the toy lab."""
     return f"paper ({paper.get('preset')})" if paper.get("beside_toylab") else "paper"
+
+
+# -- sentences the text summary and the Overview page both say (written once) --------------------
+
+def coverage_text(vocabulary: dict[str, Any]) -> str:
+    """'4,096 common tokens: 100.0% of the tied vocabulary, 100.0% of the untied one'."""
+    return (f"{vocabulary.get('n_common') or 0:,} common tokens: {vocabulary.get('coverage_tied', 0):.1%} of the tied "
+            f"vocabulary, {vocabulary.get('coverage_untied', 0):.1%} of the untied one")
+
+
+def match_text(s: dict[str, Any]) -> str:
+    """How rows were paired, and how the paper's Table 1 paired them when that differs."""
+    match = (s.get("vocabulary") or {}).get("match", "strings")
+    paper = s.get("paper") or {}
+    text = f"rows paired by token {match[:-1]}"
+    paper_match = paper.get("table1_match", "strings")
+    if paper.get("table1") is not None:
+        text += (f"; the paper's Table 1 for this pair paired them by token {paper_match[:-1]} (rebuild with "
+                 f"--match {paper_match} for the like-for-like number)" if paper_match != match
+                 else ", as in the paper's Table 1")
+    return text
+
+
+def spectral_scope(spectral_params: dict[str, Any]) -> str:
+    """Which tokens the spectral distance saw: all common tokens, or a seeded sample (which the paper does not)."""
+    sp = spectral_params
+    if sp.get("sampled"):
+        return (f"a seeded sample of {sp.get('n_tokens') or 0:,} of the {sp.get('n_common') or 0:,} common tokens "
+                "(the paper uses all of them)")
+    return f"all {sp.get('n_tokens') or 0:,} common tokens"
