@@ -39,8 +39,9 @@ TORCH_AT_TOP = {
 The rest stay torch-free, so the app (and a command that only reads a cache) never loads it."""
 
 CHILD_PROCESSES = {
-    "explorer.live": "the Lens page traces a visitor's own text with `python -m precompute trajectory` in a child "
-                     "process: the writer loads the models there, and the app process stays torch-free",
+    "explorer.live": "the Lens page traces visitors' own texts in one warm child process per cache "
+                     "(`python -m precompute serve-trajectory`): the writer loads the models there, and the app "
+                     "process stays torch-free",
 }
 """App modules that start the writer (precompute) as a child process, and why: not an
 import, but an edge from the reader to the writer all the same. A new one must be listed."""
