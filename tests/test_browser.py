@@ -271,8 +271,7 @@ def test_click_a_point_on_projection_picks_its_token(server, browser):
     _charts_drawn(browser, 3)
     assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
     # linked: the Neighbours page opens on the picked token
-    link = next(a for a in browser.find_elements(By.CSS_SELECTOR, '[data-testid="stSidebar"] a[href]')
-                if a.get_attribute("href").split("?")[0].rstrip("/").endswith("/neighbours"))  # the app's own menu
+    link = _menu_link(browser, "neighbours")
     link.click()
     WebDriverWait(browser, 60).until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Neighbours"))
     WebDriverWait(browser, 60).until(EC.text_to_be_present_in_element(
@@ -308,3 +307,155 @@ def test_presentation_mode_enlarges_tables_and_chart_heights(server, browser):
     cells = " ".join(c.text for c in body.find_elements(By.CSS_SELECTOR, '[data-testid="stTable"] td'))
     assert "&#x27;" not in cells and "&amp;" not in cells and "\\" not in cells  # shown as typed, not as escapes
     browser.get_log("browser")
+
+
+# -- the URL and the browser's history: one entry per action, Back restores the view ----------------
+
+
+def _menu_link(browser, path: str):
+    """The sidebar menu's link to a page (the app's own menu: its links carry the URL's state)."""
+    from selenium.webdriver.common.by import By
+
+    return next(a for a in browser.find_elements(By.CSS_SELECTOR, '[data-testid="stSidebar"] a[href]')
+                if a.get_attribute("href").split("?")[0].rstrip("/").endswith("/" + path))
+
+
+def _query(browser) -> dict:
+    from urllib.parse import parse_qs, urlparse
+
+    return {k: v if len(v) > 1 else v[0] for k, v in parse_qs(urlparse(browser.current_url).query,
+                                                               keep_blank_values=True).items()}
+
+
+def _h1(browser, text: str) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(browser, 60).until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), text))
+    _settled(browser)
+
+
+def _history(browser) -> int:
+    return browser.execute_script("return history.length")
+
+
+def _slider_value(browser) -> str:
+    from selenium.webdriver.common.by import By
+
+    return browser.find_element(By.CSS_SELECTOR, '[data-testid="stMain"] [data-testid="stSlider"] input'
+                                ).get_attribute("value")
+
+
+def test_one_history_entry_per_page_change_and_back_restores_the_view(server, browser):
+    """Three page changes add at most three history entries; Back walks them in order, each
+    page with the state it had (token and k included); no URL carries a default."""
+    from selenium.webdriver.common.by import By
+
+    browser.get(f"{server}/neighbours?pair=synthetic&token=300&k=7")
+    _h1(browser, "Neighbours")
+    assert "token #300 " in browser.find_element(By.CSS_SELECTOR, '[data-testid="stMain"]').text
+    assert _slider_value(browser) == "7"
+    start = _history(browser)
+    lengths, urls = [], []
+    for path, title in (("alignment", "Alignment"), ("lens", "Lens"), ("projection", "Projection")):
+        _menu_link(browser, path).click()
+        _h1(browser, title)
+        lengths.append(_history(browser))
+        urls.append(browser.current_url)
+        assert _query(browser) == {"pair": "synthetic", "token": "300", "k": "7"}, browser.current_url
+    assert lengths[-1] - start <= 3, (start, lengths)
+    for title in ("Lens", "Alignment", "Neighbours"):
+        browser.back()
+        _h1(browser, title)
+    assert _query(browser) == {"pair": "synthetic", "token": "300", "k": "7"}
+    assert "token #300 " in browser.find_element(By.CSS_SELECTOR, '[data-testid="stMain"]').text
+    assert _slider_value(browser) == "7"
+    assert _history(browser) == lengths[-1]  # Back moves in the history, it adds nothing
+    assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
+    browser.get_log("browser")
+
+
+def test_back_undoes_one_pick(server, browser):
+    """A pick is one entry: Back returns to the token before it, Forward to the pick."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(f"{server}/neighbours?pair=synthetic&token=300")
+    _h1(browser, "Neighbours")
+    start = _history(browser)
+    next(b for b in browser.find_elements(By.TAG_NAME, "button") if "Random" in b.text).click()
+    WebDriverWait(browser, 30).until(lambda d: _query(d).get("token") != "300")
+    _settled(browser)
+    picked = _query(browser)["token"]
+    assert _history(browser) == start + 1 and set(_query(browser)) == {"pair", "token"}
+
+    def main() -> str:
+        return browser.find_element(By.CSS_SELECTOR, '[data-testid="stMain"]').text
+
+    assert f"token #{picked} " in main()
+    browser.back()
+    WebDriverWait(browser, 30).until(lambda d: "token #300 " in main())
+    browser.forward()
+    WebDriverWait(browser, 30).until(lambda d: f"token #{picked} " in main())
+    browser.get_log("browser")
+
+
+def test_a_shared_url_restores_density_runs_sample_and_axis(server, browser):
+    from selenium.webdriver.common.by import By
+
+    def checked(label: str) -> bool:
+        box = browser.find_element(By.CSS_SELECTOR, f'[data-testid="stMain"] input[aria-label="{label}"]')
+        return box.is_selected()
+
+    browser.get(f"{server}/projection?pair=synthetic&density=on")
+    _h1(browser, "Projection")
+    _charts_drawn(browser, 3)
+    assert checked("Density instead of points")
+    browser.get(f"{server}/dynamics?pair=synthetic&runs=untied/seed0&runs=tied_scaled_x5/seed0")
+    _h1(browser, "Training dynamics")
+    tags = browser.find_elements(By.CSS_SELECTOR, '[data-testid="stMain"] [data-testid="stMultiSelect"]')[0]
+    assert [t.get_attribute("aria-label") for t in tags.find_elements(By.CSS_SELECTOR, "[data-tag]")] == [
+        "untied/seed0", "tied_scaled_x5/seed0"]
+    browser.get(f"{server}/lens?pair=synthetic&model=untied&sample=0")
+    _h1(browser, "Lens")
+    radios = browser.find_elements(By.CSS_SELECTOR, '[data-testid="stMain"] [data-testid="stRadioOption"]')
+    assert any(r.text == "untied" and r.get_attribute("data-selected") == "true" for r in radios)
+    browser.get(f"{server}/sweep?pair=sweep&axis=embedding_share_tied")
+    _h1(browser, "Sweep")
+    radios = browser.find_elements(By.CSS_SELECTOR, '[data-testid="stMain"] [data-testid="stRadioOption"]')
+    assert [r.text for r in radios if r.get_attribute("data-selected") == "true"] == ["embedding share (tied)"]
+    assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
+    browser.get_log("browser")
+
+
+def test_the_menu_leaves_out_the_pages_a_cache_does_not_fill(server, browser):
+    from selenium.webdriver.common.by import By
+
+    browser.get(f"{server}/?pair=sweep")
+    _h1(browser, "Overview")
+    links = browser.find_elements(By.CSS_SELECTOR, '[data-testid="stSidebar"] a[href]')
+    assert [a.text.split("\n")[-1] for a in links] == ["Overview", "Sweep"]
+    sidebar = browser.find_element(By.CSS_SELECTOR, '[data-testid="stSidebar"]').text
+    assert "Not in 'sweep': Alignment, Neighbours, Projection, Lens, Training dynamics." in sidebar
+    browser.get(f"{server}/neighbours?pair=sweep")  # a page left out still answers its URL: one line, a way back
+    button = _wait_for_button(browser, "Switch to")
+    assert "Page not found" not in browser.find_element(By.TAG_NAME, "body").text
+    assert len(browser.find_elements(By.CSS_SELECTOR, '[data-testid="stMain"] [data-testid="stAlert"]')) == 1
+    button.click()
+    _h1(browser, "Neighbours")
+    assert _query(browser).get("pair") == "synthetic"
+    browser.get_log("browser")
+
+
+def _wait_for_button(browser, text: str):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    def found(driver):
+        return next((b for b in driver.find_elements(By.CSS_SELECTOR, '[data-testid="stMain"] button')
+                     if text in b.text), None)
+
+    WebDriverWait(browser, 60).until(found)
+    _settled(browser)
+    return found(browser)
