@@ -71,15 +71,41 @@ with st.sidebar:
     for line in notes:
         state.note(line)
 
+# Presentation mode: a room reads the headline numbers first (they grow most: the default is
+# 2.25rem), then the paper's numbers under them (captions there lose their grey), the headings
+# (the picked token's most) and the widgets' own text: inputs, select values, multiselect tags,
+# radio labels. A slider's value sits above its thumb, not over it; a button's text wraps
+# rather than being cut in a narrow column.
+PRESENTATION_CSS = """
+.stMainBlockContainer p, .stMainBlockContainer li, .stMainBlockContainer td {font-size: 1.35rem !important;}
+.stMainBlockContainer h1 {font-size: 3rem !important;}
+.stMainBlockContainer h2 {font-size: 2.6rem !important;}
+.stMainBlockContainer h3 {font-size: 2.25rem !important;}
+.stMainBlockContainer [data-testid='stMarkdown'] h3 {font-size: 3rem !important;}
+.stMainBlockContainer [data-testid='stMetricValue'], .stMainBlockContainer [data-testid='stMetricValue'] p,
+.stMainBlockContainer [data-testid='stMetricValue'] * {font-size: 3.6rem !important; line-height: 1.15 !important;}
+.stMainBlockContainer [data-testid='stMetricLabel'] p {font-size: 1.3rem !important;}
+.stMainBlockContainer [data-testid='stMetricDelta'], .stMainBlockContainer [data-testid='stMetricDelta'] * {
+  font-size: 1.8rem !important;}
+.stMainBlockContainer [data-testid='stCaptionContainer'] p {font-size: 1.15rem !important;}
+.stMainBlockContainer [data-testid='stElementContainer']:has([data-testid='stMetric'])
+  + [data-testid='stElementContainer'] [data-testid='stCaptionContainer'] {opacity: 0.85 !important;}
+.stMainBlockContainer [data-testid='stElementContainer']:has([data-testid='stMetric'])
+  + [data-testid='stElementContainer'] [data-testid='stCaptionContainer'] p {font-size: 1.8rem !important;
+  line-height: 1.3 !important;}
+.stMainBlockContainer input, .stMainBlockContainer textarea {font-size: 1.35rem !important;}
+.stMainBlockContainer [data-testid='stMultiSelectTagsContainer'] [data-tag],
+.stMainBlockContainer [data-testid='stMultiSelectTagsContainer'] [data-tag] span {font-size: 1.25rem !important;
+  height: auto !important; line-height: 1.4 !important;}
+[role='listbox'] [role='option'], [role='listbox'] [role='option'] * {font-size: 1.3rem !important;}
+.stMainBlockContainer [data-testid='stSlider'] [role='group'] {margin-top: 1.25rem;}
+.stMainBlockContainer [data-testid='stSliderThumbValue'] {top: auto !important; bottom: calc(100% + 4px) !important;}
+.stMainBlockContainer [data-testid='stSliderThumbValue'] p {line-height: 1.2 !important;}
+.stMainBlockContainer button [data-testid='stMarkdownContainer'],
+.stMainBlockContainer button [data-testid='stMarkdownContainer'] p {white-space: normal !important;
+  overflow: visible !important; text-overflow: clip !important;}
+"""
 if state.get("presentation"):
-    # a room reads the headline numbers first: they grow most (the default is 2.25rem)
-    st.html("<style>.stMainBlockContainer p, .stMainBlockContainer li, .stMainBlockContainer td "
-            "{font-size: 1.35rem !important;} h1 {font-size: 3rem !important;} "
-            ".stMainBlockContainer [data-testid='stMetricValue'], "
-            ".stMainBlockContainer [data-testid='stMetricValue'] p, "
-            ".stMainBlockContainer [data-testid='stMetricValue'] * "
-            "{font-size: 3.6rem !important; line-height: 1.15 !important;} "
-            ".stMainBlockContainer [data-testid='stMetricLabel'] p {font-size: 1.3rem !important;} "
-            ".stMainBlockContainer [data-testid='stCaptionContainer'] p {font-size: 1.15rem !important;}</style>")
+    st.html(f"<style>{PRESENTATION_CSS}</style>")
 
 current_page.run()

@@ -429,6 +429,48 @@ def test_a_shared_url_restores_density_runs_sample_and_axis(server, browser):
     browser.get_log("browser")
 
 
+@pytest.mark.parametrize("value", ["yes", "on", "", "maybe"])
+def test_presentation_yes_or_junk_shows_no_error(server, browser, value):
+    from selenium.webdriver.common.by import By
+
+    browser.get(f"{server}/neighbours?pair=synthetic&token=300&presentation={value}")
+    _h1(browser, "Neighbours")
+    assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
+    sidebar = browser.find_element(By.CSS_SELECTOR, '[data-testid="stSidebar"]').text
+    assert ("ignored the link's presentation=" in sidebar) == (value not in ("yes", "on")), sidebar
+    heading = browser.find_element(By.CSS_SELECTOR, '[data-testid="stMain"] [data-testid="stMarkdown"] h3')
+    px = float(browser.execute_script("return parseFloat(getComputedStyle(arguments[0]).fontSize)", heading))
+    assert (px >= 40) == (value in ("yes", "on")), px  # the picked token's heading grows with the page
+    browser.get_log("browser")
+
+
+def test_presentation_mode_grows_widget_text_and_keeps_slider_values_off_the_thumb(server, browser):
+    from selenium.webdriver.common.by import By
+
+    def sizes(query: str) -> dict:
+        browser.get(f"{server}/neighbours?pair=synthetic&token=300{query}")
+        _h1(browser, "Neighbours")
+
+        def px(el) -> float:
+            return float(browser.execute_script("return parseFloat(getComputedStyle(arguments[0]).fontSize)", el))
+
+        main = browser.find_element(By.CSS_SELECTOR, '[data-testid="stMain"]')
+        value = main.find_element(By.CSS_SELECTOR, '[data-testid="stSliderThumbValue"]')
+        thumb = browser.execute_script("return arguments[0].parentElement", value)
+        handle = [e for e in thumb.find_elements(By.XPATH, "./div") if e != value][-1]
+        return {"input": px(main.find_element(By.CSS_SELECTOR, '[data-testid="stTextInputField"]')),
+                "gap": handle.rect["y"] - (value.rect["y"] + value.rect["height"])}
+
+    small, big = sizes(""), sizes("&presentation=on")
+    assert big["input"] >= 1.4 * small["input"], (small, big)  # the search box's text
+    assert big["gap"] >= 0, big  # the value above the thumb, not over it
+    browser.get(f"{server}/dynamics?pair=synthetic&presentation=on")
+    _h1(browser, "Training dynamics")
+    tag = browser.find_element(By.CSS_SELECTOR, '[data-testid="stMain"] [data-testid="stMultiSelect"] [data-tag]')
+    assert float(browser.execute_script("return parseFloat(getComputedStyle(arguments[0]).fontSize)", tag)) >= 18
+    browser.get_log("browser")
+
+
 def test_the_menu_leaves_out_the_pages_a_cache_does_not_fill(server, browser):
     from selenium.webdriver.common.by import By
 
