@@ -26,7 +26,8 @@ import pandas as pd
 import pyarrow as pa
 import streamlit as st
 
-from explorer.charts import style
+from explorer import state
+from explorer.charts import style, with_legend_layout
 
 EXPORT_WIDTH = 720  # charts sized to their container get this width in exported files
 PRESENTATION_SIZE = 1.5  # presentation mode: fixed chart heights (and widths) grow by this much
@@ -54,7 +55,7 @@ def scaled_sizes(spec, factor: float):
 
 
 def vega_lite_spec(chart: alt.TopLevelMixin, *, presentation: bool = False) -> str:
-    spec = style(chart, presentation=presentation).to_dict()
+    spec = with_legend_layout(style(chart, presentation=presentation).to_dict())
     if presentation:
         spec = scaled_sizes(spec, PRESENTATION_SIZE)
     return json.dumps(_fixed_width(spec))
@@ -120,12 +121,17 @@ alt.data_transformers.register("tying_arrow", _collect_as_arrow)
 
 def wire_spec(chart: alt.TopLevelMixin, *, presentation: bool = False) -> dict:
     """The chart as the dict ``st.vega_lite_chart`` sends: styled, sized for the mode, no
-    default theme (Streamlit's own), and every dataset already Arrow bytes in ``datasets``."""
+    default theme (Streamlit's own), every dataset already Arrow bytes in ``datasets``, and a
+    chart at its container's width sized by width only (``fit-x``)."""
     datasets: dict = {}
     with _ALTAIR_LOCK, alt.theme.enable("none"), alt.data_transformers.enable("tying_arrow", datasets=datasets):
-        spec = style(chart, presentation=presentation).to_dict(validate=False)
+        spec = with_legend_layout(style(chart, presentation=presentation).to_dict(validate=False))
     if presentation:
         spec = scaled_sizes(spec, PRESENTATION_SIZE)
+    if spec.get("width") == "container":
+        # the width fits the container; the height is the plot's, legends under it add to it
+        # (Streamlit's default, "fit", would take a legend's height out of the plot's)
+        spec.setdefault("autosize", {"type": "fit-x", "contains": "padding"})
     spec["datasets"] = {**(spec.get("datasets") or {}), **datasets}
     return spec
 
@@ -164,13 +170,13 @@ def figure(spec_key: object, build: Callable[[], tuple[alt.TopLevelMixin, pd.Dat
 
 def show(build: Callable[[], tuple[alt.TopLevelMixin, pd.DataFrame]], name: str, *, key: str, spec_key: object,
          on_select=None, selection_mode=None, downloads: bool = True):
-    """Draw a figure with PNG, SVG and CSV download buttons under it.
+    """Draw a figure with an "Export" control (PNG, SVG, CSV) under it.
 
     ``build() -> (chart, data)`` runs only when ``spec_key`` (a hashable value fixing the
     chart's content, e.g. the cache and the page's parameters) is new. ``on_select``: a
     callback run when the user picks points (the chart must define ``selection_mode``).
     """
-    presentation = bool(st.session_state.get("presentation"))
+    presentation = bool(state.get("presentation"))
     fig = figure(spec_key, build, presentation)
     if on_select is None:
         st.vega_lite_chart(fig.spec, width="stretch")
@@ -181,14 +187,20 @@ def show(build: Callable[[], tuple[alt.TopLevelMixin, pd.DataFrame]], name: str,
     return fig
 
 
+EXPORTS = (("PNG", "PNG image"), ("SVG", "SVG vector image"), ("CSV", "CSV of the chart's data"))
+
+
 def download_buttons(build: Callable[[], tuple[alt.TopLevelMixin, pd.DataFrame]], name: str, *, key: str) -> None:
-    """PNG, SVG and CSV buttons; ``build() -> (chart, data)`` runs only when one is clicked."""
-    presentation = bool(st.session_state.get("presentation"))
+    """One compact "Export" control (a popover) holding PNG, SVG and CSV downloads; ``build()
+    -> (chart, data)`` runs only when one of them is clicked."""
+    presentation = bool(state.get("presentation"))
     base = slug(name)
-    c1, c2, c3, _ = st.columns([1, 1, 1, 5])
-    c1.download_button("PNG", data=lambda: to_png(build()[0], presentation=presentation), file_name=f"{base}.png",
-                       mime="image/png", key=f"png_{key}", on_click="ignore")
-    c2.download_button("SVG", data=lambda: to_svg(build()[0], presentation=presentation), file_name=f"{base}.svg",
-                       mime="image/svg+xml", key=f"svg_{key}", on_click="ignore")
-    c3.download_button("CSV", data=lambda: build()[1].to_csv(index=False), file_name=f"{base}.csv", mime="text/csv",
-                       key=f"csv_{key}", on_click="ignore")
+    makers = {"PNG": (lambda: to_png(build()[0], presentation=presentation), "png", "image/png"),
+              "SVG": (lambda: to_svg(build()[0], presentation=presentation), "svg", "image/svg+xml"),
+              "CSV": (lambda: build()[1].to_csv(index=False), "csv", "text/csv")}
+    with st.popover("Export", icon=":material/download:", key=f"export_{key}",
+                    help="Download this chart as an image (PNG or SVG) or its data (CSV)"):
+        for kind, label in EXPORTS:
+            make, ext, mime = makers[kind]
+            st.download_button(label, data=make, file_name=f"{base}.{ext}", mime=mime, key=f"{ext}_{key}",
+                               on_click="ignore", width="stretch")

@@ -135,22 +135,38 @@ def require(ref: data.CacheRef, table: str, what: str, command: str) -> None:
     st.stop()
 
 
-def table(df, *, numbers=(), height=None, where=None) -> None:
-    """A table: sortable and scrollable on screen; in presentation mode a static one whose text
-    grows with the page (an interactive table is drawn on a canvas that CSS cannot enlarge).
+MISSING = "—"  # what a table shows where it has no value (never "None")
 
-    ``numbers``: columns shown with three decimals; ``where``: a column or container.
+
+def table(df, *, numbers=(), height=None, where=None, help=None) -> None:
+    """A table: sortable and scrollable on screen, its first column pinned (a wide table scrolls
+    under it); in presentation mode a static one whose text grows with the page (an
+    interactive table is drawn on a canvas that CSS cannot enlarge). A missing value shows "—".
+
+    ``numbers``: columns shown with three decimals; ``where``: a column or container;
+    ``help``: {column: what it means} (a tooltip on the header on screen).
     """
     where = where if where is not None else st
+    help = help or {}
     if state.get("presentation"):
         shown = df.copy()
         for c in numbers:
             if c in shown:
-                shown[c] = shown[c].map(lambda v: "" if v is None or v != v else f"{v:.3f}")
+                shown[c] = shown[c].map(lambda v: MISSING if v is None or v != v else f"{v:.3f}")
+        shown = shown.astype(object).where(shown.notna(), MISSING)
         # a static table reads every cell and header as markdown: escape them (T~O would strike through)
         shown = shown.map(lambda v: data.escape_markdown(v, entities=False) if isinstance(v, str) else v)
         shown.columns = [data.escape_markdown(str(c), entities=False) for c in shown.columns]
         where.table(shown, hide_index=True)
     else:
-        where.dataframe(df, hide_index=True, width="stretch", height=height or "auto",
-                        column_config={c: st.column_config.NumberColumn(format="%.3f") for c in numbers if c in df})
+        config = {}
+        for i, c in enumerate(df.columns):
+            kw = {"pinned": True} if i == 0 else {}
+            if c in help:
+                kw["help"] = help[c]
+            if c in numbers:
+                config[c] = st.column_config.NumberColumn(format="%.3f", **kw)
+            elif kw:
+                config[c] = st.column_config.Column(**kw)
+        where.dataframe(df, hide_index=True, width="stretch", height=height or "auto", column_config=config,
+                        placeholder=MISSING)

@@ -74,9 +74,14 @@ def table5(s: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def arrows(text: str) -> str:
+    """A summary's ASCII arrow as the pages write it: 'O->T' -> 'O→T'."""
+    return str(text).replace("->", "→")
+
+
 def seeds(s: dict[str, Any]) -> pd.DataFrame:
     """Headline numbers over seeds: mean, sample std (blank with one seed), number of seeds."""
-    rows = [{"metric": m, "mean": v["mean"], "std": v["std"] if v["n"] > 1 else None, "seeds": v["n"]}
+    rows = [{"metric": arrows(m), "mean": v["mean"], "std": v["std"] if v["n"] > 1 else None, "seeds": v["n"]}
             for m, v in (s.get("seeds") or {}).items()]
     out = pd.DataFrame(rows, columns=["metric", "mean", "std", "seeds"])
     if len(out) and (out["seeds"] <= 1).all():  # one seed: no spread to show, no column of blanks
@@ -88,14 +93,34 @@ def directions(s: dict[str, Any]) -> pd.DataFrame:
     """Whether each of the paper's directions holds, seed by seed."""
     rows = []
     for claim, d in (s.get("directions") or {}).items():
-        row = {"the paper's direction": claim}
+        row = {"the paper's direction": arrows(claim)}
         row |= {f"seed {seed}": "holds" if ok else "fails" for seed, ok in zip(d["seeds"], d["holds"])}
         rows.append(row)
     return pd.DataFrame(rows)
 
 
+INPUT_SIDE_NAMES = {"exact": "exact", "proxy": "authors' proxy", "effective": "authors' proxy",
+                    "plain": "authors' proxy, unscaled"}
+"""How the share table names a run's input-side norm (runs.input_norm): an imported log of the
+authors' holds their proxy (its ``*_effective`` column, after any input scaling, or the plain one)."""
+OUTPUT_SHARE_HELP = {
+    "early share": "mean over the early logged steps of output / (input + output): the paper's quantity",
+    "overall share": "the same mean over all logged steps",
+    "early = steps ≤": "the last step counted as early",
+    "input side": "the input-side norm the shares use: exact (as scattered into the matrix's rows) or the "
+                  "authors' proxy (the gradient w.r.t. the embedding output over all positions)",
+    "early, proxy input": "early share with the authors' input proxy",
+    "early, Σ ratio": "ratio of summed norms over the early steps: Σ output / Σ (input + output)",
+    "overall, Σ ratio": "ratio of summed norms over all logged steps",
+}
+
+
 def output_shares(s: dict[str, Any], runs: list[str] | None = None) -> pd.DataFrame:
-    """Output share per run (the paper's definition), the ratio of sums and the proxy variant beside it."""
+    """Output share per run (the paper's definition), the ratio of sums and the proxy variant beside it.
+
+    Column names are short (the table fits a laptop's width); ``OUTPUT_SHARE_HELP`` says what
+    each means. A run whose log holds the authors' proxy has its early share as the proxy's.
+    """
     prov = s.get("gradient_provenance") or {}
     rows = []
     for run in runs if runs is not None else list(prov):
@@ -103,20 +128,22 @@ def output_shares(s: dict[str, Any], runs: list[str] | None = None) -> pd.DataFr
         if p is None:
             continue
         ros = p.get("ratio_of_sums") or {}
-        proxy = p.get("proxy") or {}
+        side = INPUT_SIDE_NAMES.get(p.get("input_norm"), p.get("input_norm") or "exact")
+        proxy_early = (p.get("proxy") or {}).get("early")
+        if proxy_early is None and side.startswith("authors' proxy"):
+            proxy_early = p["early"]
         rows.append({"run": run, "early share": p["early"], "overall share": p["overall"],
-                     "early = steps ≤": p["early_steps"], "logged steps": p["logged_steps"],
-                     "input norm": p.get("input_norm"),
-                     "early, authors' input proxy": proxy.get("early"),
-                     "early, ratio of sums": ros.get("early"), "overall, ratio of sums": ros.get("overall")})
+                     "early = steps ≤": p["early_steps"], "logged steps": p["logged_steps"], "input side": side,
+                     "early, proxy input": proxy_early,
+                     "early, Σ ratio": ros.get("early"), "overall, Σ ratio": ros.get("overall")})
     ref = (s.get("paper") or {}).get("output_share")
     if ref and rows:
-        rows.append({"run": "paper: OLMo-1B tied, 10,010 steps", "early share": ref["early"],
+        rows.append({"run": "paper: OLMo-1B tied", "early share": ref["early"],
                      "overall share": ref["overall"], "early = steps ≤": ref["early_steps"],
-                     "logged steps": ref["steps"], "input norm": "authors' proxy",
-                     "early, authors' input proxy": ref["early"],
-                     "early, ratio of sums": ref["ratio_of_sums"]["early"],
-                     "overall, ratio of sums": ref["ratio_of_sums"]["overall"]})
+                     "logged steps": ref["steps"], "input side": INPUT_SIDE_NAMES["proxy"],
+                     "early, proxy input": ref["early"],
+                     "early, Σ ratio": ref["ratio_of_sums"]["early"],
+                     "overall, Σ ratio": ref["ratio_of_sums"]["overall"]})
     return pd.DataFrame(rows)
 
 
@@ -246,16 +273,39 @@ def sweep_crossings(points: pd.DataFrame, x: str) -> tuple[pd.DataFrame, list[st
     return pd.DataFrame(rows, columns=["vocab_size", "x", "label"]), lines
 
 
-def sweep_table(cells: list[dict[str, Any]]) -> pd.DataFrame:
-    """One row per grid point: mean ± sample std over seeds, as text."""
+SWEEP_TABLE_PARTS = {
+    "bias": ["vocabulary", "d_model", "seeds", "parameters (tied)", "embedding share (tied)", "O→T linear",
+             "I→T linear", "T~O overlap", "T~I overlap", "output share early"],
+    "loss": ["vocabulary", "d_model", "seeds", "eval loss tied", "eval loss untied", "loss gap"],
+}
+"""The sweep's cell table in two parts, each narrow enough for a laptop's width: the bias side
+(alignment and overlap) and the loss side, each with the cell's vocabulary, width and seeds."""
+
+
+def sweep_table(cells: list[dict[str, Any]], part: str | None = None) -> pd.DataFrame:
+    """One row per grid point: mean ± sample std over seeds, as text; ``part``: the columns of
+    ``SWEEP_TABLE_PARTS[part]`` only (None: every column)."""
     def pm(c, col):
         return summary.plus_minus(c.get(col), c.get(f"{col}_std"), c["n"], missing="—")
 
-    return pd.DataFrame([{"vocabulary": c["vocab_size"], "d_model": c["d_model"], "seeds": c["n"],
-                          "parameters tied": f"{c['params_tied']:,.0f}",
-                          "embedding share tied": f"{c['embedding_share_tied']:.1%}",
-                          "O→T linear": pm(c, "linear_o_t"), "I→T linear": pm(c, "linear_i_t"),
-                          "T~O overlap": pm(c, "overlap_t_o"), "T~I overlap": pm(c, "overlap_t_i"),
-                          "output share early": pm(c, "output_share_early"),
-                          "eval loss tied": pm(c, "eval_loss_tied"), "eval loss untied": pm(c, "eval_loss_untied"),
-                          "loss gap": pm(c, "loss_gap")} for c in cells])
+    out = pd.DataFrame([{"vocabulary": c["vocab_size"], "d_model": c["d_model"], "seeds": c["n"],
+                         "parameters (tied)": f"{c['params_tied']:,.0f}",
+                         "embedding share (tied)": f"{c['embedding_share_tied']:.1%}",
+                         "O→T linear": pm(c, "linear_o_t"), "I→T linear": pm(c, "linear_i_t"),
+                         "T~O overlap": pm(c, "overlap_t_o"), "T~I overlap": pm(c, "overlap_t_i"),
+                         "output share early": pm(c, "output_share_early"),
+                         "eval loss tied": pm(c, "eval_loss_tied"), "eval loss untied": pm(c, "eval_loss_untied"),
+                         "loss gap": pm(c, "loss_gap")} for c in cells])
+    return out if part is None else out[SWEEP_TABLE_PARTS[part]]
+
+
+def top_k(t: pd.DataFrame, layer: int) -> pd.DataFrame:
+    """A trajectory's top-k predictions at one hidden state: a row per input position, headed by
+    its number and (visible) token, e.g. '3: path', and a column per rank ('top 1', 'top 2', ...):
+    as many rows as the text has tokens, so the table is as narrow as k, whatever the text."""
+    at = t[t["layer"] == layer]
+    tokens = at.drop_duplicates("position").set_index("position")["token"]
+    wide = at.pivot_table(index="position", columns="rank", values="prediction", aggfunc="first")
+    wide.columns = [f"top {r}" for r in wide.columns]
+    wide.index = [f"{p}: {tokens.get(p, '')}" for p in wide.index]
+    return wide.rename_axis("input token").reset_index()

@@ -1,5 +1,7 @@
 """Figures: built once per key and shared, their data sent as Arrow that reads back unchanged."""
 
+import json
+
 import altair as alt
 import numpy as np
 import pandas as pd
@@ -59,3 +61,46 @@ def test_compact_keeps_values_and_odd_columns():
     back = pa.ipc.open_stream(export.arrow_bytes(df)).read_all().to_pandas()
     assert list(back["run"]) == ["a"] * 5 + ["b"] and list(back["step"]) == [1, 2, 3, 4, 5, 6]
     np.testing.assert_allclose(back["x"], df["x"], rtol=1e-6)
+
+
+def _export_page():
+    import altair as alt
+    import pandas as pd
+
+    from explorer import export, frame
+
+    df = pd.DataFrame({"step": [1, 2, 3], "value": [0.5, None, 0.125], "note": ["a", None, "c"]})
+    for key in ("one", "two"):
+        export.show(lambda: (alt.Chart(df).mark_line().encode(x="step:Q", y="value:Q")
+                             .properties(width="container", height=100), df),
+                    f"chart {key}", key=key, spec_key=("export-page", key))
+    frame.table(df, numbers=("value",), help={"note": "what the note says"})
+
+
+def test_each_chart_has_one_compact_export_control_and_tables_pin_their_first_column():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_export_page).run(timeout=60)
+    assert not at.exception
+    pops = at.get("popover")
+    # one "Export" control per chart (a button the width of its label), not three full-width buttons
+    assert [p.proto.popover.label for p in pops] == ["Export", "Export"]
+    assert all(p.proto.width_config.use_content for p in pops)
+    for pop, key in zip(pops, ("one", "two")):
+        buttons = [c for c in pop.children.values() if c.type == "download_button"]
+        assert [b.key for b in buttons] == [f"png_{key}", f"svg_{key}", f"csv_{key}"]
+    table = at.dataframe[0].proto
+    config = json.loads(table.columns)
+    assert config["step"]["pinned"] is True and config["note"]["help"] == "what the note says"
+    assert table.placeholder == "—"  # a missing value reads "—", never "None"
+
+
+def test_a_chart_at_its_containers_width_keeps_its_plot_height_under_a_legend():
+    df = pd.DataFrame({"step": [1, 2], "value": [0.5, 0.25]})
+    spec = export.wire_spec(_chart(df))
+    assert spec["autosize"] == {"type": "fit-x", "contains": "padding"} and spec["height"] == 200
+    # legends under the plot side by side, stacked on a narrow one (a phone): a signal of the width
+    assert "width <" in spec["config"]["legend"]["layout"]["bottom"]["direction"]["signal"]
+    assert "layout" in json.loads(export.vega_lite_spec(_chart(df)))["config"]["legend"]  # the files too
+    fixed = export.wire_spec(_chart(df).properties(width=300))
+    assert "autosize" not in fixed  # a fixed width: Streamlit's own sizing

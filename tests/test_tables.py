@@ -80,7 +80,7 @@ def test_evolution_axis_ends_at_the_last_step():
 
     e = pd.DataFrame({"run": "r", "step": [0, 10, 250], "label": ["0", "10", "250"], "matrix": "O",
                       "cos_init": [1.0, 0.9, 0.4], "cos_prev": [np.nan, 0.9, 0.5]})
-    x = charts.evolution(e).to_dict()["encoding"]["x"]["scale"]
+    x = charts.evolution(e).to_dict()["layer"][0]["encoding"]["x"]["scale"]
     assert x["domain"] == [1, 250] and x["nice"] is False
 
 
@@ -94,9 +94,81 @@ def test_one_seed_shows_no_spread_column_and_readable_lens_charts():
     assert charts.trajectory(traj).to_dict()["height"] >= 260  # five hidden states, not a 110-px sliver
     kl = pd.DataFrame([{"model": m, "lens": lens, "layer": layer, "kl_mean": 8.0 if layer == 0 else 0.1,
                         "kl_std": 0.0} for m in ("tied", "untied") for lens in ("tuned", "logit") for layer in range(4)])
-    spec = charts.kl_curves(kl, log_y=True).to_dict()
+    spec = charts.kl_curves(kl, y_axis="symlog").to_dict()
     assert spec["layer"][1]["encoding"]["y"]["scale"]["type"] == "symlog"
     share = charts.output_share(pd.DataFrame({"run": ["tied/seed0"] * 3 + ["tied_scaled_x5/seed0"] * 3,
                                               "step": [1, 2, 3] * 2, "output_share": 0.6})).to_dict()
     colour = share["layer"][0]["encoding"]["color"]["scale"]
-    assert colour["domain"] == ["tied/seed0", "tied_scaled_x5/seed0"] and colour["range"][0] == "#7b3294"
+    assert colour["domain"] == ["tied/seed0", "tied_scaled_x5/seed0"] and colour["range"] == [charts.COLOURS["T"]] * 2
+
+
+def _summary(name):
+    from pathlib import Path
+
+    from explorer import data
+
+    path = Path(__file__).resolve().parent.parent / "cache" / f"{name}.duckdb"
+    if not path.exists():
+        pytest.skip(f"the shipped cache {path.name} is absent")
+    return data.summary(data.CacheRef.of(path))
+
+
+def test_share_table_names_the_authors_proxy_one_way_and_leaves_nothing_blank():
+    paper = tables.output_shares(_summary("paper"))
+    assert list(paper["input side"]) == ["authors' proxy", "authors' proxy"]  # not "effective" in one row
+    assert paper.notna().all().all()  # the published run's proxy share is its share: no "None"
+    assert paper.iloc[0]["early, proxy input"] == paper.iloc[0]["early share"]
+    demo = tables.output_shares(_summary("demo"))
+    assert set(demo["input side"][:-1]) == {"exact"} and demo["input side"].iloc[-1] == "authors' proxy"
+    assert set(tables.OUTPUT_SHARE_HELP) <= set(demo.columns)
+    assert max(len(c) for c in demo.columns) <= 18  # short headers: the table fits a laptop's width
+
+
+def test_one_arrow_everywhere():
+    s = _summary("demo")
+    shown = " ".join(tables.seeds(s)["metric"]) + " ".join(tables.directions(s).iloc[:, 0])
+    assert "->" not in shown and "O→T" in shown
+
+
+def test_sweep_table_comes_in_two_parts_that_fit():
+    cells = _summary("sweep")["sweep_cells"]
+    whole = tables.sweep_table(cells)
+    for part, columns in tables.SWEEP_TABLE_PARTS.items():
+        t = tables.sweep_table(cells, part)
+        assert list(t.columns) == columns and len(t) == len(whole) and len(columns) <= 10
+    assert set(whole.columns) == set().union(*tables.SWEEP_TABLE_PARTS.values())
+    assert "loss gap" in tables.SWEEP_TABLE_PARTS["loss"] and "d_model" in tables.SWEEP_TABLE_PARTS["loss"]
+
+
+def test_top_k_rows_are_headed_by_their_tokens():
+    t = pd.DataFrame([{"position": p, "token": tok, "layer": 1, "rank": r, "prediction": f"{tok}{r}", "prob": 0.1}
+                      for p, tok in enumerate(["In", "␣a", "In"]) for r in (1, 2)])
+    top = tables.top_k(t, 1)
+    assert list(top.columns) == ["input token", "top 1", "top 2"]  # as wide as k, however long the text
+    assert list(top["input token"]) == ["0: In", "1: ␣a", "2: In"]  # a repeated token keeps its own row
+    assert top.iloc[1]["top 2"] == "␣a2"
+
+
+def _presented_table():
+    import pandas as pd
+    import streamlit as st
+
+    from explorer import frame, state
+
+    get = state.get
+    state.get = lambda name, default=None: True if name == "presentation" else get(name, default)
+    try:
+        frame.table(pd.DataFrame({"run": ["a", "b"], "share": [0.5, None], "side": ["exact", None]}),
+                    numbers=("share",))
+    finally:
+        state.get = get
+    st.caption("shown")
+
+
+def test_a_presented_table_shows_a_dash_where_a_value_is_missing():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_presented_table).run(timeout=60)
+    assert not at.exception
+    shown = at.table[0].value
+    assert list(shown.iloc[1]) == ["b", "—", "—"] and "None" not in shown.to_string()

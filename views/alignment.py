@@ -54,7 +54,12 @@ corr = data.norm_frequency_correlation(ref)
 if corr:
     st.markdown("Per-token L2 norm against corpus frequency. In the paper, T's pattern follows O's, not I's.")
     st.caption("Correlation of norm with log frequency: " + ", ".join(f"{m} {c:+.2f}" for m, c in corr.items()))
-    export.show(lambda: (charts.norm_vs_frequency(data.norms(ref)), data.norms(ref)), f"norm-vs-frequency-{ref.name}",
-                key="normfreq", spec_key=("normfreq", ref))
+    for col, m in zip(st.columns(3), ("T", "I", "O")):  # one panel a column: they stack on a phone
+        with col:
+            export.show(lambda m=m: (charts.norm_vs_frequency(data.norms(ref), m), data.norms(ref)),
+                        f"norm-vs-frequency-{ref.name}-{m}", key=f"normfreq_{m}", spec_key=("normfreq", ref, m),
+                        downloads=False)
+    export.download_buttons(lambda: (charts.norm_vs_frequency(data.norms(ref)), data.norms(ref)),
+                            f"norm-vs-frequency-{ref.name}", key="normfreq")
 else:
     st.info("No token frequencies in this cache. Add them with `python -m precompute pair ... --text corpus.txt`.")

@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from explorer import charts, data, export, frame, live, state
+from explorer import charts, data, export, frame, live, state, tables
 from tying.cache import reference
 from tying.errors import UserError, first_line
 
@@ -31,15 +31,19 @@ if preset and preset in reference.TUNED_LENS_KL and not beside_toylab and not pu
         paper = paper.assign(layer=paper["layer"] - 1)
         paper = paper[paper["layer"] >= 0]
         label = "paper, shifted to l − 1 (authors' indexing, see note)"
-log_kl = st.checkbox("Log scale (symlog): keep a large logit-lens KL at the input from flattening the rest",
-                     key="lens_log")
+# the axis spans the tuned lens (the paper's quantity) unless asked: the logit lens's KL at the
+# input embedding (bits, not tenths) would flatten the tuned curves to the bottom edge
+has_logit = bool((data.table(ref, "lens_kl")["lens"] == "logit").any())
+y_axis = st.radio("KL axis", list(charts.KL_AXES) if has_logit else ["tuned", "symlog"], horizontal=True,
+                  key="lens_y", format_func=lambda v: charts.KL_AXES[v] if has_logit or v != "tuned" else "linear")
+
 
 def kl_figure():
     kl = data.table(ref, "lens_kl").sort_values(["model", "lens", "layer"])
-    return charts.kl_curves(kl, paper, paper_label=label, log_y=log_kl), kl
+    return charts.kl_curves(kl, paper, paper_label=label, y_axis=y_axis), kl
 
 
-export.show(kl_figure, f"lens-kl-{ref.name}", key="kl", spec_key=("kl", ref, shift, log_kl))
+export.show(kl_figure, f"lens-kl-{ref.name}", key="kl", spec_key=("kl", ref, shift, y_axis))
 if paper is not None:
     st.caption("Note: the paper's points (triangles) come from the authors' evaluation, which applied translator "
                "max(0, l − 1) to hidden state l and read the already-normed last hidden state, so their curve is "
@@ -65,9 +69,15 @@ if gap:
 if data.has_rows(ref, "lens_curve"):
     with st.expander("Tuned-lens training curves"):
         log_y = st.checkbox("Log scale", key="lens_curve_log")
-        export.show(lambda: (charts.lens_training_curve(data.table(ref, "lens_curve"), log_y=log_y),
-                             data.table(ref, "lens_curve")),
-                    f"lens-training-{ref.name}", key="curve", spec_key=("lens-curve", ref, log_y))
+        curve = data.table(ref, "lens_curve")
+        models = sorted(curve["model"].unique())
+        for col, m in zip(st.columns(len(models)), models):  # a panel a column: they stack on a phone
+            with col:
+                export.show(lambda m=m: (charts.lens_training_curve(curve, log_y=log_y, model=m), curve),
+                            f"lens-training-{ref.name}-{m}", key=f"curve_{m}", spec_key=("lens-curve", ref, log_y, m),
+                            downloads=False)
+        export.download_buttons(lambda: (charts.lens_training_curve(curve, log_y=log_y), curve),
+                                f"lens-training-{ref.name}", key="curve")
         st.caption("Rolling mean over steps; the last hidden state's translator is not trained (KL ~ 0).")
     for line in data.lens_convergence(ref):
         st.markdown(line)
@@ -132,6 +142,5 @@ if data.has_rows(ref, "lens_trajectory") or own_text_possible:
         layer = st.select_slider("Top-k at hidden state", layers,
                                  key=state.widget_key("layer", layers[-1], lambda v: v in layers),
                                  on_change=state.sync, args=("layer",))
-        top = t[t["layer"] == layer].pivot_table(index="rank", columns="position", values="prediction",
-                                                              aggfunc="first")
-        frame.table(top.rename(columns=str).rename_axis(None, axis=1).reset_index())
+        top = tables.top_k(t, layer)  # a row per input token: as narrow as k
+        frame.table(top, height=tables.fit_height(top))

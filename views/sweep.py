@@ -41,4 +41,7 @@ st.caption("A crossing is named only between neighbouring points whose intervals
            "on one CPU: the direction, not the size, is what transfers.")
 
 st.subheader("Every cell")
-frame.table(tables.sweep_table(cells))
+st.markdown("**Bias**: does the tied matrix stay output-like?")
+frame.table(tables.sweep_table(cells, "bias"))
+st.markdown("**Loss**: does untying pay off?")
+frame.table(tables.sweep_table(cells, "loss"))

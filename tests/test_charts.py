@@ -1,0 +1,293 @@
+"""The charts' legends match their marks: built with the pages' own builders on the shipped caches.
+
+For every legend: each entry names something drawn, runs are told apart by a channel the legend
+draws (a dash pattern as a stroke, or a colour), and no label is cut (labelLimit 0, and the
+whole name in the rendered SVG). Plus the one palette, legends under the plot, no black or
+white on the page's background (dark theme), and the Lens page's axes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from explorer import charts, data, export, tables
+
+CACHE = Path(__file__).resolve().parent.parent / "cache"
+LEGEND_CHANNELS = ("color", "strokeDash", "shape")
+BLACK_WHITE = {"black", "white", "#000", "#fff", "#000000", "#ffffff"}
+
+
+def ref(name: str) -> data.CacheRef:
+    path = CACHE / f"{name}.duckdb"
+    if not path.exists():
+        pytest.skip(f"the shipped cache {path.name} is absent")
+    return data.CacheRef.of(path)
+
+
+def units(spec: dict, rows=None, datasets=None):
+    """Every unit view of a spec (layers and concatenations walked) with the rows it draws."""
+    datasets = spec.get("datasets", datasets or {})
+    if "data" in spec:
+        d = spec["data"]
+        rows = datasets.get(d["name"]) if "name" in d else d.get("values")
+    for key in ("layer", "hconcat", "vconcat", "concat"):
+        for sub in spec.get(key, []):
+            yield from units(sub, rows, datasets)
+    if "spec" in spec:  # a facet
+        yield from units(spec["spec"], rows, datasets)
+    if "mark" in spec:
+        yield spec, pd.DataFrame(rows or [])
+
+
+def legends(spec: dict) -> dict[tuple[str, str], dict]:
+    """(channel, field) -> {"domain", "range", "legend", "drawn": values found in the rows of the
+    layers that encode it} for every encoding with a legend."""
+    out: dict = {}
+    for view, rows in units(spec):
+        for channel in LEGEND_CHANNELS:
+            enc = view.get("encoding", {}).get(channel)
+            if not enc or "field" not in enc or enc.get("legend", {}) is None:
+                continue
+            entry = out.setdefault((channel, enc["field"]), {"domain": None, "range": None, "legend": {},
+                                                            "drawn": set()})
+            scale = enc.get("scale") or {}
+            entry["domain"] = scale.get("domain", entry["domain"])
+            entry["range"] = scale.get("range", entry["range"])
+            entry["legend"] = {**entry["legend"], **(enc.get("legend") or {})}
+            if enc["field"] in rows:
+                entry["drawn"] |= set(rows[enc["field"]].astype(str))
+    return out
+
+
+def assert_legends_match_marks(chart) -> dict:
+    spec = chart.to_dict()
+    found = legends(spec)
+    assert found, "no legend at all"
+    for (channel, field), e in found.items():
+        assert e["domain"] is not None, f"{channel} {field}: no explicit domain"
+        missing = [v for v in e["domain"] if str(v) not in e["drawn"]]
+        assert not missing, f"{channel} {field}: legend entries with no mark: {missing}"
+        assert e["legend"].get("labelLimit") == 0, f"{channel} {field}: labels may be cut"
+        assert e["legend"].get("orient") == "bottom", f"{channel} {field}: legend beside the plot"
+        if channel == "strokeDash" and ("shape", field) in found:  # merged with a shape legend: shapes tell apart
+            assert len(set(found[("shape", field)]["range"])) == len(e["domain"])
+        elif channel == "strokeDash":  # the legend draws the dashes: strokes, one pattern per entry
+            assert e["legend"].get("symbolType") == "stroke"
+            assert len({json.dumps(r) for r in e["range"]}) == len(e["domain"])
+    return found
+
+
+def svg_text(chart, presentation: bool = False) -> str:
+    """The chart rendered (at the export width) and its text elements' contents, joined."""
+    svg = export.to_svg(chart, presentation=presentation)
+    return "\n".join(re.findall(r"<text[^>]*>([^<]*)</text>", svg))
+
+
+def names_whole(chart, names, presentation: bool = False) -> None:
+    text = svg_text(chart, presentation)
+    assert "…" not in text
+    for n in names:
+        assert n.replace("&", "&amp;").replace("'", "&#39;") in text or n in text, f"{n!r} not drawn whole"
+
+
+# -- Figure 3, Figure 4 and the side-by-side charts (Training dynamics) -----------------------------
+
+def test_figure3_on_the_paper_cache_tells_the_runs_apart_by_dash():
+    evo = data.table(ref("paper"), "evolution")
+    chart = charts.evolution(evo)
+    found = assert_legends_match_marks(chart)
+    assert found[("color", "matrix")]["domain"] == ["I", "O"]  # no T entry: the paper's runs are untied
+    runs = sorted(evo["run"].unique())
+    assert found[("strokeDash", "run")]["domain"] == runs
+    # the points are a layer of their own (no dash channel), so the run legend draws strokes, not dots
+    assert [v["mark"]["type"] for v, _ in units(chart.to_dict())] == ["line", "circle"]
+    names_whole(chart, runs)
+    names_whole(chart, runs, presentation=True)  # presentation mode's large labels are not cut either
+
+
+def test_gradient_norms_of_two_seeds_name_each_run():
+    log = data.table(ref("demo"), "train_log")
+    two = log[log["run"].isin(["tied/seed0", "tied/seed1"])]
+    found = assert_legends_match_marks(charts.gradient_norms(two))
+    assert found[("strokeDash", "run")]["domain"] == ["tied/seed0", "tied/seed1"]
+    assert found[("color", "side")]["range"] == [charts.COLOURS["I"], charts.COLOURS["O"]]
+    one = assert_legends_match_marks(charts.gradient_norms(two[two["run"] == "tied/seed0"]))
+    assert ("strokeDash", "run") not in one  # one run: nothing to tell apart
+
+
+def test_output_share_runs_coloured_by_kind_and_dashed_in_one_legend():
+    log = data.table(ref("demo"), "train_log")
+    chart = charts.output_share(log[log["run"].isin(["tied/seed0", "tied_scaled_x5/seed0", "untied/seed0"])])
+    found = assert_legends_match_marks(chart)
+    colour, dash = found[("color", "run")], found[("strokeDash", "run")]
+    assert colour["domain"] == dash["domain"] and colour["legend"] == dash["legend"]  # merged into one legend
+    assert colour["range"] == [charts.COLOURS["T"], charts.COLOURS["T"], charts.COLOURS["I"]]
+
+
+def test_side_by_side_charts_use_the_palette_and_name_every_source():
+    demo, paper = ref("demo"), ref("paper")
+    logs = {f"demo: {r}": g for r, g in data.per_run(demo, "train_log").items() if r == "tied/seed0"}
+    logs |= {f"paper: {r}": g for r, g in data.per_run(paper, "train_log").items()}
+    share = charts.share_compared(tables.share_by_fraction(logs))
+    found = assert_legends_match_marks(share)
+    assert found[("color", "source")]["range"] == [charts.COLOURS["T"]] * 2  # both tied: T's colour, never blue
+    names_whole(share, list(logs))
+    evo = {f"demo: {r}": g for r, g in data.per_run(demo, "evolution").items() if r in ("tied/seed0", "untied/seed0")}
+    evo |= {f"paper: {r}": g for r, g in data.per_run(paper, "evolution").items()}
+    both = charts.evolution_compared(tables.evolution_by_fraction(evo))
+    found = assert_legends_match_marks(both)
+    assert found[("color", "matrix")]["domain"] == ["T", "I", "O"]
+    assert found[("strokeDash", "source")]["domain"] == sorted(evo)
+    names_whole(both, list(evo))
+
+
+# -- Lens ----------------------------------------------------------------------------------------
+
+def test_kl_legend_lists_only_the_lenses_drawn():
+    paper_kl = data.table(ref("paper"), "lens_kl")  # the paper publishes the tuned lens only
+    found = assert_legends_match_marks(charts.kl_curves(paper_kl))
+    assert found[("shape", "series")]["domain"] == ["tuned lens"]
+    demo_kl = data.table(ref("demo"), "lens_kl")
+    found = assert_legends_match_marks(charts.kl_curves(demo_kl))
+    assert found[("shape", "series")]["domain"] == ["tuned lens", "logit lens"]
+
+
+def test_kl_axis_spans_the_tuned_lens_and_clips_the_logit_lens_by_default():
+    kl = data.table(ref("demo"), "lens_kl")
+    tuned = kl[kl["lens"] == "tuned"]
+    spec = charts.kl_curves(kl).to_dict()
+    top = spec["layer"][1]["encoding"]["y"]["scale"]["domain"][1]
+    assert (tuned["kl_mean"] + tuned["kl_std"]).max() <= top < kl["kl_mean"].max()
+    assert all(v["mark"].get("clip") for v in spec["layer"][:3])
+    written = [v for v, rows in units(spec) if v["mark"]["type"] == "text"]
+    over = kl[kl["kl_mean"] > top]
+    assert len(written) == 1 and len(over)
+    texts = next(rows for v, rows in units(spec) if v["mark"]["type"] == "text")["value"]
+    assert sorted(texts) == sorted(f"{v:.2f} ↑" for v in over["kl_mean"])  # each clipped value written at the edge
+    full = charts.kl_curves(kl, y_axis="full").to_dict()
+    assert "domain" not in full["layer"][1]["encoding"]["y"]["scale"] and len(full["layer"]) == 3
+    assert charts.kl_curves(kl, y_axis="symlog").to_dict()["layer"][1]["encoding"]["y"]["scale"]["type"] == "symlog"
+    with pytest.raises(ValueError, match="y_axis must be one of"):
+        charts.kl_curves(kl, y_axis="log")
+
+
+def test_trajectory_columns_are_the_input_tokens_and_text_keeps_to_its_cell():
+    traj = pd.DataFrame([{"position": p, "token": tok, "layer": layer, "rank": 1, "prediction": "<|endoftext|>",
+                          "prob": 0.3} for p, tok in enumerate(["In", "␣a", 'say "hi"\\', "</script>"])
+                         for layer in range(2)])
+    spec = charts.trajectory(traj).to_dict()
+    axis = spec["layer"][0]["encoding"]["x"]["axis"]
+    listed = json.loads(axis["labelExpr"].rsplit("[datum.value]", 1)[0])
+    assert listed == ["In", "␣a", 'say "hi"\\', "</script>"]  # JSON in the expression: quotes and slashes safe
+    text = spec["layer"][1]["mark"]
+    assert "bandwidth('x')" in text["limit"]["expr"]  # cut to the cell's width with an ellipsis
+    shown = data.trajectory(ref("demo"), "tied", "tuned", 0)
+    names = shown[shown["rank"] == 1].drop_duplicates("position").sort_values("position")["token"].tolist()
+    labels = json.loads(charts.trajectory(shown).to_dict()["layer"][0]["encoding"]["x"]["axis"]["labelExpr"]
+                        .rsplit("[datum.value]", 1)[0])
+    assert labels == names and len(labels) == 20
+
+
+def test_training_curve_panels_share_their_axes_at_the_containers_width():
+    curve = pd.concat([pd.DataFrame({"model": m, "step": np.arange(30), "layer": layer,
+                                     "kl_bits": np.linspace(5, 1, 30) + layer}) for m in ("tied", "untied")
+                       for layer in (0, 1)])
+    panel = charts.lens_training_curve(curve, model="tied").to_dict()
+    assert panel["width"] == "container" and panel["encoding"]["color"]["legend"]["orient"] == "bottom"
+    assert set(pd.DataFrame(next(iter(panel["datasets"].values())))["model"]) == {"tied"}
+
+
+# -- Neighbours and Alignment -----------------------------------------------------------------------
+
+def test_the_papers_diamonds_are_named_in_the_legend():
+    demo = ref("demo")
+    paper = (data.summary(demo).get("paper") or {}).get("table5")
+    assert paper
+    chart = charts.overlap_curve(data.overlap_curve(demo), paper, 10)
+    found = assert_legends_match_marks(chart)
+    shape = found[("shape", "source")]
+    assert shape["domain"] == ["this cache", charts.PAPER_OVERLAP_LABEL] and shape["range"] == ["circle", "diamond"]
+    names_whole(chart, [charts.PAPER_OVERLAP_LABEL])
+    alone = assert_legends_match_marks(charts.overlap_curve(data.overlap_curve(demo), None, 10))
+    assert alone[("shape", "source")]["domain"] == ["this cache"]  # no paper: no diamond entry
+
+
+def test_alignment_mean_lines_are_named_in_the_legend():
+    per_token = data.alignment(ref("demo"), "linear", "held_out")
+    chart = charts.cosine_histogram(per_token, title="t")
+    found = assert_legends_match_marks(chart)
+    assert found[("strokeDash", "line")]["domain"] == [charts.MEAN_LABEL]
+    assert found[("color", "comparison")]["domain"] == ["O→T", "I→T"]
+    names_whole(chart, [charts.MEAN_LABEL, "O→T", "I→T"])
+
+
+def test_norm_vs_frequency_panels_fill_their_column_on_one_scale():
+    norms = data.norms(ref("demo"))
+    panels = [charts.norm_vs_frequency(norms, m).to_dict() for m in ("T", "I", "O")]
+    assert all(p["width"] == "container" for p in panels)
+    assert len({json.dumps(p["encoding"]["x"]["scale"]) for p in panels}) == 1  # the same axes in every panel
+    assert [p["encoding"]["color"]["value"] for p in panels] == [charts.COLOURS[m] for m in ("T", "I", "O")]
+    assert len(charts.norm_vs_frequency(norms).to_dict()["hconcat"]) == 3  # the exported figure: all three
+
+
+# -- every page chart ------------------------------------------------------------------------------
+
+def page_charts():
+    """One chart from each builder a page uses, on the shipped caches."""
+    demo, paper, sweep = ref("demo"), ref("paper"), ref("sweep")
+    log = data.table(demo, "train_log")
+    s = data.summary(sweep)
+    points = tables.sweep_points(s["sweep_cells"])
+    crossings, _ = tables.sweep_crossings(points, "d_model")
+    coords = data.umap_shown(demo)
+    hi = coords[coords["token"].isin(coords["token"].iloc[:3])].assign(role=["picked"] + ["neighbour"] * 8)
+    sc = data.table(demo, "scaling")
+    g = sc.groupby(["input_grad_scale", "target"])["mean_cosine"].agg(["mean", "std", "count"]).reset_index()
+    return {
+        "histogram": charts.cosine_histogram(data.alignment(demo, "linear", "held_out")),
+        "norm panel": charts.norm_vs_frequency(data.norms(demo), "T"),
+        "overlap histogram": charts.overlap_histogram(data.overlap_counts(demo, 10), 10),
+        "overlap curve": charts.overlap_curve(data.overlap_curve(demo), data.summary(demo)["paper"]["table5"], 10),
+        "projection": charts.projection(coords.iloc[:300], hi, mode="overlaid"),
+        "density": charts.projection_view(coords, hi, "T", density=True),
+        "kl": charts.kl_curves(data.table(demo, "lens_kl")),
+        "kl paper": charts.kl_curves(data.table(paper, "lens_kl")),
+        "trajectory": charts.trajectory(data.trajectory(demo, "tied", "tuned", 0)),
+        "gradient norms": charts.gradient_norms(log[log["run"].isin(["tied/seed0", "tied/seed1"])]),
+        "output share": charts.output_share(log),
+        "evolution": charts.evolution(data.table(paper, "evolution")),
+        "scaling": charts.scaling(g),
+        "sweep": charts.sweep_lines(points, tables.SWEEP_SERIES["loss"], crossings=crossings),
+    }
+
+
+def test_every_page_chart_fills_its_container_with_its_legends_underneath():
+    for name, chart in page_charts().items():
+        spec = chart.to_dict()
+        assert spec.get("width") == "container", name
+        for (channel, _), e in legends(spec).items():
+            assert e["legend"].get("orient") == "bottom" and e["legend"].get("labelLimit") == 0, (name, channel)
+
+
+def test_one_palette_and_nothing_black_or_white_on_the_background():
+    allowed = set(charts.PALETTE.values()) | {charts.NEUTRAL}
+    for name, chart in page_charts().items():
+        spec = chart.to_dict()
+        assert "background" not in spec and "background" not in spec.get("config", {}), name
+        for view, _ in units(spec):
+            mark, enc = view["mark"], view.get("encoding", {})
+            colour = enc.get("color", {})
+            if "scale" in colour and "range" in colour["scale"]:  # categories: the palette only
+                assert set(colour["scale"]["range"]) <= allowed, (name, colour["scale"]["range"])
+            if "condition" in colour:  # the heat map's text: black or white on its own cell
+                assert name == "trajectory" and mark["type"] == "text"
+                continue
+            for value in (mark.get("color"), mark.get("stroke"), mark.get("fill"), colour.get("value")):
+                if value in BLACK_WHITE:  # only on a mark of its own colour (the highlighted tokens' outline)
+                    assert name in ("projection", "density") and mark.get("filled"), (name, mark)
