@@ -29,7 +29,7 @@ TARGET_S = 1.0
 # Click the link, then poll every frame until the page is complete; resolves with milliseconds.
 CLICK_AND_WAIT = """
 const [path, title, charts, done] = arguments;
-const link = [...document.querySelectorAll('[data-testid="stSidebarNavLink"]')]
+const link = [...document.querySelectorAll('[data-testid="stSidebar"] a[href]')]
     .find(a => new URL(a.href).pathname.replace(/\\/$/, '').endsWith('/' + path) ||
                (path === '' && new URL(a.href).pathname === '/'));
 if (!link) { done(-1); return; }
