@@ -21,6 +21,7 @@ from tying.cache.schema import DISPLAY_COMPARISONS, MATRIX_NAMES, display_compar
 
 PALETTE = {"T": "#CC79A7", "I": "#0072B2", "O": "#D55E00"}
 NEUTRAL = "#888888"  # 3.5:1 on white, 5.3:1 on Streamlit's dark background
+HIGHLIGHT = "#ffd92f"  # the picked token and its neighbours on a projection (outlined in black)
 COLOURS = {**PALETTE, "tied": PALETTE["T"], "untied": PALETTE["I"],
            "O→T": PALETTE["O"], "I→T": PALETTE["I"], "I→O": NEUTRAL,
            "O->T": PALETTE["O"], "I->T": PALETTE["I"], "I->O": NEUTRAL,
@@ -252,7 +253,7 @@ def _projection_layers(df: pd.DataFrame, highlight: pd.DataFrame, *, density: bo
         size=alt.Size("role:O", scale=alt.Scale(domain=["picked", "neighbour"], range=[240, 80]), legend=None),
         shape=alt.Shape("role:N", scale=alt.Scale(domain=roles, range=[ROLE_SHAPES[r] for r in roles]),
                         legend=legend("highlighted", roles)),
-        color=alt.value("#ffd92f"), tooltip=[alt.Tooltip("shown:N", title="token"), alt.Tooltip("token:Q", title="id"),
+        color=alt.value(HIGHLIGHT), tooltip=[alt.Tooltip("shown:N", title="token"), alt.Tooltip("token:Q", title="id"),
                                              "matrix:N", "role:N"])
     if density and interactive:  # no background points to click: the highlighted ones carry the selection
         marks = marks.add_params(pick, zoom)

@@ -138,9 +138,9 @@ def require(ref: data.CacheRef, table: str, what: str, command: str) -> None:
 MISSING = "—"  # what a table shows where it has no value (never "None")
 
 
-def table(df, *, numbers=(), height=None, where=None, help=None) -> None:
-    """A table: sortable and scrollable on screen, its first column pinned (a wide table scrolls
-    under it); in presentation mode a static one whose text grows with the page (an
+def table(df, *, numbers=(), height=None, where=None, help=None, pin: int = 1) -> None:
+    """A table: sortable and scrollable on screen, its first ``pin`` columns pinned (a wide table
+    scrolls under them); in presentation mode a static one whose text grows with the page (an
     interactive table is drawn on a canvas that CSS cannot enlarge). A missing value shows "—".
 
     ``numbers``: columns shown with three decimals; ``where``: a column or container;
@@ -161,7 +161,7 @@ def table(df, *, numbers=(), height=None, where=None, help=None) -> None:
     else:
         config = {}
         for i, c in enumerate(df.columns):
-            kw = {"pinned": True} if i == 0 else {}
+            kw = {"pinned": True} if i < pin else {}
             if c in help:
                 kw["help"] = help[c]
             if c in numbers:

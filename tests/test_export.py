@@ -92,6 +92,7 @@ def test_each_chart_has_one_compact_export_control_and_tables_pin_their_first_co
     table = at.dataframe[0].proto
     config = json.loads(table.columns)
     assert config["step"]["pinned"] is True and config["note"]["help"] == "what the note says"
+    assert "pinned" not in config["value"]  # only the first column by default
     assert table.placeholder == "—"  # a missing value reads "—", never "None"
 
 

@@ -42,6 +42,6 @@ st.caption("A crossing is named only between neighbouring points whose intervals
 
 st.subheader("Every cell")
 st.markdown("**Bias**: does the tied matrix stay output-like?")
-frame.table(tables.sweep_table(cells, "bias"))
+frame.table(tables.sweep_table(cells, "bias"), pin=2)  # vocabulary and width stay in view on a phone
 st.markdown("**Loss**: does untying pay off?")
-frame.table(tables.sweep_table(cells, "loss"))
+frame.table(tables.sweep_table(cells, "loss"), pin=2)
