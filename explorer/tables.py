@@ -195,11 +195,40 @@ def paper_table5_all() -> pd.DataFrame:
 
 def paper_scaling() -> pd.DataFrame:
     """The paper's Tables 2 (10k steps) and 6 (1k steps): tied OLMo-1B vs untied OLMo-1B-0724, I and O."""
-    return pd.DataFrame([{"table": table, "steps": steps, "input-gradient factor": f"x{scale:g}",
+    return pd.DataFrame([{"table": table, "steps": steps, "method": reference.TABLE2_METHOD,
+                          "input-gradient factor": f"x{scale:g}",
                           "cosine to untied I": row["I"], "cosine to untied O": row["O"]}
                          for table, steps, cells in (("Table 2", "10k", reference.TABLE2),
                                                      ("Table 6", "1k", reference.TABLE6))
                          for scale, row in cells.items()])
+
+
+SCALING_METHOD_LABELS = {
+    reference.TABLE2_METHOD: "Procrustes, in-sample (the paper's)",
+    "identity (raw rows)": "identity, raw rows",
+    "identity": "identity, centred",
+    "linear held-out": "linear, held-out",
+}
+
+
+def scaling_methods(methods) -> list[str]:
+    """A cache's Table-2 methods, the paper's (orthogonal Procrustes, in-sample) first."""
+    return sorted(methods, key=lambda m: (m != reference.TABLE2_METHOD, m))
+
+
+def scaling_method_label(method: str) -> str:
+    return SCALING_METHOD_LABELS.get(method, method)
+
+
+def scaling_caption(method: str) -> str:
+    """What the chosen Table-2 map is, and the paper's numbers beside it only when it is the paper's map."""
+    cells = ", ".join(f"x{f:g} {c['I']:.3f} / {c['O']:.3f}" for f, c in reference.TABLE2.items())
+    paper = (f"The paper (OLMo-1B tied trained 10k steps against untied OLMo-1B-0724 at step 10k, I / O; "
+             f"{reference.TABLE2_METHOD_LABEL}): {cells}.")
+    if method == reference.TABLE2_METHOD:
+        return f"Map: {reference.TABLE2_METHOD_LABEL}, the paper's method. {paper}"
+    return (f"Map: {scaling_method_label(method)}, an extra, not the paper's method: compare the paper's numbers "
+            f"with the 'Procrustes, in-sample' map. {paper}")
 
 
 def evolution_by_fraction(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:

@@ -222,12 +222,15 @@ def _format_training(s: dict[str, Any], lines: list[str]) -> None:
                          f"(steps <= {ref['early_steps']:,})   overall {ref['overall']:.4f}")
     if s.get("table2"):
         lines.append("")
-        lines.append("Table 2: tied matrix vs the untied twin's I / O (mean per-token cosine)")
-        for method, cells in s["table2"].items():
-            for run, c in cells.items():
+        lines.append("Table 2: tied matrix vs the untied twin's I / O (mean per-token cosine); the paper's map is "
+                     f"'{reference.TABLE2_METHOD}' ({reference.TABLE2_METHOD_LABEL}), the others are extras")
+        methods = sorted(s["table2"], key=lambda m: (m != reference.TABLE2_METHOD, m))
+        for method in methods:
+            for run, c in s["table2"][method].items():
                 lines.append(f"  {method:<20} {run:<24} I {_fmt(c.get('I'))}   O {_fmt(c.get('O'))}")
         for scale, ref in (paper.get("table2") or {}).items():
-            lines.append(f"  {'paper (OLMo-1B)':<20} {'input x' + scale:<24} I {_fmt(ref['I'])}   O {_fmt(ref['O'])}")
+            lines.append(f"  {'paper (OLMo-1B)':<20} {'input x' + scale:<24} I {_fmt(ref['I'])}   O {_fmt(ref['O'])}"
+                         f"   ({reference.TABLE2_METHOD})")
     seeds = s.get("seeds") or {}
     if seeds:
         n = max(v["n"] for v in seeds.values())

@@ -24,6 +24,7 @@ from precompute.options import check_positive, internal, option
 from precompute.pair import OPTIONAL_STAGES, PairConfig, PairRun
 from tying.analysis.share import TOYLAB_EARLY_FRACTION, early_steps_for, output_share
 from tying.analysis.twins import compare_tied_to_twin
+from tying.cache.reference import TABLE2_METHOD
 from tying.cache.store import CacheWriter, cache_path, check_name, params_hash
 from tying.errors import UserError
 from tying.toylab.corpus import load_corpus
@@ -112,6 +113,25 @@ def validate(cfg: DemoConfig) -> None:
 def run_id(variant: str, scale: float, seed: int) -> str:
     name = f"tied_scaled_x{scale:g}" if variant == "tied_scaled" else variant
     return f"{name}/seed{seed}"
+
+
+def scaling_cosines(T: np.ndarray, M: np.ndarray, fit_idx, eval_idx, device=None) -> dict[str, float]:
+    """Table 2's cells: mean per-token cosine of the tied matrix ``T`` mapped onto an untied matrix ``M``.
+
+    ``T``, ``M``: (n_tokens, d) arrays, rows the same tokens. TABLE2_METHOD is the paper's column (the
+    authors' reproduce_table2.py): orthogonal Procrustes on centred rows, fitted and scored on the
+    same rows. The others are labelled extras; the linear map is fitted on ``fit_idx`` and scored on
+    ``eval_idx``.
+    """
+    from tying.analysis.align import alignment_cosines
+
+    values = {
+        TABLE2_METHOD: alignment_cosines(T, M, "orthogonal", device=device),
+        "identity (raw rows)": alignment_cosines(T, M, "identity_raw", device=device),
+        "identity": alignment_cosines(T, M, "identity", device=device),
+        "linear held-out": alignment_cosines(T, M, "linear", fit_idx=fit_idx, eval_idx=eval_idx, device=device),
+    }
+    return {method: float(np.mean(cos)) for method, cos in values.items()}
 
 
 def _final(result) -> tuple[np.ndarray, np.ndarray]:
@@ -212,7 +232,7 @@ class DemoRun:
         )).run()
 
     def training_tables(self, results: dict, scales: list[float]) -> dict[str, pd.DataFrame]:
-        from tying.analysis.align import alignment_cosines, split_tokens
+        from tying.analysis.align import split_tokens
         from tying.toylab.train import embedding_evolution
 
         cfg = self.cfg
@@ -235,15 +255,9 @@ class DemoRun:
             for rid in tied_runs:
                 T = _final(results[rid])[0]
                 for target, M in (("I", I), ("O", O)):
-                    values = {
-                        "identity (raw rows)": alignment_cosines(T, M, "identity_raw", device=cfg.device),
-                        "identity": alignment_cosines(T, M, "identity", device=cfg.device),
-                        "linear held-out": alignment_cosines(T, M, "linear", fit_idx=fit, eval_idx=ev,
-                                                             device=cfg.device),
-                    }
                     scaling += [{"run": rid, "seed": seed, "input_grad_scale": results[rid].input_grad_scale,
-                                 "target": target, "method": method, "mean_cosine": float(np.mean(cos))}
-                                for method, cos in values.items()]
+                                 "target": target, "method": method, "mean_cosine": value}
+                                for method, value in scaling_cosines(T, M, fit, ev, device=cfg.device).items()]
             T = _final(results[run_id("tied", 1.0, seed)])[0]
             m = compare_tied_to_twin(T, I, O, seed, device=cfg.device)
             log = results[run_id("tied", 1.0, seed)].log

@@ -172,3 +172,16 @@ def test_a_presented_table_shows_a_dash_where_a_value_is_missing():
     assert not at.exception
     shown = at.table[0].value
     assert list(shown.iloc[1]) == ["b", "—", "—"] and "None" not in shown.to_string()
+
+
+def test_table2_names_the_papers_map_and_sets_its_numbers_beside_it_only():
+    from tying.cache import reference
+
+    assert tables.scaling_methods(["linear held-out", "identity", reference.TABLE2_METHOD])[0] == \
+        reference.TABLE2_METHOD
+    own = tables.scaling_caption(reference.TABLE2_METHOD)
+    assert "the paper's method" in own and "0.216 / 0.384" in own and "Procrustes" in own
+    extra = tables.scaling_caption("identity")
+    assert "an extra, not the paper's method" in extra
+    paper = tables.paper_scaling()
+    assert set(paper["method"]) == {reference.TABLE2_METHOD}

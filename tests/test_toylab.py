@@ -390,3 +390,25 @@ def test_per_seed_headlines_score_held_out_rows_only():
     assert same["O->T linear held-out"] == pytest.approx(1.0, abs=1e-4)
     assert same["O->T identity (raw rows)"] == pytest.approx(1.0, abs=1e-5)
     assert same["overlap@10 T~O"] == pytest.approx(1.0)
+
+
+def test_table2_is_procrustes_on_centred_rows_in_sample():
+    """Known answer: an untied matrix that is a rotated, shifted copy of T scores cosine 1 under the
+    paper's Table-2 map (orthogonal Procrustes on centred rows, fitted and scored on the same rows),
+    while the unfitted identity map does not."""
+    from precompute.toylab import scaling_cosines
+    from tying.analysis.align import split_tokens
+    from tying.cache.reference import TABLE2_METHOD
+
+    rng = np.random.default_rng(0)
+    T = rng.normal(size=(400, 16)).astype(np.float32)
+    R, _ = np.linalg.qr(rng.normal(size=(16, 16)))
+    M = (T @ R + 3.0).astype(np.float32)  # a rotation and a shift: centring removes the shift
+    fit, ev = split_tokens(len(T), 0.2, 0)
+    cells = scaling_cosines(T, M, fit, ev)
+    assert TABLE2_METHOD == "procrustes in-sample"
+    assert cells[TABLE2_METHOD] == pytest.approx(1.0, abs=1e-4)
+    assert cells["identity"] < 0.5 and cells["identity (raw rows)"] < 0.9
+    assert cells["linear held-out"] == pytest.approx(1.0, abs=1e-3)
+    # a matrix unrelated to T is not aligned by the rotation
+    assert scaling_cosines(T, rng.normal(size=T.shape).astype(np.float32), fit, ev)[TABLE2_METHOD] < 0.5

@@ -5,6 +5,7 @@ from pathlib import Path
 import streamlit as st
 
 from explorer import charts, data, export, frame, sections, state, tables
+from tying.cache import reference
 
 ref = frame.current()
 frame.require(ref, "runs", "training dynamics", "python -m precompute demo (or evolution / grads)")
@@ -79,13 +80,15 @@ sc = data.table(ref, "scaling")
 if len(sc) and (sc["method"] == "paper").all():
     st.subheader("Input-gradient scaling (the paper's Tables 2 and 6)")
     st.markdown("OLMo-1B trained tied with its input-side gradient multiplied by a factor, compared with untied "
-                "OLMo-1B-0724 at the same step (quoted from the paper).")
+                f"OLMo-1B-0724 at the same step (quoted from the paper): mean per-token cosine after "
+                f"{reference.TABLE2_METHOD_LABEL}.")
     frame.table(tables.paper_scaling(), numbers=("cosine to untied I", "cosine to untied O"))
 elif len(sc):
     st.subheader("Input-gradient scaling (Table 2)")
     st.markdown("The tied matrix trained with its input-side gradient multiplied by a factor, compared with the "
                 "untied twin's I and O. Scaling the input side moves the tied matrix towards I.")
-    method = st.radio("Map", sorted(sc["method"].unique()), horizontal=True, key="scal_method")
+    methods = tables.scaling_methods(sc["method"].unique())
+    method = st.radio("Map", methods, horizontal=True, key="scal_method", format_func=tables.scaling_method_label)
 
     def scaling_figure():
         g = (sc[sc["method"] == method].groupby(["input_grad_scale", "target"])["mean_cosine"]
@@ -94,8 +97,7 @@ elif len(sc):
 
     export.show(scaling_figure, f"scaling-{ref.name}", key="scaling", spec_key=("scaling", ref, method))
     st.caption("Bars: mean over seeds; whiskers: ± one standard deviation (when there are several seeds). "
-               "The paper (OLMo-1B tied trained 10k steps against untied OLMo-1B-0724 at step 10k, I / O): no "
-               "scaling 0.216 / 0.384, x5 0.222 / 0.369.")
+               + tables.scaling_caption(method))
 
 seeds = s.get("seeds") or {}
 if seeds:

@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from explorer import data, frame, sections, tables
+from tying.cache import reference
 from tying.cache.schema import MATRIX_PAIRS, pair_label
 from tying.cache.summary import coverage_text, match_text, spectral_scope
 
@@ -56,7 +57,9 @@ if s.get("kind") == "published":
     frame.table(tables.paper_table5_all(), numbers=("T~I", "T~O", "I~O"))
     st.subheader("Input-gradient scaling (the paper's Tables 2 and 6)")
     st.markdown("OLMo-1B trained tied with its input-side gradient multiplied by a factor, compared with untied "
-                "OLMo-1B-0724 at the same step: scaling moves the tied matrix slightly towards I and away from O.")
+                "OLMo-1B-0724 at the same step: mean per-token cosine after "
+                f"{reference.TABLE2_METHOD_LABEL}. Scaling moves the tied matrix slightly towards I and away "
+                "from O.")
     sc = tables.paper_scaling()
     frame.table(sc, numbers=("cosine to untied I", "cosine to untied O"), height=tables.fit_height(sc))
 label = tables.paper_label(s)

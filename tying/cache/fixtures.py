@@ -19,6 +19,7 @@ import pandas as pd
 
 from tying.analysis.align import run_alignment
 from tying.analysis.neighbours import knn, overlap_curve
+from tying.cache import reference
 from tying.cache.schema import MATRICES, MATRIX_PAIRS, pair_label
 from tying.cache.store import CacheWriter, cache_path
 
@@ -152,8 +153,9 @@ def build_synthetic_cache(cache_dir, name: str = "synthetic", *, n_tokens: int =
                 for target, base in (("I", 0.3), ("O", 0.6)):
                     shift = 0.05 * (scale - 1) / 4
                     val = base + shift if target == "I" else base - shift
-                    scal.append({"run": run, "seed": 0, "input_grad_scale": scale, "target": target,
-                                 "method": "identity", "mean_cosine": val})
+                    for method, offset in (("identity", 0.0), (reference.TABLE2_METHOD, 0.1)):
+                        scal.append({"run": run, "seed": 0, "input_grad_scale": scale, "target": target,
+                                     "method": method, "mean_cosine": val + offset})
         seeds = [{"seed": seed_i, "metric": metric, "value": value + 0.01 * seed_i}
                  for seed_i in range(3)
                  for metric, value in (("output share early", 0.62), ("O->T linear held-out", 0.8),

@@ -117,6 +117,7 @@ def paper_reference(preset: str) -> dict[str, Any]:
         "tuned_lens_note": reference.LENS_INDEXING_NOTE if preset in reference.TUNED_LENS_KL else None,
         "output_share": reference.OUTPUT_SHARE,
         "table2": {f"{k:g}": v for k, v in reference.TABLE2.items()},
+        "table2_method": reference.TABLE2_METHOD,
         "table6": {f"{k:g}": v for k, v in reference.TABLE6.items()},
         "evolution": reference.EVOLUTION,
     }
