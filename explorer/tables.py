@@ -104,22 +104,29 @@ INPUT_SIDE_NAMES = {"exact": "exact", "proxy": "authors' proxy", "effective": "a
 """How the share table names a run's input-side norm (runs.input_norm): an imported log of the
 authors' holds their proxy (its ``*_effective`` column, after any input scaling, or the plain one)."""
 OUTPUT_SHARE_HELP = {
-    "early share": "mean over the early logged steps of output / (input + output): the paper's quantity",
+    "early share": "mean over the early logged steps of output / (input + output), with the input side named "
+                   "in 'input side': with the authors' proxy, the paper's quantity",
     "overall share": "the same mean over all logged steps",
+    "input side": "the input-side norm of the two shares before it: the authors' proxy (the gradient w.r.t. the "
+                  "embedding output over all positions, what their log holds) when the run logged it, else exact",
+    "early, exact": "early share with the exact input norm (as scattered into the matrix's rows): a second "
+                    "figure, not the paper's quantity",
+    "overall, exact": "overall share with the exact input norm",
     "early = steps ≤": "the last step counted as early",
-    "input side": "the input-side norm the shares use: exact (as scattered into the matrix's rows) or the "
-                  "authors' proxy (the gradient w.r.t. the embedding output over all positions)",
-    "early, proxy input": "early share with the authors' input proxy",
-    "early, Σ ratio": "ratio of summed norms over the early steps: Σ output / Σ (input + output)",
+    "early, Σ ratio": "ratio of summed norms over the early steps, Σ output / Σ (input + output), same input side "
+                      "as the share",
     "overall, Σ ratio": "ratio of summed norms over all logged steps",
 }
 
 
 def output_shares(s: dict[str, Any], runs: list[str] | None = None) -> pd.DataFrame:
-    """Output share per run (the paper's definition), the ratio of sums and the proxy variant beside it.
+    """Output share per run beside the paper's: the mean of per-step ratios with the authors' input
+    proxy when the run logged it (summary.share_beside_paper), the exact-input share as a labelled
+    second figure, and the ratio of sums.
 
     Column names are short (the table fits a laptop's width); ``OUTPUT_SHARE_HELP`` says what
-    each means. A run whose log holds the authors' proxy has its early share as the proxy's.
+    each means. The exact-input columns are left out when no run has an exact figure (an
+    imported log of the authors' holds only their proxy).
     """
     prov = s.get("gradient_provenance") or {}
     rows = []
@@ -127,24 +134,26 @@ def output_shares(s: dict[str, Any], runs: list[str] | None = None) -> pd.DataFr
         p = prov.get(run)
         if p is None:
             continue
-        ros = p.get("ratio_of_sums") or {}
-        side = INPUT_SIDE_NAMES.get(p.get("input_norm"), p.get("input_norm") or "exact")
-        proxy_early = (p.get("proxy") or {}).get("early")
-        if proxy_early is None and side.startswith("authors' proxy"):
-            proxy_early = p["early"]
-        rows.append({"run": run, "early share": p["early"], "overall share": p["overall"],
-                     "early = steps ≤": p["early_steps"], "logged steps": p["logged_steps"], "input side": side,
-                     "early, proxy input": proxy_early,
+        b = p.get("beside_paper") or summary.share_beside_paper(p)
+        ros = b.get("ratio_of_sums") or {}
+        exact = (p.get("input_norm") or "exact") == "exact"
+        rows.append({"run": run, "early share": b["early"], "overall share": b["overall"],
+                     "input side": INPUT_SIDE_NAMES.get(b["input"], b["input"]),
+                     "early, exact": p["early"] if exact else None, "overall, exact": p["overall"] if exact else None,
+                     "early = steps ≤": p["early_steps"], "logged steps": p["logged_steps"],
                      "early, Σ ratio": ros.get("early"), "overall, Σ ratio": ros.get("overall")})
     ref = (s.get("paper") or {}).get("output_share")
     if ref and rows:
         rows.append({"run": "paper: OLMo-1B tied", "early share": ref["early"],
-                     "overall share": ref["overall"], "early = steps ≤": ref["early_steps"],
-                     "logged steps": ref["steps"], "input side": INPUT_SIDE_NAMES["proxy"],
-                     "early, proxy input": ref["early"],
+                     "overall share": ref["overall"], "input side": INPUT_SIDE_NAMES["proxy"],
+                     "early, exact": None, "overall, exact": None,
+                     "early = steps ≤": ref["early_steps"], "logged steps": ref["steps"],
                      "early, Σ ratio": ref["ratio_of_sums"]["early"],
                      "overall, Σ ratio": ref["ratio_of_sums"]["overall"]})
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    if len(out) and out["early, exact"].isna().all():
+        out = out.drop(columns=["early, exact", "overall, exact"])
+    return out
 
 
 INPUT_SIDES = {

@@ -21,6 +21,7 @@ from tying.cache.summary import (
     match_text,
     paper_label,
     plus_minus,
+    share_beside_paper,
     spectral_scope,
     summarize,
 )
@@ -201,20 +202,21 @@ def _format_training(s: dict[str, Any], lines: list[str]) -> None:
     paper = s.get("paper") or {}
     if s.get("gradient_provenance"):
         lines.append("")
-        lines.append("Gradient provenance: output share = mean over logged steps of output / (input + output); "
-                     "early = logged steps <= N")
+        lines.append("Gradient provenance: output share = mean over logged steps of output / (input + output) with "
+                     "the authors' input proxy when logged (the paper's quantity); early = logged steps <= N")
         for run, p in s["gradient_provenance"].items():
             if s["runs"][run]["variant"] == "untied":
                 continue
-            ros = p.get("ratio_of_sums") or {}
-            lines.append(f"  {run:<24} early {_fmt(p['early'])} (steps <= {p['early_steps']:,}, "
-                         f"{p['early_logged_steps']:,} logged)   overall {_fmt(p['overall'])} "
-                         f"({p['logged_steps']:,} logged)   input norm: {p.get('input_norm') or 'n/a'}")
+            b = p.get("beside_paper") or share_beside_paper(p)
+            ros = b.get("ratio_of_sums") or {}
+            lines.append(f"  {run:<24} early {_fmt(b['early'])} (steps <= {p['early_steps']:,}, "
+                         f"{p['early_logged_steps']:,} logged)   overall {_fmt(b['overall'])} "
+                         f"({p['logged_steps']:,} logged)   input norm: {b['input']}")
             extra = f"  {'':<24} ratio of summed norms (not the paper's quantity): early {_fmt(ros.get('early'))}  " \
                     f"overall {_fmt(ros.get('overall'))}"
-            if p.get("proxy"):
-                extra += f";  with the authors' input proxy: early {_fmt(p['proxy']['early'])}  " \
-                         f"overall {_fmt(p['proxy']['overall'])}"
+            if b["input"] != "exact" and (p.get("input_norm") or "exact") == "exact":
+                extra += f";  exact input norm (a second figure, not the paper's): early {_fmt(p['early'])}  " \
+                         f"overall {_fmt(p['overall'])}"
             lines.append(extra)
         ref = paper.get("output_share")
         if ref:

@@ -68,6 +68,13 @@ def test_overview_numbers_equal_the_cache(caches, monkeypatch):
     seeds = next(df.value for df in at.dataframe if "seeds" in df.value.columns)
     share = seeds[seeds["metric"] == "output share early"].iloc[0]
     assert share["seeds"] == 3 and share["mean"] == pytest.approx(0.63) and share["std"] == pytest.approx(0.01)
+    # the share beside the paper's 70.3% is the mean of ratios with the authors' proxy; exact is second
+    prov = s["gradient_provenance"]["tied/seed0"]
+    text = next(m.value for m in at.markdown if "Output side's share" in m.value)
+    assert f"**{prov['beside_paper']['early']:.1%}**" in text and "authors' input proxy" in text
+    assert f"exact input norm (what the matrix receives; a second figure, not the paper's): " \
+           f"{prov['early']:.1%}" in text
+    assert prov["beside_paper"]["early"] != prov["early"]
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["overlap@10 T~O"] == f"{s['overlap_at_10']['T~O']:.3f}"
     assert metrics["spectral T~I"] == f"{s['spectral']['T~I']:.3f}"

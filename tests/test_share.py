@@ -1,4 +1,4 @@
-"""The output share of the gradient, the paper's way (tying.analysis.share), and the `grads` import."""
+"""The output share of the gradient as the paper averages it (tying.analysis.share), and the `grads` import."""
 
 from __future__ import annotations
 

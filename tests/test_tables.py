@@ -117,9 +117,11 @@ def test_share_table_names_the_authors_proxy_one_way_and_leaves_nothing_blank():
     paper = tables.output_shares(_summary("paper"))
     assert list(paper["input side"]) == ["authors' proxy", "authors' proxy"]  # not "effective" in one row
     assert paper.notna().all().all()  # the published run's proxy share is its share: no "None"
-    assert paper.iloc[0]["early, proxy input"] == paper.iloc[0]["early share"]
+    assert "early, exact" not in paper.columns  # the authors' log holds only their proxy
     demo = tables.output_shares(_summary("demo"))
-    assert set(demo["input side"][:-1]) == {"exact"} and demo["input side"].iloc[-1] == "authors' proxy"
+    # beside the paper's 0.7033 the toy lab's share uses the authors' proxy too; exact is a second column
+    assert set(demo["input side"]) == {"authors' proxy"}
+    assert demo["early, exact"].iloc[:-1].notna().all() and pd.isna(demo["early, exact"].iloc[-1])
     assert set(tables.OUTPUT_SHARE_HELP) <= set(demo.columns)
     assert max(len(c) for c in demo.columns) <= 18  # short headers: the table fits a laptop's width
 
@@ -185,3 +187,26 @@ def test_table2_names_the_papers_map_and_sets_its_numbers_beside_it_only():
     assert "an extra, not the paper's method" in extra
     paper = tables.paper_scaling()
     assert set(paper["method"]) == {reference.TABLE2_METHOD}
+
+
+def test_the_share_beside_the_papers_is_the_mean_of_ratios_with_the_authors_proxy():
+    """Known answer: two logged steps, exact input norms 1 and 3, proxy input norms 3 and 1,
+    output norms 1: exact share (1/2 + 1/4) / 2 = 0.375, proxy share (1/4 + 1/2) / 2 = 0.375 over
+    all steps; early (step 1 only) 0.5 exact and 0.25 with the proxy. The table sets the proxy's
+    0.25 beside the paper and keeps the exact 0.5 as a labelled second figure."""
+    from tying.analysis.share import output_share
+    from tying.cache.summary import share_beside_paper
+
+    steps, exact, proxy, out = [1, 2], [1.0, 3.0], [3.0, 1.0], [1.0, 1.0]
+    p = output_share(steps, exact, out, early_steps=1) | {"input_norm": "exact"}
+    px = output_share(steps, proxy, out, early_steps=1)
+    p["proxy"] = {"early": px["early"], "overall": px["overall"], "ratio_of_sums": px["ratio_of_sums"]}
+    b = share_beside_paper(p)
+    assert b["input"] == "proxy" and b["like_paper"]
+    assert b["early"] == pytest.approx(0.25) and b["overall"] == pytest.approx(0.375)
+    row = tables.output_shares({"gradient_provenance": {"tied/seed0": p}}).iloc[0]
+    assert row["early share"] == pytest.approx(0.25) and row["early, exact"] == pytest.approx(0.5)
+    assert row["input side"] == "authors' proxy"
+    # a run that logged no proxy keeps its exact figure, and says it is not the paper's quantity
+    plain = share_beside_paper({k: v for k, v in p.items() if k != "proxy"})
+    assert plain["input"] == "exact" and not plain["like_paper"] and plain["early"] == pytest.approx(0.5)

@@ -50,12 +50,14 @@ if len(log):
                     key="norms", spec_key=("norms",) + prov_key)
         export.show(share_figure, f"output-share-{ref.name}", key="share", spec_key=("share",) + prov_key)
         shares = tables.output_shares(s, chosen)
-        frame.table(shares, numbers=[c for c in shares.columns if "share" in c or "ratio" in c or "proxy" in c],
+        frame.table(shares, numbers=[c for c in shares.columns if "share" in c or "ratio" in c or "exact" in c],
                     help=tables.OUTPUT_SHARE_HELP)
-        st.caption("Share, the paper's quantity: the mean over logged steps of output / (input + output), over the "
-                   "logged steps ≤ N ('early') and over all of them ('overall'); N = 1,000 for an imported log, the "
-                   "first 10% of steps for a toy-lab run. Σ ratio, the ratio of summed norms, weighs steps by their "
-                   "size: another number, shown only for comparison.")
+        st.caption("Share, the paper's quantity: the mean over logged steps of output / (input + output) with the "
+                   "authors' input proxy (what their log holds), over the logged steps ≤ N ('early') and over all "
+                   "of them ('overall'); N = 1,000 for an imported log, the first 10% of steps for a toy-lab run. "
+                   "'Exact': the same mean with the exact input norm (what the matrix receives), a second figure, "
+                   "not the paper's. Σ ratio, the ratio of summed norms, weighs steps by their size: another "
+                   "number, shown only for comparison.")
 
 evo = data.table(ref, "evolution")
 if len(evo):

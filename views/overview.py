@@ -8,7 +8,7 @@ import streamlit as st
 from explorer import data, frame, sections, tables
 from tying.cache import reference
 from tying.cache.schema import MATRIX_PAIRS, pair_label
-from tying.cache.summary import coverage_text, match_text, spectral_scope
+from tying.cache.summary import coverage_text, match_text, share_beside_paper, spectral_scope
 
 ref = frame.current()
 s = data.summary(ref)
@@ -138,14 +138,22 @@ if prov:
     st.subheader("Gradient provenance (Figure 4)")
     first = next((r for r in prov if not r.startswith("untied")), next(iter(prov)))
     p = prov[first]
-    text = (f"Output side's share of the gradient reaching the embedding matrix ({data.escape_markdown(first)}), the "
-            f"paper's way — the mean over logged steps of output / (input + output): **{(p['early'] or 0):.1%}** over "
-            f"steps ≤ {p['early_steps']:,}, **{(p['overall'] or 0):.1%}** over all {p['logged_steps']:,} logged steps.")
+    b = p.get("beside_paper") or share_beside_paper(p)
+    side = ("with the authors' input proxy (the gradient w.r.t. the embedding output, what their log holds)"
+            if b["like_paper"] else f"with the {b['input']} input norm (this run logged no proxy)")
+    text = (f"Output side's share of the gradient reaching the embedding matrix ({data.escape_markdown(first)}): the "
+            f"mean over logged steps of output / (input + output) {side}: **{(b['early'] or 0):.1%}** over "
+            f"steps ≤ {p['early_steps']:,}, **{(b['overall'] or 0):.1%}** over all {p['logged_steps']:,} logged "
+            "steps.")
+    if b["input"] != "exact" and (p.get("input_norm") or "exact") == "exact":
+        text += (f" With the exact input norm (what the matrix receives; a second figure, not the paper's): "
+                 f"{(p['early'] or 0):.1%} early, {(p['overall'] or 0):.1%} overall.")
     paper_share = paper.get("output_share")
     if paper_share:
         text += (f" {label.capitalize()}: **{paper_share['early']:.1%}** over steps 1-{paper_share['early_steps']:,} "
                  f"and **{paper_share['overall']:.1%}** over all {paper_share['steps']:,} steps of an OLMo-1B tied run.")
-    st.markdown(text + spread("output share early").replace("Over", " Early share over"))
+    seed_metric = "output share early (proxy input)" if b["input"] == "proxy" else "output share early"
+    st.markdown(text + spread(seed_metric).replace("Over", " Early share over"))
 
 if seed_stats and max(v["n"] for v in seed_stats.values()) > 1:
     sections.across_seeds(s, "Each seed trains its own twins (same settings, other initial weights and batches). "

@@ -43,7 +43,10 @@ def _ratio_of_sums(inp: np.ndarray, out: np.ndarray) -> float | None:
 
 
 def output_share(steps, input_norms, output_norms, *, early_steps: int = DEFAULT_EARLY_STEPS) -> dict:
-    """Output share of the gradient norm, early and overall, the paper's way.
+    """Output share of the gradient norm, early and overall: the mean of per-step ratios.
+
+    The paper's figure is this mean with the authors' input-side proxy as ``input_norms``; with
+    the exact input norm it is another (labelled) figure.
 
     Args:
         steps: step number of each logged row (any order, may be sparse).

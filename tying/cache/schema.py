@@ -220,8 +220,9 @@ TABLES: dict[str, str] = {
     """,
     # the width sweep (`precompute sweep`): one row per cell (d_model, vocab_size, seed) of
     # tied and untied twins trained alike; linear_*: held-out linear map onto T (mean
-    # cosine); overlap_*: overlap@10; output_share_early: the paper's early output share
-    # of the tied twin (exact input norm; _proxy: the authors' input proxy); eval_loss_*:
+    # cosine); overlap_*: overlap@10; output_share_early: the tied twin's early output share
+    # (mean of per-step ratios) with the exact input norm; _proxy: with the authors' input proxy,
+    # the paper's quantity; eval_loss_*:
     # the same held-out text; params_* and embedding_share_*: parameters and the share of
     # them in embedding rows (V*d tied, 2*V*d untied). Each cell is its own stage
     # ("sweep:d<d>:v<V>:s<seed>"), written atomically: a killed sweep resumes.
