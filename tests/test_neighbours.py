@@ -149,3 +149,38 @@ def test_overlap_arguments_checked():
         nb.overlap_at_k(a, a, 6)
     with pytest.raises(ValueError, match="same tokens"):
         nb.overlap_curve(a, a[:3], 2)
+
+
+def test_toylab_overlap_context_known_answer():
+    """Chance k/(V-1), tokens never seen, the untied input matrix's cosine to its start, and the
+    overlap over frequent tokens from stored neighbour lists, on a constructed cache: six tokens,
+    k=2, I agrees with T only on the frequent tokens (seen >= 100 times)."""
+    import duckdb
+    import pandas as pd
+
+    from tying.cache.summary import overlap_context, overlap_context_text
+
+    freq = [0, 0, 150, 200, 5, 100]
+    frequent = {t for t, f in enumerate(freq) if f >= 100}
+    rows = []
+    for t in range(6):
+        same = [(t + 1) % 6, (t + 2) % 6]
+        other = [(t + 3) % 6, (t + 4) % 6]
+        for m, lst in (("T", same), ("O", same), ("I", same if t in frequent else other)):
+            rows += [{"matrix": m, "token": t, "rank": r + 1, "neighbour": n, "score": 0.5} for r, n in enumerate(lst)]
+    con = duckdb.connect()
+    con.register("tokens_df", pd.DataFrame({"token": range(6), "freq_tied": freq}))
+    con.register("neighbours_df", pd.DataFrame(rows))
+    con.execute("CREATE TABLE tokens AS SELECT * FROM tokens_df")
+    con.execute("CREATE TABLE neighbours AS SELECT * FROM neighbours_df")
+    s = {"evolution": {"untied/seed0": {"I": {"steps": [0, 250], "cos_init": [1.0, 0.65]}}}}
+    c = overlap_context(con, s, k=2, min_count=100)
+    assert c["n_tokens"] == 6 and c["chance"] == pytest.approx(2 / 5)
+    assert c["unseen"] == 2
+    assert c["frequent"]["n_tokens"] == 3
+    # over all tokens T~I would be 0.5; over the frequent ones I agrees with T
+    assert c["frequent"]["T~I"] == pytest.approx(1.0) and c["frequent"]["T~O"] == pytest.approx(1.0)
+    assert c["input_cos_init"] == {"run": "untied/seed0", "step": 250, "I": 0.65}
+    text = overlap_context_text(c)
+    assert "k/(V-1) = 2/5 = 0.4000" in text and "2 of the 6 tokens never occur" in text
+    assert "still 0.65 at step 250" in text and "seen at least 100 times" in text

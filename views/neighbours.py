@@ -5,6 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from explorer import charts, data, export, frame, state
+from tying.cache import summary as summary_text
 from tying.cache.schema import MATRIX_NAMES, MATRIX_PAIRS, pair_label
 
 ref = frame.current()
@@ -88,6 +89,23 @@ table = data.overlap_table(ref, k)
 mc = st.columns(3)
 for col, (a, b) in zip(mc, MATRIX_PAIRS):
     col.metric(f"mean overlap@{k} {pair_label(a, b)}", f"{table[pair_label(a, b)].mean():.3f}")
+context = data.summary(ref).get("overlap_context")
+if context:
+    # the toy lab: why its overlaps sit far below the paper's, and a second figure over frequent tokens
+    n_tok = len(table)
+    frequent = set(data.query(ref, "SELECT token FROM tokens WHERE freq_tied >= ?",
+                              (context["min_count"],))["token"])
+    sub = table[table["token"].isin(frequent)]
+    if len(sub):
+        fc = st.columns(3)
+        for col, (a, b) in zip(fc, MATRIX_PAIRS):
+            col.metric(f"overlap@{k} {pair_label(a, b)}, tokens seen ≥ {context['min_count']}",
+                       f"{sub[pair_label(a, b)].mean():.3f}")
+    at_k = context | {"k": k, "chance": k / max(n_tok - 1, 1), "n_tokens": n_tok, "frequent": None}
+    st.caption(summary_text.overlap_context_text(at_k)
+               + (f" The second row: the {len(sub):,} tokens seen at least {context['min_count']} times in the "
+                  f"corpus, each with its stored top-{k} among all tokens — a second figure, not the paper's "
+                  "quantity." if len(sub) else ""))
 export.show(lambda: (charts.overlap_histogram(data.overlap_counts(ref, k), k), data.overlap_table(ref, k)),
             f"overlap-at-{k}-{ref.name}", key="ovhist", spec_key=("ovhist", ref, k))
 paper = (data.summary(ref).get("paper") or {}).get("table5")

@@ -8,7 +8,13 @@ import streamlit as st
 from explorer import data, frame, sections, tables
 from tying.cache import reference
 from tying.cache.schema import MATRIX_PAIRS, pair_label
-from tying.cache.summary import coverage_text, match_text, share_beside_paper, spectral_scope
+from tying.cache.summary import (
+    coverage_text,
+    match_text,
+    overlap_context_text,
+    share_beside_paper,
+    spectral_scope,
+)
 
 ref = frame.current()
 s = data.summary(ref)
@@ -107,6 +113,8 @@ if s.get("overlap_at_10"):
             col.caption(caption.strip())
     if label and (s.get("vocabulary") or {}).get("match") == "ids":
         st.caption("Rows are paired by token id here; the paper's k-NN overlap used the common token strings.")
+    if s.get("overlap_context"):
+        st.caption(overlap_context_text(s["overlap_context"]))
 
 if s.get("spectral"):
     sp = s.get("spectral_params", {})

@@ -13,6 +13,7 @@ import math
 from typing import Any
 
 import duckdb
+import numpy as np
 import pandas as pd
 
 from tying.analysis.share import DEFAULT_EARLY_STEPS, output_share
@@ -101,6 +102,7 @@ def _summarize(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
         out["paper"] = paper_reference(reference.TOYLAB_REFERENCE) | {"beside_toylab": True}
     if out["kind"] == "toylab":
         out["scale"] = toylab_scale(out, meta)
+        out["overlap_context"] = overlap_context(con, out)
     if meta.get("sources"):
         out["sources"] = json.loads(meta["sources"])
     return out
@@ -139,6 +141,74 @@ def toylab_scale(s: dict[str, Any], meta: dict[str, str]) -> dict[str, Any]:
     line = (", ".join(parts) + f"; paper: {reference.SCALE[reference.TOYLAB_REFERENCE]}. The twins start from one "
             "shared initialisation, so their raw-row cosines sit far above the paper's near-zero ones")
     return {"line": line, "n_params": tied.get("n_params"), "steps": steps, "tokens": tokens, "seeds": seeds}
+
+
+FREQUENT_MIN_COUNT = 100  # "frequent" tokens for the toy lab's second overlap figure: seen this often in the corpus
+OVERLAP_K = 10
+
+
+def overlap_context(con: duckdb.DuckDBPyConnection, s: dict[str, Any], k: int = OVERLAP_K,
+                    min_count: int = FREQUENT_MIN_COUNT) -> dict[str, Any]:
+    """Why a toy lab's overlap@k sits far below the paper's, from the cache itself.
+
+    ``chance``: k / (V - 1), the overlap of two random neighbour lists over V tokens; ``unseen``:
+    tokens that never occur in the corpus (their input rows never get a gradient and stay at the
+    initialisation); ``input_cos_init``: the untied twin's input matrix against its start at the
+    last checkpoint (seed 0, the pair's twins); ``frequent``: overlap@k averaged over the tokens
+    seen at least ``min_count`` times (their stored top-k neighbours among all tokens), a labelled
+    second figure. Numpy only, on the stored neighbour lists.
+    """
+    from tying.analysis.overlap import overlap_at_k
+
+    out: dict[str, Any] = {"k": k, "min_count": min_count}
+    tok = query_df(con, "SELECT token, freq_tied FROM tokens ORDER BY token") if table_exists(con, "tokens") else None
+    nb = query_df(con, "SELECT matrix, token, neighbour FROM neighbours WHERE rank <= ? ORDER BY matrix, token, rank",
+                  [k]) if table_exists(con, "neighbours") else None
+    n = int(nb["token"].nunique()) if nb is not None and len(nb) else (len(tok) if tok is not None else 0)
+    out["n_tokens"] = n
+    out["chance"] = k / (n - 1) if n > 1 else None
+    if tok is not None and tok["freq_tied"].notna().any():
+        freq = tok["freq_tied"].fillna(0).to_numpy()
+        out["unseen"] = int((freq == 0).sum())
+        frequent = tok["token"].to_numpy()[freq >= min_count]
+        out["frequent"] = {"n_tokens": int(len(frequent))}
+        if nb is not None and len(nb) and len(frequent):
+            ids = {}
+            for m, g in nb.groupby("matrix"):
+                tokens = g["token"].to_numpy()
+                arr = g["neighbour"].to_numpy().reshape(-1, k)
+                ids[m] = arr[np.isin(tokens[::k], frequent)]
+            for a, b in (("T", "I"), ("T", "O"), ("I", "O")):
+                if a in ids and b in ids and ids[a].shape[0]:
+                    out["frequent"][f"{a}~{b}"] = float(overlap_at_k(ids[a], ids[b], k).mean())
+    evo = (s.get("evolution") or {}).get("untied/seed0", {}).get("I")
+    if evo and evo.get("steps"):
+        out["input_cos_init"] = {"run": "untied/seed0", "step": evo["steps"][-1], "I": evo["cos_init"][-1]}
+    return out
+
+
+def overlap_context_text(c: dict[str, Any]) -> str:
+    """One paragraph: why the toy lab's overlap@k is far below the paper's (chance, unseen tokens,
+    an input matrix still near its start), with the frequent-token overlap as a second figure."""
+    k = c.get("k", OVERLAP_K)
+    parts = []
+    if c.get("chance") is not None:
+        parts.append(f"chance overlap is k/(V-1) = {k}/{c['n_tokens'] - 1:,} = {c['chance']:.4f}")
+    if c.get("unseen") is not None:
+        parts.append(f"{c['unseen']:,} of the {c['n_tokens']:,} tokens never occur in the corpus, so their input "
+                     "rows are still the initialisation")
+    ev = c.get("input_cos_init")
+    if ev and ev.get("I") is not None:
+        parts.append(f"the untied input matrix's cosine to its start is still {ev['I']:.2f} at step {ev['step']:,}, "
+                     "so much of its neighbour structure is the random initialisation's")
+    text = ("The toy lab's overlaps sit far below the paper's because the twins are barely trained: "
+            + "; ".join(parts) + "." if parts else "")
+    fr = c.get("frequent") or {}
+    if any(p in fr for p in ("T~I", "T~O", "I~O")):
+        text += (f" Over the {fr['n_tokens']:,} tokens seen at least {c['min_count']} times (a second figure, not "
+                 f"the paper's quantity): overlap@{k} " + ", ".join(
+                     f"{p} {fr[p]:.3f}" for p in ("T~I", "T~O", "I~O") if p in fr) + ".")
+    return text
 
 
 EARLY_LAYERS = 2  # "early" hidden states for the KL gap: the input embedding and the first block
