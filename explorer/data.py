@@ -129,15 +129,30 @@ def alignment_means(ref: CacheRef, method: str, split: str) -> dict[str, float]:
 
 
 @st.cache_resource(max_entries=256, show_spinner=False)
-def extremes(ref: CacheRef, method: str, split: str, comparison: str, n: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+def extremes(ref: CacheRef, method: str, split: str, comparison: str, n: int,
+             min_freq: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The ``n`` best- and worst-aligned tokens of one comparison: token, token text, cosine,
-    frequency. Read-only."""
+    frequency; with ``min_freq``, only the tokens seen at least that often. Read-only."""
     per_token = alignment(ref, method, split)
     sub = per_token[per_token["comparison"] == comparison].merge(tokens(ref)[["token", "shown", "freq_tied"]],
                                                                   on="token")
+    if min_freq is not None:
+        sub = sub[sub["freq_tied"].fillna(0) >= min_freq]
     cols = {"shown": "token text", "freq_tied": "frequency"}
     keep = ["token", "shown", "cosine", "freq_tied"]
     return (sub.nlargest(n, "cosine")[keep].rename(columns=cols), sub.nsmallest(n, "cosine")[keep].rename(columns=cols))
+
+
+UNTRAINED_MAX_FREQ = 4
+"""Toy lab: tokens seen at most this often in the corpus keep rows near the initialisation the twins
+share, so they align almost perfectly; the best/worst lists leave them out unless asked."""
+
+
+def untrained_tokens(ref: CacheRef, method: str, split: str, comparison: str) -> pd.DataFrame:
+    """The rarely seen tokens (frequency 0..UNTRAINED_MAX_FREQ) of one comparison, with their cosine."""
+    per_token = alignment(ref, method, split)
+    sub = per_token[per_token["comparison"] == comparison].merge(tokens(ref)[["token", "freq_tied"]], on="token")
+    return sub[sub["freq_tied"].fillna(0) <= UNTRAINED_MAX_FREQ]
 
 
 @st.cache_data(max_entries=16, show_spinner=False)

@@ -42,12 +42,27 @@ export.show(lambda: (charts.cosine_histogram(per_token, title=title), per_token)
 st.subheader("Best- and worst-aligned tokens")
 comp = st.selectbox("Comparison", sorted(means, key=DISPLAY_COMPARISONS.index), key="align_comp",
                     format_func=display_comparison)
-best, worst = data.extremes(ref, method, split, comp, 15)
+s_kind = data.summary(ref).get("kind")
+has_freq = bool(data.tokens(ref)["freq_tied"].notna().any())
+untrained = data.untrained_tokens(ref, method, split, comp) if has_freq and s_kind == "toylab" else None
+include = True
+if untrained is not None and len(untrained):
+    include = st.checkbox(f"Include the tokens seen {data.UNTRAINED_MAX_FREQ} times or fewer in the corpus",
+                          value=False, key="align_rare")
+best, worst = data.extremes(ref, method, split, comp, 15,
+                            min_freq=None if include else data.UNTRAINED_MAX_FREQ + 1)
 b1, b2 = st.columns(2)
 b1.markdown("**Best aligned**")
 frame.table(best, numbers=("cosine",), where=b1)
 b2.markdown("**Worst aligned**")
 frame.table(worst, numbers=("cosine",), where=b2)
+if untrained is not None and len(untrained):
+    which = ("Included" if include else "Left out") + (
+        f": the {len(untrained):,} tokens seen 0-{data.UNTRAINED_MAX_FREQ} times in the training corpus "
+        f"({int((untrained['freq_tied'].fillna(0) == 0).sum()):,} never). Their rows are barely trained: they "
+        f"sit near the initialisation the twins share, so they can align almost perfectly (mean cosine here "
+        f"{untrained['cosine'].mean():.3f}, up to {untrained['cosine'].max():.3f}) without any learnt alignment.")
+    st.caption(which)
 
 st.subheader("Norm vs frequency (Figure 5)")
 corr = data.norm_frequency_correlation(ref)
