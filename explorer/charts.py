@@ -541,7 +541,8 @@ def evolution(df: pd.DataFrame, column: str = "cos_init") -> alt.LayerChart:
 
 
 def _compared_x(x: str) -> alt.X:
-    return (alt.X("fraction:Q", title="fraction of the run", scale=alt.Scale(domain=[0, 1]))
+    return (alt.X("fraction:Q", title="fraction of the released steps (each run's last = 1)",
+                  scale=alt.Scale(domain=[0, 1]))
             if x == "fraction" else alt.X("step_plot:Q", scale=alt.Scale(type="log"), title="step (log)"))
 
 

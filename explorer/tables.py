@@ -240,6 +240,34 @@ def scaling_caption(method: str) -> str:
             f"with the 'Procrustes, in-sample' map. {paper}")
 
 
+def lens_text_note(s: dict[str, Any]) -> str:
+    """The text the authors' lenses saw against this cache's, where the paper's KL is shown or quoted."""
+    params = ((s.get("stages") or {}).get("lens") or {}).get("params") or {}
+    text = f"Text: the authors' tuned lenses were {reference.LENS_TEXT}."
+    if params.get("text"):
+        budget = params.get("budget") or {}
+        train = budget.get("train_tokens") or params.get("train_tokens")
+        text += f" This cache's lenses were trained and evaluated on {params['text']}"
+        if train:
+            text += f" ({train:,} training tokens, {params.get('eval_tokens') or 0:,} evaluation tokens)"
+        text += (": another text and budget, so the absolute KL is not comparable with theirs, only its pattern "
+                 "across layers and between tied and untied.")
+    return text
+
+
+def released_fraction_note(last_steps: dict[str, int]) -> str:
+    """What 'fraction' means on the side-by-side charts: of the steps each run released or logged
+    (its last = 1), not of its full training. ``last_steps``: {'cache: run': last step}."""
+    parts = []
+    for label, last in last_steps.items():
+        run = label.split(": ", 1)[-1]
+        total = reference.TOTAL_TRAINING_STEPS.get(run)
+        parts.append(f"{run}: the first {last:,} of its {total:,} training steps" if total
+                     else f"{run}: steps up to {last:,}")
+    return ("The fraction is of the steps each run released or logged (its last = 1), not of its full training: "
+            + "; ".join(parts) + ".")
+
+
 def evolution_by_fraction(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """Evolution rows of several sources in one frame, with each run's step as a fraction of its last.
 

@@ -521,3 +521,14 @@ def test_alignment_lists_leave_out_the_untrained_rare_tokens_unless_asked(monkey
     best = next(df.value for df in at.dataframe if "frequency" in df.value.columns)
     assert (best["frequency"] <= 4).any()
     assert any(c.value.startswith("Included: the ") for c in at.caption)
+
+
+def test_side_by_side_fraction_and_lens_text_are_labelled(monkeypatch):
+    root = Path(APP).parent / "cache"
+    at = _app(root, monkeypatch, "dynamics")
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(c.value.startswith("The fraction is of the steps each run released") and "OLMo-1B-0724" in c.value
+               for c in at.caption), [c.value for c in at.caption]
+    at = _app(root, monkeypatch, "lens")
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("WikiText-103" in c.value and "WikiText-2" in c.value for c in at.caption)

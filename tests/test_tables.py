@@ -210,3 +210,25 @@ def test_the_share_beside_the_papers_is_the_mean_of_ratios_with_the_authors_prox
     # a run that logged no proxy keeps its exact figure, and says it is not the paper's quantity
     plain = share_beside_paper({k: v for k, v in p.items() if k != "proxy"})
     assert plain["input"] == "exact" and not plain["like_paper"] and plain["early"] == pytest.approx(0.5)
+
+
+def test_labels_say_what_fraction_lens_text_and_twin_sizes_are():
+    from tying.cache.summary import toylab_scale
+
+    note = tables.released_fraction_note({"paper: EleutherAI/pythia-1b": 15_000, "demo: tied/seed0": 250})
+    assert "EleutherAI/pythia-1b: the first 15,000 of its 143,000 training steps" in note
+    assert "tied/seed0: steps up to 250" in note and "released" in note
+    s = {"stages": {"lens": {"params": {"text": "corpus.txt", "eval_tokens": 16_384,
+                                        "budget": {"train_tokens": 204_800}}}}}
+    lens = tables.lens_text_note(s)
+    assert "WikiText-103" in lens and "WikiText-2" in lens and "corpus.txt (204,800 training tokens" in lens
+    assert "ours" not in tables.lens_text_note({}) and "WikiText-103" in tables.lens_text_note({})
+    # both twins' parameter counts, from the cache's models (not hard-coded)
+    scale = toylab_scale({"models": {"tied": {"n_params": 1_574_016}, "untied": {"n_params": 2_098_304}}},
+                         {"toylab": "{}"})
+    assert "1.57M (tied) and 2.10M (untied) parameters" in scale["line"]
+    assert scale["n_params_untied"] == 2_098_304
+    demo = _summary("demo")
+    m = demo["models"]
+    assert f"{m['tied']['n_params'] / 1e6:.2f}M (tied) and {m['untied']['n_params'] / 1e6:.2f}M (untied)" \
+        in demo["scale"]["line"]

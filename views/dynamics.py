@@ -110,14 +110,14 @@ others = [c for c in data.caches(str(data.cache_dir())) if c.name != ref.name an
 if others and (len(evo) or len(log)):
     st.subheader("Side by side with another cache")
     st.markdown("The same curves of two caches in one view — say the toy lab beside the paper's real OLMo runs — "
-                "with steps as a fraction of each run (or on a log scale), so a few hundred toy steps and ten "
+                "with steps as a fraction of each run's released steps (or on a log scale), so a few hundred toy steps and ten "
                 "thousand real ones can be read together.")
     c1, c2 = st.columns(2)
     names = [c.name for c in others]
     other_name = c1.selectbox("Compare with", names, index=names.index("paper") if "paper" in names and
                               ref.name != "paper" else 0, key="side_other")
     x = c2.radio("Steps", ["fraction", "log"], horizontal=True, key="side_x",
-                 format_func=lambda v: "as a fraction of the run" if v == "fraction" else "log scale")
+                 format_func=lambda v: "as a fraction of the released steps" if v == "fraction" else "log scale")
     other_ref = data.CacheRef.of(Path(next(c.path for c in others if c.name == other_name)))
     sources = {ref.name: ref, other_name: other_ref}
     evo_runs = {f"{name}: {run}": g for name, r in sources.items() for run, g in data.per_run(r, "evolution").items()}
@@ -137,6 +137,8 @@ if others and (len(evo) or len(log)):
 
             export.show(build, f"{stem}-{ref.name}-vs-{other_name}", key=f"{key}_chart",
                         spec_key=(key, ref, other_ref, tuple(chosen), x))
+            if x == "fraction":
+                st.caption(tables.released_fraction_note({k: int(runs[k]["step"].max()) for k in chosen}))
         return chosen
 
     if evo_runs:
@@ -145,5 +147,6 @@ if others and (len(evo) or len(log)):
     if log_runs and compared("Gradient provenance runs", log_runs,
                              [o for o in defaults(sorted(log_runs)) if "untied" not in o], tables.share_by_fraction,
                              charts.share_compared, "output-share", "side_log"):
-        st.caption("Rolling mean over 2% of each run's logged steps. Output share per step, the paper's "
-                   "quantity; early in training the output side dominates in both.")
+        st.caption("Rolling mean over 2% of each run's logged steps. Output share per step as each log holds it "
+                   "(a toy-lab run: exact input norm; the authors' log: their input proxy); early in training the "
+                   "output side dominates in both.")

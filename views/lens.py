@@ -61,6 +61,8 @@ if beside_toylab and preset in reference.TUNED_LENS_KL:
                f"{ref_kl['tied'][1]:.2f} bits tied, {ref_kl['untied'][0]:.2f} and {ref_kl['untied'][1]:.2f} untied "
                f"(the authors' layer indexing). " + (s["scale"]["line"][:1].upper() + s["scale"]["line"][1:] + "."
                                                if s.get("scale") else ""))
+if paper is not None or published or beside_toylab:
+    st.caption(tables.lens_text_note(s))
 gap = (s.get("lens") or {}).get("gap")
 if gap:
     st.caption(f"Mean tuned-lens KL over the first {gap['layers']} hidden states: tied {gap['tied']:.2f} bits, "

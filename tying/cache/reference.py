@@ -83,6 +83,13 @@ TABLE6 = {1.0: {"I": 0.172, "O": 0.197}, 2.0: {"I": 0.173, "O": 0.197}, 10.0: {"
 # Figure 3: OLMo-1B-0724 (untied), mean per-token cosine to step 0 at step 20,000.
 EVOLUTION = {"model": "OLMo-1B-0724", "step": 20000, "I": 0.865, "O": 0.561}
 
+# The text of the authors' tuned lenses (their lens script): trained on WikiText-103, evaluated on WikiText-2.
+LENS_TEXT = "trained on WikiText-103 and evaluated on WikiText-2"
+
+# Full pretraining length in optimiser steps, where public, for models whose released checkpoints
+# cover only the start of it (the side-by-side charts' "fraction" is of the released steps).
+TOTAL_TRAINING_STEPS = {"EleutherAI/pythia-1b": 143_000}
+
 # What the paper's models are, for one honest line beside toy-lab numbers.
 SCALE = {
     "olmo": "OLMo-1B pair (about 1.2B parameters each, 16 layers, d=2048, vocabulary 50,304; pretrained on "

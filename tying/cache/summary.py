@@ -129,10 +129,14 @@ def toylab_scale(s: dict[str, Any], meta: dict[str, str]) -> dict[str, Any]:
     """What the toy models are, against the paper's: one line for wherever their numbers meet."""
     cfg = json.loads(meta.get("toylab") or "{}")
     tied = (s.get("models") or {}).get("tied") or {}
+    untied = (s.get("models") or {}).get("untied") or {}
     steps, batch, context = cfg.get("steps"), cfg.get("batch_size"), cfg.get("context")
     seeds = cfg.get("seeds", 1)
     tokens = steps * batch * context if steps and batch and context else None
-    parts = [f"toy lab: tied/untied twins of {(tied.get('n_params') or 0) / 1e6:.2f}M parameters"]
+    sizes = f"{(tied.get('n_params') or 0) / 1e6:.2f}M"
+    if untied.get("n_params"):
+        sizes += f" (tied) and {untied['n_params'] / 1e6:.2f}M (untied)"
+    parts = [f"toy lab: tied/untied twins of {sizes} parameters"]
     if cfg.get("n_layers"):
         parts[0] += f" ({cfg.get('n_layers')} layers, d={cfg.get('d_model')}, vocabulary {cfg.get('vocab_size')})"
     if tokens:
@@ -140,7 +144,7 @@ def toylab_scale(s: dict[str, Any], meta: dict[str, str]) -> dict[str, Any]:
     parts.append(f"{seeds} seed{'s' if seeds != 1 else ''}")
     line = (", ".join(parts) + f"; paper: {reference.SCALE[reference.TOYLAB_REFERENCE]}. The twins start from one "
             "shared initialisation, so their raw-row cosines sit far above the paper's near-zero ones")
-    return {"line": line, "n_params": tied.get("n_params"), "steps": steps, "tokens": tokens, "seeds": seeds}
+    return {"line": line, "n_params": tied.get("n_params"), "n_params_untied": untied.get("n_params"), "steps": steps, "tokens": tokens, "seeds": seeds}
 
 
 FREQUENT_MIN_COUNT = 100  # "frequent" tokens for the toy lab's second overlap figure: seen this often in the corpus
