@@ -69,6 +69,20 @@ def _checkpoint_source(model: str, revision: str) -> tuple[str, str | None]:
     return model, revision
 
 
+def check_distinct(seen: dict[tuple[str, str], str], revision: str, fingerprint: dict[str, str]) -> None:
+    """Refuse a revision whose embedding matrices are identical to an earlier one's.
+
+    Some hubs serve the same weights under several revisions (EleutherAI/pythia issue 205: many
+    pythia-2.8b step branches hold the final weights), which would draw a flat, false evolution.
+    ``seen``: fingerprints ((input, output) sha256) -> revision, updated in place.
+    """
+    key = (fingerprint.get("input", ""), fingerprint.get("output", ""))
+    if key in seen:
+        raise UserError(f"revisions '{seen[key]}' and '{revision}' have identical embedding matrices (the same "
+                        "weights served twice, as in EleutherAI/pythia issue 205); pick other revisions")
+    seen[key] = revision
+
+
 def run_evolution(cfg: EvolutionConfig) -> Path:
     from tying.loading.weights import load_model_matrices
 
@@ -79,9 +93,11 @@ def run_evolution(cfg: EvolutionConfig) -> Path:
                                                   "model": cfg.model, "revisions": revisions})
     t0 = time.perf_counter()
     rows, first, prev, files = [], None, None, []
+    seen: dict[tuple[str, str], str] = {}  # the matrices' fingerprints -> the first revision that had them
     for i, rev in enumerate(tqdm(revisions, desc="checkpoints", file=sys.stderr, disable=None)):
         src, hub_rev = _checkpoint_source(cfg.model, rev)
         m = load_model_matrices(src, hub_rev, trust_remote_code=cfg.trust_remote_code)
+        check_distinct(seen, rev, m.fingerprint)
         cur = {"T": m.input} if m.tied else {"I": m.input, "O": m.output}
         if first is None:
             first = cur

@@ -79,25 +79,47 @@ def test_demo_rerun_skips_training(demo, capsys):
 
 @pytest.mark.slow
 def test_evolution_of_local_checkpoints(demo, tmp_path, capsys):
-    """Checkpoint 'step0' is the initial copy: cos_init there is 1; an identical copy has cos_prev 1."""
+    """Checkpoint 'step0' is the initial copy: cos_init there is 1; the second checkpoint's cos_prev is
+    its cos_init (its previous checkpoint is the first). An identical copy is refused (test below)."""
     work = demo / "toylab" / "demo"
     ckpts = tmp_path / "ckpts"
     shutil.copytree(work / "untied-seed0", ckpts / "step100")
     shutil.copytree(work / "untied-seed1", ckpts / "step0")
-    shutil.copytree(work / "untied-seed0", ckpts / "step200")
-    code, _, err = _run(capsys, "evolution", "--model", ckpts, "--revisions", "step0,step100,step200",
+    code, _, err = _run(capsys, "evolution", "--model", ckpts, "--revisions", "step0,step100",
                         "--cache-dir", tmp_path, "--name", "evo")
     assert code == 0, err
     s = json.loads(_run(capsys, "summary", tmp_path / "evo.duckdb", "--json")[1])
     assert s["kind"] == "evolution"
     series = s["evolution"][str(ckpts)]
-    assert series["I"]["steps"] == [0, 100, 200]
+    assert series["I"]["steps"] == [0, 100]
     assert series["I"]["cos_init"][0] == pytest.approx(1.0)
     assert series["O"]["cos_init"][1] < 0.999  # another seed's weights
     con = open_cache(tmp_path / "evo.duckdb")
-    prev = con.execute("SELECT cos_prev FROM evolution WHERE step = 200").fetchall()
+    rows = con.execute("SELECT cos_prev, cos_init FROM evolution WHERE step = 100").fetchall()
     con.close()
-    assert all(v == pytest.approx(1.0) for (v,) in prev)
+    assert all(p == pytest.approx(i) for p, i in rows)
+
+
+@pytest.mark.parametrize("tied", [False, True])
+def test_evolution_refuses_two_revisions_with_identical_matrices(tmp_path, capsys, tied):
+    """EleutherAI/pythia issue 205: many pythia-2.8b step branches serve the final weights. Two local
+    revisions holding the same tiny model (same seed) are refused with one line naming both, even
+    when another revision lies between them; distinct weights pass."""
+    from tests.tiny_models import make_tiny_model
+
+    ckpts = tmp_path / "ckpts"
+    for rev, seed in (("step0", 0), ("step100", 1), ("step200", 0)):
+        make_tiny_model("llama", ckpts / rev, tied=tied, vocab_size=64, d=16, n_layers=1, seed=seed)
+    code, _, err = _run(capsys, "evolution", "--model", ckpts, "--revisions", "step0,step100,step200",
+                        "--cache-dir", tmp_path, "--name", "dup")
+    assert code == 2
+    line = err.strip().splitlines()[-1]
+    assert "'step0'" in line and "'step200'" in line and "identical embedding matrices" in line
+    assert "pythia issue 205" in line
+    assert not (tmp_path / "dup.duckdb").exists()
+    code, _, err = _run(capsys, "evolution", "--model", ckpts, "--revisions", "step0,step100",
+                        "--cache-dir", tmp_path, "--name", "ok")
+    assert code == 0, err
 
 
 def test_grads_csv_import(tmp_path, capsys):
