@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from tying.analysis.share import step_share
@@ -79,9 +80,14 @@ def arrows(text: str) -> str:
     return str(text).replace("->", "→")
 
 
+SEED_METRIC_LABELS = {"output share early": "output share early (exact input)",
+                      "output share overall": "output share overall (exact input)"}
+"""The toy lab's seed metrics whose stored names do not say their input side (the exact norm)."""
+
+
 def seeds(s: dict[str, Any]) -> pd.DataFrame:
     """Headline numbers over seeds: mean, sample std (blank with one seed), number of seeds."""
-    rows = [{"metric": arrows(m), "mean": v["mean"], "std": v["std"] if v["n"] > 1 else None, "seeds": v["n"]}
+    rows = [{"metric": arrows(SEED_METRIC_LABELS.get(m, m)), "mean": v["mean"], "std": v["std"] if v["n"] > 1 else None, "seeds": v["n"]}
             for m, v in (s.get("seeds") or {}).items()]
     out = pd.DataFrame(rows, columns=["metric", "mean", "std", "seeds"])
     if len(out) and (out["seeds"] <= 1).all():  # one seed: no spread to show, no column of blanks
@@ -305,7 +311,20 @@ def share_by_fraction(frames: dict[str, pd.DataFrame], window_fraction: float = 
 
 SWEEP_SERIES = {"bias": {"bias_linear": "O→T minus I→T (linear, held-out)",
                          "bias_overlap": "T~O minus T~I (overlap@10)"},
-                "loss": {"loss_gap": "untied minus tied eval loss"}}
+                "loss": {"loss_gap": "untied minus tied eval loss"},
+                "gaps": {"loss_gap": "untied minus tied eval loss",
+                         "loss_gap_matched": "untied minus parameter-matched tied"},
+                "losses": {"eval_loss_tied": "tied", "eval_loss_untied": "untied",
+                           "eval_loss_tied_matched": "tied, parameter-matched (deeper)"}}
+"""The sweep page's series per chart (column -> legend label); a column a cache lacks (one
+written before the parameter-matched arm) is left out: :func:`sweep_series`."""
+
+SWEEP_ARMS = {"eval_loss_tied": "tied", "eval_loss_untied": "untied", "eval_loss_tied_matched": "parameter-matched tied"}
+
+
+def sweep_series(points: pd.DataFrame, chart: str) -> dict[str, str]:
+    """The series of ``SWEEP_SERIES[chart]`` whose columns the points have."""
+    return {c: label for c, label in SWEEP_SERIES[chart].items() if c in points and points[c].notna().any()}
 
 
 def sweep_points(cells: list[dict[str, Any]]) -> pd.DataFrame:
@@ -314,54 +333,93 @@ def sweep_points(cells: list[dict[str, Any]]) -> pd.DataFrame:
 
     d = pd.DataFrame(cells)
     for col in PLOTTED:
-        d[f"{col}_half"] = d[f"{col}_half"].astype(float).fillna(float("inf"))
+        if f"{col}_half" in d:
+            d[f"{col}_half"] = d[f"{col}_half"].astype(float).fillna(float("inf"))
     return d
 
 
-def sweep_crossings(points: pd.DataFrame, x: str) -> tuple[pd.DataFrame, list[str]]:
-    """Where the loss gap changes sign, per vocabulary size: the named crossings (vocab_size, x,
-    label) and one honest sentence per vocabulary."""
+def sweep_crossings(points: pd.DataFrame, x: str, gap: str = "loss_gap",
+                    against: str = "tied") -> tuple[pd.DataFrame, list[str]]:
+    """Where a loss gap (``gap``: untied minus ``against``) changes sign, per vocabulary size: the
+    named crossings (vocab_size, x, label) and one sentence per vocabulary that claims only what
+    the 95% intervals allow."""
 
     rows, lines = [], []
+    if gap not in points:
+        return pd.DataFrame(rows, columns=["vocab_size", "x", "label"]), lines
     for v, g in points.groupby("vocab_size", sort=True):
         g = g.sort_values(x)
-        c = crossing(g[x], g["loss_gap"], g["loss_gap_half"], log_x=(x == "d_model"))
+        c = crossing(g[x], g[gap], g[f"{gap}_half"], log_x=(x == "d_model"))
         where = "width" if x == "d_model" else "embedding share"
+        head = f"Vocabulary {int(v):,}" + ("" if against == "tied" else f", untied against {against}")
         if c["x"] is not None:
             lo, hi = c["between"]
             shown = f"{c['x']:.0f}" if x == "d_model" else f"{c['x']:.1%}"
             span = (f"{lo:.0f} and {hi:.0f}" if x == "d_model" else f"{lo:.1%} and {hi:.1%}")
             rows.append({"vocab_size": int(v), "x": c["x"], "label": f"≈ {shown}"})
-            lines.append(f"Vocabulary {int(v):,}: untying starts to pay off at a {where} of about {shown} "
-                         f"(between {span}; {c['why']}).")
+            falls = float(g.loc[g[x] == lo, gap].iloc[0]) > 0  # positive (tied ahead) below the crossing
+            if x == "d_model":
+                what = f"untying starts to pay off at a {where}" if falls else f"untying stops paying off at a {where}"
+            else:
+                what = f"untying pays off {'above' if falls else 'below'} an {where}"
+            lines.append(f"{head}: {what} of about {shown} (between {span}; {c['why']}).")
         else:
-            lines.append(f"Vocabulary {int(v):,}: no crossing named — {c['why']}.")
+            lines.append(f"{head}: no crossing named — {c['why']}.")
     return pd.DataFrame(rows, columns=["vocab_size", "x", "label"]), lines
 
 
+def sweep_behind_bigram(points: pd.DataFrame) -> list[str]:
+    """The arms whose mean eval loss is above the smoothed bigram's on the same windows, one
+    "d=32 (tied, untied)" per width: not yet past bigram statistics. Empty without baselines."""
+    if "bigram_loss" not in points or points["bigram_loss"].isna().all():
+        return []
+    out = []
+    for _, r in points.sort_values(["vocab_size", "d_model"]).iterrows():
+        behind = [name for col, name in SWEEP_ARMS.items() if col in r and pd.notna(r[col])
+                  and r[col] > r["bigram_loss"]]
+        if behind:
+            out.append(f"V={int(r['vocab_size']):,} d={int(r['d_model'])} ({', '.join(behind)})")
+    return out
+
+
 SWEEP_TABLE_PARTS = {
-    "bias": ["vocabulary", "d_model", "seeds", "parameters (tied)", "embedding share (tied)", "O→T linear",
+    "bias": ["vocabulary", "d_model", "seeds", "embedding share (tied)", "O→T linear",
              "I→T linear", "T~O overlap", "T~I overlap", "output share early"],
-    "loss": ["vocabulary", "d_model", "seeds", "eval loss tied", "eval loss untied", "loss gap"],
+    "loss": ["vocabulary", "d_model", "seeds", "eval loss tied", "eval loss untied", "eval loss matched",
+             "bigram", "loss gap", "gap vs matched"],
+    "budget": ["vocabulary", "d_model", "parameters (tied)", "parameters (untied)", "parameters (matched)",
+               "tokens seen", "epochs", "lr tied", "lr untied", "lr matched"],
 }
-"""The sweep's cell table in two parts, each narrow enough for a laptop's width: the bias side
-(alignment and overlap) and the loss side, each with the cell's vocabulary, width and seeds."""
+"""The sweep's cell table in parts, each narrow enough for a laptop's width: the bias side
+(alignment and overlap), the loss side and the budget (every arm's parameter count, tokens and
+learning rates), each with the cell's vocabulary and width. Text cells read mean ± sample std
+over seeds (the spread of the seeds, not the 95% interval of the mean)."""
 
 
 def sweep_table(cells: list[dict[str, Any]], part: str | None = None) -> pd.DataFrame:
-    """One row per grid point: mean ± sample std over seeds, as text; ``part``: the columns of
-    ``SWEEP_TABLE_PARTS[part]`` only (None: every column)."""
+    """One row per grid point: mean ± sample std over seeds, as text ("—" where a cache lacks the
+    column); ``part``: the columns of ``SWEEP_TABLE_PARTS[part]`` only (None: every column)."""
     def pm(c, col):
         return summary.plus_minus(c.get(col), c.get(f"{col}_std"), c["n"], missing="—")
 
+    def num(c, col, fmt):
+        v = c.get(col)
+        return "—" if v is None or (isinstance(v, float) and not np.isfinite(v)) else format(v, fmt)
+
     out = pd.DataFrame([{"vocabulary": c["vocab_size"], "d_model": c["d_model"], "seeds": c["n"],
-                         "parameters (tied)": f"{c['params_tied']:,.0f}",
+                         "parameters (tied)": num(c, "params_tied", ",.0f"),
+                         "parameters (untied)": num(c, "params_untied", ",.0f"),
+                         "parameters (matched)": num(c, "params_tied_matched", ",.0f"),
                          "embedding share (tied)": f"{c['embedding_share_tied']:.1%}",
                          "O→T linear": pm(c, "linear_o_t"), "I→T linear": pm(c, "linear_i_t"),
                          "T~O overlap": pm(c, "overlap_t_o"), "T~I overlap": pm(c, "overlap_t_i"),
                          "output share early": pm(c, "output_share_early"),
                          "eval loss tied": pm(c, "eval_loss_tied"), "eval loss untied": pm(c, "eval_loss_untied"),
-                         "loss gap": pm(c, "loss_gap")} for c in cells])
+                         "eval loss matched": pm(c, "eval_loss_tied_matched"), "bigram": num(c, "bigram_loss", ".3f"),
+                         "loss gap": pm(c, "loss_gap"), "gap vs matched": pm(c, "loss_gap_matched"),
+                         "tokens seen": num(c, "tokens_seen", ",.0f"), "epochs": num(c, "epochs", ".2f"),
+                         "lr tied": num(c, "lr_tied", "g"), "lr untied": num(c, "lr_untied", "g"),
+                         "lr matched": num(c, "lr_tied_matched", "g")} for c in cells])
     return out if part is None else out[SWEEP_TABLE_PARTS[part]]
 
 

@@ -66,7 +66,7 @@ def test_overview_numbers_equal_the_cache(caches, monkeypatch):
     assert centred["paper (olmo)"] == "—"  # the paper has no centred identity: a dash, never "None"
     assert any("Scale." in m.value and "paper: OLMo" in m.value for m in at.info), [m.value for m in at.info]
     seeds = next(df.value for df in at.dataframe if "seeds" in df.value.columns)
-    share = seeds[seeds["metric"] == "output share early"].iloc[0]
+    share = seeds[seeds["metric"] == "output share early (exact input)"].iloc[0]
     assert share["seeds"] == 3 and share["mean"] == pytest.approx(0.63) and share["std"] == pytest.approx(0.01)
     # the share beside the paper's 70.3% is the mean of ratios with the authors' proxy; exact is second
     prov = s["gradient_provenance"]["tied/seed0"]
