@@ -45,6 +45,7 @@ OVERVIEW_ALIAS = page("overview.py", "Overview", "🏠", "overview")
 # clears the query string on a page change, so the view's state would not travel with it.)
 current_page = st.navigation([*PAGES.values(), OVERVIEW_ALIAS], position="hidden")
 
+state.sidebar_block(True)
 with st.sidebar:
     # The picked cache's pages, each link carrying the URL's state: one history entry per
     # page change. A page the cache does not fill is left out; its URL still opens it, with
@@ -68,8 +69,10 @@ with st.sidebar:
     st.toggle("Presentation mode", on_change=state.sync, args=("presentation",),
               key=state.widget_key("presentation", False, lambda v: isinstance(v, bool)),
               help="Large headline numbers, text and chart fonts, for talks; kept in the URL.")
-    for line in notes:
-        state.note(line)
+for line in state.sidebar_block(False):  # the sidebar widgets' notes, at the top of the page too
+    st.caption(line)
+for line in notes:  # outside the sidebar block: each note shows there and at the top of the page
+    state.note(line)
 
 # Presentation mode: a room reads the headline numbers first (they grow most: the default is
 # 2.25rem), then the paper's numbers under them (captions there lose their grey), the headings

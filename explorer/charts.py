@@ -426,7 +426,8 @@ def trajectory(df: pd.DataFrame) -> alt.Chart:
                 axis=alt.Axis(labelExpr=label, labelAngle=-45, labelLimit=90, labelOverlap=False)),
         y=alt.Y("layer:O", sort="descending", title="hidden state"))
     rect = base.mark_rect().encode(color=alt.Color("prob:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]),
-                                                   legend=legend("top-1 prob", ["1.0"], columns=alt.Undefined)),
+                                                   legend=legend("top-1 prob", ["1.0"], columns=alt.Undefined, values=[0, 0.5, 1],
+                                                                 format=".1f", gradientLength=180)),
                                    tooltip=["position:O", "token:N", "layer:O", "prediction:N",
                                             alt.Tooltip("prob:Q", format=".2f")])
     # too narrow a cell (a phone) shows the colours only: the text would be all ellipses
@@ -518,7 +519,13 @@ def _lines_with_points(d: pd.DataFrame, enc: dict, dashed: dict, size: int = 22)
     so the dash legend draws strokes, not the points' dots."""
     line = alt.Chart(d).mark_line(strokeWidth=2).encode(**enc, **dashed)
     points = alt.Chart(d).mark_circle(size=size, opacity=1).encode(**enc)
-    return alt.layer(line, points)
+    if "matrix" not in d or not (d["matrix"] == "T").any() or d["matrix"].nunique() < 2:
+        return alt.layer(line, points)
+    # T drawn last: where it runs with O (the paper's claim) it must not vanish under O's marks
+    on_top = alt.datum.matrix == "T"
+    below = [c.transform_filter(~on_top) for c in (line, points)]
+    above = [line.transform_filter(on_top).mark_line(strokeWidth=3), points.transform_filter(on_top)]
+    return alt.layer(*below, *above)
 
 
 def evolution(df: pd.DataFrame, column: str = "cos_init") -> alt.LayerChart:

@@ -162,6 +162,8 @@ def table(df, *, numbers=(), height=None, where=None, help=None, pin: int = 1) -
         config = {}
         for i, c in enumerate(df.columns):
             kw = {"pinned": True} if i < pin else {}
+            if i < pin and df[c].dtype == object and len(df) and df[c].astype(str).str.len().max() > 22:
+                kw["width"] = "large"  # a pinned label column as wide as its labels need, not cut
             if c in help:
                 kw["help"] = help[c]
             if c in numbers:

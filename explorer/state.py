@@ -152,8 +152,21 @@ def get(name: str, default: Any = None) -> Any:
 
 
 def note(text: str) -> None:
-    """A note on the URL in the sidebar."""
-    st.sidebar.caption("⚠ " + data.escape_markdown(text, entities=False))
+    """A note on the URL: in the sidebar, and where the page is drawing (the sidebar is folded
+    away on a phone)."""
+    line = "⚠ " + data.escape_markdown(text, entities=False)
+    st.sidebar.caption(line)
+    if st.session_state.get("_drawing_sidebar"):  # a sidebar widget's note: the page shows it after the sidebar
+        st.session_state.setdefault("_sidebar_notes", []).append(line)
+    else:
+        st.caption(line)
+
+
+def sidebar_block(drawing: bool) -> list[str]:
+    """Mark the start (True) or end (False) of the app's sidebar block; at the end, return the
+    notes its widgets made, for the page to show too."""
+    st.session_state["_drawing_sidebar"] = drawing
+    return [] if drawing else st.session_state.pop("_sidebar_notes", [])
 
 
 def reject(name: str, why: str) -> None:

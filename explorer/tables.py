@@ -7,6 +7,7 @@ is set beside it).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -85,9 +86,14 @@ SEED_METRIC_LABELS = {"output share early": "output share early (exact input)",
 """The toy lab's seed metrics whose stored names do not say their input side (the exact norm)."""
 
 
+def run_words(text: str) -> str:
+    """A run's stored name in words: 'tied_scaled_x5' reads 'tied (input gradient x5)'."""
+    return re.sub(r"tied_scaled_x(\d+(?:\.\d+)?)", r"tied (input gradient ×\1)", text)
+
+
 def seeds(s: dict[str, Any]) -> pd.DataFrame:
     """Headline numbers over seeds: mean, sample std (blank with one seed), number of seeds."""
-    rows = [{"metric": arrows(SEED_METRIC_LABELS.get(m, m)), "mean": v["mean"], "std": v["std"] if v["n"] > 1 else None, "seeds": v["n"]}
+    rows = [{"metric": run_words(arrows(SEED_METRIC_LABELS.get(m, m))), "mean": v["mean"], "std": v["std"] if v["n"] > 1 else None, "seeds": v["n"]}
             for m, v in (s.get("seeds") or {}).items()]
     out = pd.DataFrame(rows, columns=["metric", "mean", "std", "seeds"])
     if len(out) and (out["seeds"] <= 1).all():  # one seed: no spread to show, no column of blanks

@@ -291,3 +291,13 @@ def test_one_palette_and_nothing_black_or_white_on_the_background():
             for value in (mark.get("color"), mark.get("stroke"), mark.get("fill"), colour.get("value")):
                 if value in BLACK_WHITE:  # only on a mark of its own colour (the highlighted tokens' outline)
                     assert name in ("projection", "density") and mark.get("filled"), (name, mark)
+
+
+def test_the_tied_matrix_is_drawn_last_so_it_stays_visible_over_O():
+    """Figure 3 on the toy lab: T runs with O (the paper's claim); its marks are the top layers."""
+    evo = data.table(ref("demo"), "evolution")
+    evo = evo[evo["run"].isin(["tied/seed0", "untied/seed0"])]
+    layers = charts.evolution(evo).to_dict()["layer"]
+    filters = [str(layer.get("transform", "")) for layer in layers]
+    assert len(layers) == 4 and all("'T'" in f or '"T"' in f for f in filters[2:])
+    assert all("!" in f for f in filters[:2])

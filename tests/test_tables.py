@@ -232,3 +232,10 @@ def test_labels_say_what_fraction_lens_text_and_twin_sizes_are():
     m = demo["models"]
     assert f"{m['tied']['n_params'] / 1e6:.2f}M (tied) and {m['untied']['n_params'] / 1e6:.2f}M (untied)" \
         in demo["scale"]["line"]
+
+
+def test_run_names_read_as_words_in_the_seed_table():
+    assert tables.run_words("eval loss tied_scaled_x5") == "eval loss tied (input gradient ×5)"
+    assert tables.run_words("eval loss untied") == "eval loss untied"
+    s = {"seeds": {"eval loss tied_scaled_x5": {"mean": 5.0, "std": 0.1, "n": 3}}}
+    assert tables.seeds(s)["metric"].tolist() == ["eval loss tied (input gradient ×5)"]

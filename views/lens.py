@@ -48,8 +48,8 @@ if paper is not None:
     st.caption("Note: the paper's points (triangles) come from the authors' evaluation, which applied translator "
                "max(0, l − 1) to hidden state l and read the already-normed last hidden state, so their curve is "
                "shifted by one hidden state against a by-the-book tuned lens like this one (hence their non-zero "
-               f"last point: {reference.TUNED_LENS_LAST[preset]['untied']:.2f} bits untied, "
-               f"{reference.TUNED_LENS_LAST[preset]['tied']:.2f} tied).")
+               f"last point: {reference.TUNED_LENS_LAST[preset]['tied']:.2f} bits tied, "
+               f"{reference.TUNED_LENS_LAST[preset]['untied']:.2f} untied).")
 if published:
     st.caption("These curves are the paper's published per-layer tuned-lens KL of OLMo-1B (tied) and OLMo-1B-0724 "
                "(untied), quoted from the paper, not recomputed. " + reference.LENS_INDEXING_NOTE[0].upper()

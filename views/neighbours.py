@@ -16,7 +16,7 @@ n_tokens = len(toks)
 K = data.max_k(ref)
 
 c1, c2 = st.columns([3, 1])
-k = c2.slider("k", 1, K, key=state.widget_key("k", min(10, K), lambda v: 1 <= v <= K, f"this cache has k ≤ {K}"),
+k = c2.slider("k", 1, K, key=state.widget_key("k", min(10, K), lambda v: 1 <= v <= K, f"k runs from 1 to {K} here"),
               on_change=state.sync, args=("k",))
 
 # -- pick a token ---------------------------------------------------------------------------

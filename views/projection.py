@@ -26,7 +26,11 @@ view = c1.radio("Layout", state.VIEWS, horizontal=True, disabled=density,
                 help="Density is drawn per matrix, so it is always side by side." if density else None)
 mode = "side by side" if density else view
 POINTS = (2000, 5000, 12000, 25000)
-limit = c3.select_slider("Points drawn per view", options=POINTS, key=state.widget_key("points", 5000, POINTS.__contains__),
+# no choice past the projected tokens: the first step that holds them all reads "all N"
+offered = tuple(p for p in POINTS if p < n_proj) + tuple(p for p in POINTS if p >= n_proj)[:1] or POINTS[-1:]
+limit = c3.select_slider("Points drawn per view", options=offered,
+                         key=state.widget_key("points", min(5000, offered[-1]), offered.__contains__),
+                         format_func=lambda p: f"all {n_proj:,}" if p >= n_proj else f"{p:,}",
                          on_change=state.sync, args=("points",))
 
 token = state.get("token")  # picked here or on Neighbours: both read it from the URL

@@ -60,8 +60,8 @@ TUNED_LENS_LAST: dict[str, dict[str, float]] = {pair: {model: series[-1] for mod
 
 LENS_INDEXING_NOTE = ("the authors' evaluation applied translator l-1 to hidden state l and read the already-normed "
                       "last hidden state, so their curve is shifted by one layer against a by-the-book tuned lens "
-                      f"(their last layer is {TUNED_LENS_LAST['olmo']['untied']:.2f} / "
-                      f"{TUNED_LENS_LAST['olmo']['tied']:.2f} bits, not 0)")
+                      f"(their last layer is {TUNED_LENS_LAST['olmo']['tied']:.2f} bits tied, "
+                      f"{TUNED_LENS_LAST['olmo']['untied']:.2f} untied, not 0)")
 
 # Figure 4: output share of the gradient, OLMo-1B tied run (the authors' public log, 10,010 steps):
 # mean over logged steps of output / (input + output), steps 1-1,000 and all steps.
