@@ -115,7 +115,7 @@ def _summary(name):
 
 def test_share_table_names_the_authors_proxy_one_way_and_leaves_nothing_blank():
     paper = tables.output_shares(_summary("paper"))
-    assert list(paper["input side"]) == ["authors' proxy", "authors' proxy"]  # not "effective" in one row
+    assert list(paper["input side"]) == ["authors' proxy"]  # not "effective"; the paper's row not twice
     assert paper.notna().all().all()  # the published run's proxy share is its share: no "None"
     assert "early, exact" not in paper.columns  # the authors' log holds only their proxy
     demo = tables.output_shares(_summary("demo"))
@@ -239,3 +239,14 @@ def test_run_names_read_as_words_in_the_seed_table():
     assert tables.run_words("eval loss untied") == "eval loss untied"
     s = {"seeds": {"eval loss tied_scaled_x5": {"mean": 5.0, "std": 0.1, "n": 3}}}
     assert tables.seeds(s)["metric"].tolist() == ["eval loss tied (input gradient ×5)"]
+
+
+def test_the_paper_row_is_not_repeated_beside_the_authors_own_log():
+    """The paper cache holds the authors' published OLMo-1B log: its share table shows it once."""
+    from pathlib import Path
+
+    from explorer import data
+
+    s = data.summary(data.CacheRef.of(Path("cache/paper.duckdb")))
+    t = tables.output_shares(s)
+    assert len(t) == 1 and abs(t["early share"].iloc[0] - 0.7033) < 1e-4
