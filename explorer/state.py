@@ -178,14 +178,16 @@ def reject(name: str, why: str) -> None:
 
 
 def widget_key(name: str, default: Any, valid: Callable[[Any], bool] = lambda v: True,
-               why: str = "not on offer here") -> str:
+               why: str = "not on offer here", fit: Callable[[Any], Any] | None = None) -> str:
     """Seed the widget key ``w_<name>`` from the URL (or ``default``, with a note when the
-    URL's value is not ``valid`` here) and return it. The widget's ``on_change`` is
-    ``sync`` with ``args=(name,)``."""
+    URL's value is not ``valid`` here) and return it. ``fit`` maps a URL value onto the
+    widget's own options first (e.g. any number of points above a cache's tokens means all of
+    them). The widget's ``on_change`` is ``sync`` with ``args=(name,)``."""
     url = st.session_state.get("_url", {})
     value = url.get(name, default)
     if name in url:
         try:
+            value = fit(value) if fit is not None else value
             ok = bool(valid(value))
         except Exception:  # a value of the wrong type is junk, never an error
             ok = False

@@ -472,11 +472,16 @@ def test_each_action_writes_the_url_once_and_only_what_differs_from_the_defaults
 def test_a_shared_url_restores_the_view_and_an_older_url_restores_the_older_view(monkeypatch):
     """What a link holds comes back (density, points, runs, sample, model, axis); the URL is
     read on every run, so the URL of a Back restores that view."""
-    at = _shipped(monkeypatch, "projection", density="on", points="12000")
-    assert at.toggle(key="w_density").value is True and at.select_slider(key="w_points").value == 12000
+    at = _shipped(monkeypatch, "projection", density="on", points="2000")
+    assert at.toggle(key="w_density").value is True and at.select_slider(key="w_points").value == 2000
     at.query_params.clear()  # Back to the link without them: the defaults
     at.run()
     assert at.toggle(key="w_density").value is False and at.select_slider(key="w_points").value == 5000
+    # more points than the demo's 4,096 projected tokens means all of them: the last step, no note
+    at = _shipped(monkeypatch, "projection", points="12000")
+    slider = at.select_slider(key="w_points")
+    assert slider.value == 5000 and slider.options[-1] == "all 4,096"
+    assert not [c for c in at.caption if "points" in c.value and "ignored" in c.value]
     at = _shipped(monkeypatch, "dynamics", runs=["untied/seed1", "tied/seed2"], evo_runs="")
     assert at.multiselect(key="w_runs").value == ["untied/seed1", "tied/seed2"]
     assert at.multiselect(key="w_evo_runs").value == []  # an empty choice is a choice

@@ -29,7 +29,8 @@ POINTS = (2000, 5000, 12000, 25000)
 # no choice past the projected tokens: the first step that holds them all reads "all N"
 offered = tuple(p for p in POINTS if p < n_proj) + tuple(p for p in POINTS if p >= n_proj)[:1] or POINTS[-1:]
 limit = c3.select_slider("Points drawn per view", options=offered,
-                         key=state.widget_key("points", min(5000, offered[-1]), offered.__contains__),
+                         key=state.widget_key("points", min(5000, offered[-1]), offered.__contains__,
+                                              fit=lambda p: offered[-1] if p >= n_proj else p),
                          format_func=lambda p: f"all {n_proj:,}" if p >= n_proj else f"{p:,}",
                          on_change=state.sync, args=("points",))
 
