@@ -300,7 +300,8 @@ def test_presentation_mode_enlarges_tables_and_chart_heights(server, browser):
     big_px, big_h = measure("&presentation=True")
     assert table_px == 0.0  # on screen: interactive tables (a canvas)
     assert big_px >= 20, big_px  # a projector: static tables, large text
-    assert big_h >= 1.4 * chart_h, (chart_h, big_h)
+    # the plot grows 1.5x (export.PRESENTATION_SIZE); the legend under it grows with its font only
+    assert big_h >= 1.3 * chart_h, (chart_h, big_h)
     body = browser.find_element(By.CSS_SELECTOR, '[data-testid="stMain"]')
     assert not body.find_elements(By.CSS_SELECTOR, "del, s")  # escaped cells: "T~O" is never struck through
     assert not body.find_elements(By.TAG_NAME, "script")  # a token "<script>..." is text

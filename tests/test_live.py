@@ -146,7 +146,9 @@ def test_waiting_texts_go_to_the_worker_together(fake, ref):
         j.result(timeout=60)
     worker = tracers.worker(ref)
     assert worker.sent == 21 and worker.starts == 1
-    assert worker.writes == 3  # the first alone; the 20 that waited for it as 16 and 4
+    # sent together, at most 16 a write: the first alone and the 20 that waited as 16 and 4, or (a
+    # slow start, the first still queued) 16 and 5; never a write per text
+    assert 2 <= worker.writes <= 3
 
 
 def test_a_text_that_kills_the_worker_gets_one_line_and_the_others_are_answered(fake, ref):
