@@ -37,8 +37,9 @@ def corpus(tmp_path_factory):
 
 
 def tiny(corpus, cache_dir, *extra) -> list[str]:
-    return ["sweep", "--cache-dir", str(cache_dir), "--corpus", str(corpus), "--vocab-size", "300", "--n-layers", "1",
-            "--n-heads", "2", "--context", "16", "--batch-size", "4", "--steps", "12", *map(str, extra)]
+    # vocabulary 640, widths 20 and 40, one block: a deeper tied model matches the untied twin within 2%
+    return ["sweep", "--cache-dir", str(cache_dir), "--corpus", str(corpus), "--vocab-size", "640", "--n-layers", "1",
+            "--n-heads", "2", "--context", "16", "--batch-size", "4", *extra]
 
 
 def rows(path) -> pd.DataFrame:
@@ -103,11 +104,19 @@ def test_by_cell_means_spreads_and_gaps():
 
 @pytest.mark.slow
 def test_two_cells_two_seeds_end_to_end(corpus, tmp_path, capsys):
-    assert main(tiny(corpus, tmp_path, "--d-model", "16,32", "--seeds", "2")) == 0
+    assert main(tiny(corpus, tmp_path, "--d-model", "20,40", "--seeds", "2", "--steps", "12")) == 0
     text = capsys.readouterr().out
     assert "Width sweep" in text and "± " in text
     got = rows(tmp_path / "sweep.duckdb")
-    assert len(got) == 4 and sorted(set(zip(got["d_model"], got["seed"]))) == [(16, 0), (16, 1), (32, 0), (32, 1)]
+    assert len(got) == 4 and sorted(set(zip(got["d_model"], got["seed"]))) == [(20, 0), (20, 1), (40, 0), (40, 1)]
+    # the parameter-matched arm, the baselines, the budget and the learning rates of every row
+    assert (abs(got["params_tied_matched"] - got["params_untied"]) <= 0.02 * got["params_untied"]).all()
+    assert (got["n_layers_matched"] > got["n_layers"]).all() and got["eval_loss_tied_matched"].notna().all()
+    assert (got["unigram_loss"] > got["bigram_loss"]).all() and (got["bigram_loss"] > 0).all()
+    assert (got["tokens_seen"] == 12 * 4 * 16).all() and (got["epochs"] > 0).all()
+    lrs = got[["d_model", "lr_tied", "lr_untied", "lr_tied_matched"]]
+    assert lrs.drop(columns="d_model").isin([1e-3, 3e-3, 1e-2]).all().all()  # the default --lr-grid
+    assert (lrs.groupby("d_model").nunique() == 1).all().all()  # chosen per width and arm, not per seed
     # the untied twin has one more V x d matrix; the embedding shares follow from the counts
     assert ((got["params_untied"] - got["params_tied"]) == got["vocab_size"] * got["d_model"]).all()
     np.testing.assert_allclose(got["embedding_share_tied"], got["vocab_size"] * got["d_model"] / got["params_tied"])
@@ -118,14 +127,15 @@ def test_two_cells_two_seeds_end_to_end(corpus, tmp_path, capsys):
     assert main(["summary", str(tmp_path / "sweep.duckdb"), "--json"]) == 0
     s = json.loads(capsys.readouterr().out)
     assert s["kind"] == "sweep" and len(s["sweep"]) == 4 and set(s["sweep"][0]) >= ROW_KEYS
-    assert [(c["d_model"], c["n"]) for c in s["sweep_cells"]] == [(16, 2), (32, 2)]
+    assert [(c["d_model"], c["n"]) for c in s["sweep_cells"]] == [(20, 2), (40, 2)]
+    assert all(np.isfinite(c["loss_gap_matched"]) for c in s["sweep_cells"])
 
 
 @pytest.mark.slow
 def test_a_finished_cell_is_not_trained_again(corpus, tmp_path, capsys, monkeypatch):
     from precompute.sweep import SweepConfig, SweepRun
 
-    cfg = dict(cache_dir=str(tmp_path), corpus=str(corpus), widths=[16, 32], vocab_sizes=[300], seeds=1, n_layers=1,
+    cfg = dict(cache_dir=str(tmp_path), corpus=str(corpus), widths=[20, 40], vocab_sizes=[640], seeds=1, n_layers=1,
                n_heads=2, context=16, batch_size=4, steps=12)
 
     def stop_after_one(cell):
@@ -136,13 +146,13 @@ def test_a_finished_cell_is_not_trained_again(corpus, tmp_path, capsys, monkeypa
     assert len(rows(tmp_path / "sweep.duckdb")) == 1
     trained = []
     SweepRun(SweepConfig(**cfg)).run(on_cell=trained.append)
-    assert trained == [S.Cell(32, 300, 0)] and len(rows(tmp_path / "sweep.duckdb")) == 2
+    assert trained == [S.Cell(40, 640, 0)] and len(rows(tmp_path / "sweep.duckdb")) == 2
 
 
 @pytest.mark.slow
 def test_resume_after_a_kill(corpus, tmp_path):
     """SIGKILL mid-sweep: the cache holds the finished cells, uncorrupted; a rerun trains only the rest."""
-    args = tiny(corpus, tmp_path, "--d-model", "16,32,64", "--seeds", "2", "--steps", "60")
+    args = tiny(corpus, tmp_path, "--d-model", "20,40", "--seeds", "3", "--steps", "60")
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.Popen([sys.executable, "-m", "precompute", *args], cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -174,7 +184,7 @@ def test_resume_after_a_kill(corpus, tmp_path):
 @pytest.mark.slow
 def test_shard_caches_merge_into_the_rows_of_one_run(corpus, tmp_path, capsys):
     one, sharded = tmp_path / "one", tmp_path / "sharded"
-    grid = ("--d-model", "16,32", "--seeds", "2")
+    grid = ("--d-model", "20,40", "--seeds", "2", "--steps", "12")
     assert main(tiny(corpus, one, *grid)) == 0
     for i in range(3):
         assert main(tiny(corpus, sharded, *grid, "--shard", f"{i}/3")) == 0
@@ -190,7 +200,7 @@ def test_shard_caches_merge_into_the_rows_of_one_run(corpus, tmp_path, capsys):
     for col in S.METRICS:  # the same training: the same numbers as one run (CPU kernels: within 1e-3)
         np.testing.assert_allclose(merged[col], single[col], atol=1e-3, err_msg=col)
     # shards of another sweep (other steps) do not merge
-    assert main(tiny(corpus, tmp_path / "other", "--d-model", "16", "--steps", "13")) == 0
+    assert main(tiny(corpus, tmp_path / "other", "--d-model", "20", "--steps", "13")) == 0
     capsys.readouterr()
     assert main(["sweep-merge", str(shards[0]), str(tmp_path / "other" / "sweep.duckdb"),
                  "--cache-dir", str(tmp_path / "bad")]) == 2
@@ -211,3 +221,96 @@ def test_bad_grids_are_one_line_errors_and_write_nothing(tmp_path, capsys, extra
     err = capsys.readouterr().err
     assert rc == 2 and message in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "c").exists()
+
+
+# -- issue 20: baselines, the parameter-matched arm, the budget, the learning-rate split -----------
+
+def test_unigram_and_bigram_known_answers():
+    # training tokens 0 1 0 1 0 2 over a vocabulary of 3: unigram counts 3, 2, 1 of 6;
+    # add-one: p = 4/9, 3/9, 2/9
+    train = np.array([0, 1, 0, 1, 0, 2])
+    assert S.unigram_loss(train, np.array([0, 2]), 3) == pytest.approx(-(np.log(4 / 9) + np.log(2 / 9)) / 2)
+    # bigram counts: after 0: 1 twice, 2 once (c(0) = 3); after 1: 0 twice (c(1) = 2); nothing after 2.
+    # beta = 1: p(1|0) = (2 + 3/9) / (3 + 1) = 7/12; p(2|0) = (1 + 2/9) / 4 = 11/36;
+    # p(1|1) = (0 + 3/9) / (2 + 1) = 1/9; after 2 (never followed): the unigram, p(0|2) = 4/9
+    prev, tgt = np.array([0, 0, 1, 2]), np.array([1, 2, 1, 0])
+    want = -(np.log(7 / 12) + np.log(11 / 36) + np.log(1 / 9) + np.log(4 / 9)) / 4
+    assert S.bigram_loss(train, prev, tgt, 3, beta=1.0) == pytest.approx(want)
+    # a very strong prior is the unigram; the eval pairs are the targets of evaluate_loss's windows
+    assert S.bigram_loss(train, prev, tgt, 3, beta=1e12) == pytest.approx(S.unigram_loss(train, tgt, 3))
+    p, t = S.window_pairs(np.arange(10), context=3)  # windows 0-3, 3-6, 6-9: targets 1..9
+    assert list(t) == list(range(1, 10)) and list(p) == list(range(0, 9))
+    assert S.fit_beta(train, prev, tgt, 3) in S.BETAS
+
+
+def test_the_matched_tied_model_has_the_untied_parameter_count_within_two_percent():
+    from precompute.sweep import FULL, QUICK
+    from tying.toylab.model import build_twins
+
+    for d in sorted(set(FULL["widths"]) | set(QUICK["widths"])):
+        layers = S.matched_layers(4096, d, 4)
+        untied, matched = S.llama_params(4096, d, 4, tied=False), S.llama_params(4096, d, layers)
+        assert layers > 4 and abs(matched - untied) <= 0.02 * untied, d
+    assert [S.matched_layers(4096, d, 4) for d in (32, 64, 128, 256)] == [12, 8, 6, 5]
+    # the formula counts what torch counts (a tied matrix once)
+    m = build_twins({"vocab_size": 300, "d_model": 16, "n_layers": 2, "n_heads": 2, "context": 16}, 0)
+    assert sum(p.numel() for p in m["tied"].parameters()) == S.llama_params(300, 16, 2)
+    assert sum(p.numel() for p in m["untied"].parameters()) == S.llama_params(300, 16, 2, tied=False)
+
+
+def test_validation_windows_and_evaluation_windows_do_not_overlap():
+    from precompute.sweep import validation_split
+    from tying.toylab.train import eval_span, split_eval
+
+    ids = np.arange(100_000)
+    for context in (16, 64):
+        _, held = split_eval(ids, context)
+        _, valid = validation_split(ids, context)
+        a, b = eval_span(len(valid), context)
+        c, d = eval_span(len(held), context)
+        v_pos, e_pos = set(valid[a:b]), set(held[c:d])
+        assert v_pos and e_pos and not v_pos & e_pos and max(v_pos) < min(e_pos)
+
+
+def test_the_budget_sets_steps_and_epochs_count_rereading():
+    from precompute.sweep import SweepConfig
+    from tying.toylab.train import epoch_offsets
+
+    cfg = SweepConfig(tokens_per_param=2.0, widths=[32, 64])
+    untied = S.llama_params(4096, 32, 4, tied=False)
+    assert cfg.cell_steps(32, 4096) == int(np.ceil(2 * untied / (16 * 64)))
+    assert SweepConfig(tokens=16 * 64 * 10 + 1).cell_steps(64, 4096) == 11
+    with pytest.raises(UserError, match="not both"):
+        SweepConfig(tokens=1000, steps=10)
+    # 10 windows of 4 (+1) in 41 tokens; 6 steps x 3 = 18 sequences: every window once, then 8 again
+    off, epochs = epoch_offsets(41, 6, 3, 4, seed=0)
+    flat = list(off.ravel())
+    assert epochs == pytest.approx(1.8) and sorted(flat[:10]) == list(range(0, 40, 4))
+    assert len(set(flat[10:])) == 8
+
+
+@pytest.mark.slow
+def test_a_job_array_through_submitit_gives_the_rows_of_one_run(corpus, tmp_path):
+    """--executor: the grid as a job array of --jobs tasks (one --shard each), merged at the end;
+    submitit's DebugExecutor runs the tasks in this process, the same path as a cluster."""
+    import submitit
+
+    from precompute.sweep import SweepConfig, run_on_executor
+
+    cfg = SweepConfig(cache_dir=str(tmp_path), corpus=str(corpus), widths=[20, 40], vocab_sizes=[640], seeds=1,
+                      n_layers=1, n_heads=2, context=16, batch_size=4, steps=6, executor="local", jobs=2)
+    path = run_on_executor(cfg, submitit.DebugExecutor(folder=str(tmp_path / "submitit")))
+    assert path == tmp_path / "sweep.duckdb" and sorted(tmp_path.glob("sweep.shard*of2.duckdb"))
+    got = rows(path)
+    assert list(got["d_model"]) == [20, 40] and got["eval_loss_tied_matched"].notna().all()
+
+
+@pytest.mark.slow
+def test_executor_local_runs_the_cli_path(corpus, tmp_path):
+    """`precompute sweep --executor local`: submitit's LocalExecutor, tasks as subprocesses here."""
+    args = tiny(corpus, tmp_path, "--d-model", "20,40", "--seeds", "1", "--steps", "4", "--executor", "local",
+                "--jobs", "2")
+    out = subprocess.run([sys.executable, "-m", "precompute", *args], cwd=ROOT, capture_output=True, text=True,
+                         timeout=600, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "submitted 2 tasks" in out.stderr and len(rows(tmp_path / "sweep.duckdb")) == 2

@@ -21,6 +21,13 @@ METRICS = ("linear_o_t", "linear_i_t", "overlap_t_o", "overlap_t_i", "output_sha
            "output_share_early_proxy", "eval_loss_tied", "eval_loss_untied", "params_tied", "params_untied",
            "embedding_share_tied", "embedding_share_untied")
 
+# per-cell numbers of the sweep's second protocol (issue 20); a cache written before it lacks them
+EXTRA_METRICS = ("params_tied_matched", "n_layers_matched", "eval_loss_tied_matched", "unigram_loss", "bigram_loss",
+                 "bigram_beta", "tokens_seen", "epochs", "lr_tied", "lr_untied", "lr_tied_matched")
+
+MATCH_TOLERANCE = 0.02
+"""How far the parameter-matched tied model's count may be from the untied twin's (relative)."""
+
 
 @dataclass(frozen=True)
 class Cell:
@@ -99,22 +106,118 @@ def cell_cost(cell: Cell, n_layers: int) -> float:
     return 2 * (12 * n_layers * d * d + 2 * v * d)
 
 
-PLOTTED = ("bias_linear", "bias_overlap", "loss_gap")
+def llama_params(vocab_size: int, d_model: int, n_layers: int, *, d_ff: int | None = None, tied: bool = True) -> int:
+    """Parameters of the toy lab's Llama (:func:`tying.toylab.model.toy_config`): per block the
+    four attention projections (4 d^2, no biases, as many key/value heads as heads), the SwiGLU
+    (3 d d_ff) and two RMSNorm weights (2 d); a final norm (d); one V x d matrix, two untied."""
+    d, f = int(d_model), int(d_ff or 4 * d_model)
+    return (1 if tied else 2) * vocab_size * d + n_layers * (4 * d * d + 3 * d * f + 2 * d) + d
+
+
+def matched_layers(vocab_size: int, d_model: int, n_layers: int) -> int:
+    """Depth of the parameter-matched tied model: the tied model with this many blocks (same
+    width) comes nearest to the untied twin's parameter count.
+
+    Deeper rather than wider: a deeper tied model keeps the width, so its tied matrix has the
+    same shape (V x d) as the twins' and the comparison changes only the body; a wider one would
+    change the very matrix the sweep studies. Each extra block adds about 16 d^2 parameters and
+    the untied twin's extra matrix is V d, so the nearest depth misses by at most 8 d^2, under
+    2% of the untied count whenever d <= V / 4 or so (every width of the default grid; see
+    :func:`match_error`). The deeper model does more work per token than the twins (the twins'
+    FLOPs per token are equal: the untied matrix's extra rows are looked up, not multiplied).
+    """
+    target = llama_params(vocab_size, d_model, n_layers, tied=False)
+    return min(range(n_layers, 4 * n_layers + vocab_size // max(1, d_model) + 2),
+               key=lambda k: abs(llama_params(vocab_size, d_model, k) - target))
+
+
+def match_error(vocab_size: int, d_model: int, n_layers: int) -> float:
+    """Relative distance of the matched tied model's parameter count from the untied twin's."""
+    target = llama_params(vocab_size, d_model, n_layers, tied=False)
+    return abs(llama_params(vocab_size, d_model, matched_layers(vocab_size, d_model, n_layers)) - target) / target
+
+
+def budget_steps(tokens: float, batch_size: int, context: int) -> int:
+    """Optimiser steps that read ``tokens`` training tokens (at least 2)."""
+    return max(2, int(math.ceil(tokens / (batch_size * context))))
+
+
+# -- baselines on the evaluation windows ------------------------------------------------------------
+
+def window_pairs(tokens: np.ndarray, context: int, max_windows: int = 256) -> tuple[np.ndarray, np.ndarray]:
+    """(previous token, target) of every prediction the eval loss scores on ``tokens``: the
+    windows of :func:`tying.toylab.train.evaluate_loss` (first ``max_windows`` windows of
+    ``context + 1`` at stride ``context``) have targets ``tokens[1 : n * context + 1]`` and each
+    target's previous token lies in its window."""
+    n = min(max_windows, (len(tokens) - 1) // context)
+    t = np.asarray(tokens[: n * context + 1], dtype=np.int64) if n > 0 else np.zeros(0, np.int64)
+    return t[:-1], t[1:]
+
+
+def unigram_probs(train: np.ndarray, vocab_size: int, k: float = 1.0) -> np.ndarray:
+    """Add-k (Laplace for k = 1) unigram probabilities from the training tokens: (c(b) + k) / (N + k V)."""
+    counts = np.bincount(np.asarray(train, dtype=np.int64), minlength=vocab_size).astype(float)
+    return (counts + k) / (counts.sum() + k * vocab_size)
+
+
+def unigram_loss(train: np.ndarray, targets: np.ndarray, vocab_size: int, k: float = 1.0) -> float:
+    """Mean nats per target of the add-k unigram model fitted on ``train``."""
+    p = unigram_probs(train, vocab_size, k)
+    return float(-np.log(p[np.asarray(targets, dtype=np.int64)]).mean())
+
+
+def bigram_loss(train: np.ndarray, prev: np.ndarray, targets: np.ndarray, vocab_size: int, beta: float,
+                k: float = 1.0) -> float:
+    """Mean nats per target of a bigram model fitted on ``train``, interpolated with the add-k
+    unigram by a Dirichlet prior of strength ``beta``:
+    p(b | a) = (c(a, b) + beta p_uni(b)) / (c(a) + beta), with c(a, b) the count of a followed by
+    b and c(a) the count of a followed by anything, both in ``train``. An unseen ``a`` falls back
+    to the unigram; ``beta`` -> 0 is the bare bigram, -> inf the unigram."""
+    train = np.asarray(train, dtype=np.int64)
+    prev, targets = np.asarray(prev, dtype=np.int64), np.asarray(targets, dtype=np.int64)
+    p_uni = unigram_probs(train, vocab_size, k)
+    pair = train[:-1] * vocab_size + train[1:]
+    keys, counts = np.unique(pair, return_counts=True)
+    want = prev * vocab_size + targets
+    pos = np.clip(np.searchsorted(keys, want), 0, max(len(keys) - 1, 0))
+    c_ab = np.where((len(keys) > 0) & (keys[pos] == want), counts[pos], 0) if len(keys) else np.zeros(len(want))
+    c_a = np.bincount(train[:-1], minlength=vocab_size).astype(float)[prev]
+    return float(-np.log((c_ab + beta * p_uni[targets]) / (c_a + beta)).mean())
+
+
+BETAS = (0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0)
+"""The prior strengths :func:`fit_beta` tries."""
+
+
+def fit_beta(train: np.ndarray, prev: np.ndarray, targets: np.ndarray, vocab_size: int) -> float:
+    """The :data:`BETAS` value with the lowest bigram loss on (prev, targets): validation pairs,
+    never the evaluation windows."""
+    return min(BETAS, key=lambda b: bigram_loss(train, prev, targets, vocab_size, b))
+
+
+PLOTTED = ("bias_linear", "bias_overlap", "loss_gap", "loss_gap_matched", "eval_loss_tied", "eval_loss_untied",
+           "eval_loss_tied_matched")
 
 
 def by_cell(rows: pd.DataFrame) -> pd.DataFrame:
     """Mean, sample std and count over seeds per (d_model, vocab_size), with the two biases
     (linear O->T minus I->T; overlap T~O minus T~I) and the loss gap (untied minus tied)
-    computed per seed first, and the 95% half-width of each of those three means
-    (``<col>_half``; inf with one seed)."""
+    computed per seed first, and the 95% half-width of each :data:`PLOTTED` mean
+    (``<col>_half``; inf with one seed). With the second protocol's columns also the gap
+    against the parameter-matched tied model (``loss_gap_matched``: untied minus matched
+    tied); columns a cache lacks are left out."""
     d = rows.assign(bias_linear=rows["linear_o_t"] - rows["linear_i_t"],
                     bias_overlap=rows["overlap_t_o"] - rows["overlap_t_i"],
                     loss_gap=rows["eval_loss_untied"] - rows["eval_loss_tied"])
-    cols = ["bias_linear", "bias_overlap", "loss_gap", *METRICS]
+    if "eval_loss_tied_matched" in d:
+        d["loss_gap_matched"] = d["eval_loss_untied"] - d["eval_loss_tied_matched"]
+    cols = [c for c in ("bias_linear", "bias_overlap", "loss_gap", "loss_gap_matched", *METRICS, *EXTRA_METRICS)
+            if c in d]
+    d = d.assign(**{c: pd.to_numeric(d[c], errors="coerce").astype(float) for c in cols})  # NULL counts: NaN
     g = d.groupby(["vocab_size", "d_model"], sort=True)[cols]
     mean, std, n = g.mean(), g.std(ddof=1), g.size()
     out = mean.join(std.add_suffix("_std")).assign(n=n).reset_index()
-    for col in PLOTTED:
+    for col in (c for c in PLOTTED if c in out):
         out[f"{col}_half"] = [half_width(s, int(k)) for s, k in zip(out[f"{col}_std"], out["n"])]
     return out
 
@@ -157,8 +260,9 @@ def crossing(x: Sequence[float], mean: Sequence[float], half: Sequence[float], *
         if unsure == 0:
             why = f"the gap is {side} at every point, every interval excluding zero: {verdict} in this range"
         else:
-            why = (f"the mean gap is {side} at every point ({verdict} on average), but at {unsure} of {len(x)} "
-                   "points the interval over seeds includes zero")
+            sure_side = f"; at the other {len(x) - unsure} it is {side} ({verdict} there)" if unsure < len(x) else ""
+            why = (f"at {unsure} of {len(x)} points the 95% interval over seeds includes zero, so no claim is made "
+                   f"there{sure_side}")
     else:
         why = "the mean gap changes sign, but the spread over seeds does not let one name where"
     return {"x": None, "between": None, "why": why}

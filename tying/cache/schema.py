@@ -225,7 +225,12 @@ TABLES: dict[str, str] = {
     # the paper's quantity; eval_loss_*:
     # the same held-out text; params_* and embedding_share_*: parameters and the share of
     # them in embedding rows (V*d tied, 2*V*d untied). Each cell is its own stage
-    # ("sweep:d<d>:v<V>:s<seed>"), written atomically: a killed sweep resumes.
+    # ("sweep:d<d>:v<V>:s<seed>"), written atomically: a killed sweep resumes. From the second
+    # protocol (issue 20; a cache written before lacks these columns, and readers say so):
+    # *_tied_matched: a deeper tied model with the untied twin's parameter count (within 2%);
+    # unigram_loss, bigram_loss: smoothed baselines on the same evaluation windows (bigram_beta:
+    # the bigram's interpolation strength); tokens_seen and epochs per arm; lr_*: each arm's
+    # learning rate, chosen on a validation split.
     "sweep": """
         d_model INTEGER,
         vocab_size INTEGER,
@@ -244,7 +249,18 @@ TABLES: dict[str, str] = {
         params_untied BIGINT,
         embedding_share_tied DOUBLE,
         embedding_share_untied DOUBLE,
-        seconds DOUBLE
+        seconds DOUBLE,
+        params_tied_matched BIGINT,
+        n_layers_matched INTEGER,
+        eval_loss_tied_matched DOUBLE,
+        unigram_loss DOUBLE,
+        bigram_loss DOUBLE,
+        bigram_beta DOUBLE,
+        tokens_seen BIGINT,
+        epochs DOUBLE,
+        lr_tied DOUBLE,
+        lr_untied DOUBLE,
+        lr_tied_matched DOUBLE
     """,
 }
 

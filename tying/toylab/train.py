@@ -112,6 +112,39 @@ def batch_offsets(n_tokens: int, steps: int, batch_size: int, context: int, seed
     return np.random.default_rng(seed).integers(0, high, size=(steps, batch_size), dtype=np.int64)
 
 
+def split_eval(tokens: np.ndarray, context: int, eval_fraction: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+    """(training tokens, held-out tokens): the last ``eval_fraction`` of ``tokens`` (at least one
+    window of ``context + 1``) is held out, the rest trains. :func:`train_twins` splits this way."""
+    n_eval = max(context + 1, int(len(tokens) * eval_fraction))
+    return tokens[:-n_eval], tokens[-n_eval:]
+
+
+def eval_span(n_tokens: int, context: int, max_windows: int = 256) -> tuple[int, int]:
+    """The token positions ``[start, stop)`` that :func:`evaluate_loss` reads from a held-out
+    sequence of ``n_tokens``: its first ``max_windows`` windows of ``context + 1`` (stride ``context``)."""
+    n = min(max_windows, (n_tokens - 1) // context)
+    return 0, (n * context + 1 if n > 0 else 0)
+
+
+def epoch_offsets(n_tokens: int, steps: int, batch_size: int, context: int, seed: int) -> tuple[np.ndarray, float]:
+    """Start positions that read the text in epochs: ``(offsets of shape (steps, batch_size), epochs)``.
+
+    The tokens are cut into non-overlapping windows of ``context + 1`` at stride ``context``
+    (every token is a target once per epoch); each epoch visits every window once in an order
+    shuffled by ``seed``; no window is seen twice before every window has been seen once.
+    ``epochs`` = sequences drawn / windows in the text (1.5: the text was read one and a half
+    times). Same seed, same order, so every arm of a cell sees the same batches.
+    """
+    n_windows = (n_tokens - 1) // context
+    if n_windows < 1:
+        raise ValueError(f"{n_tokens} training tokens are too few for a context of {context}")
+    need = steps * batch_size
+    rng = np.random.default_rng(seed)
+    starts = np.arange(n_windows, dtype=np.int64) * context
+    order = np.concatenate([rng.permutation(starts) for _ in range(-(-need // n_windows))])[:need]
+    return order.reshape(steps, batch_size), need / n_windows
+
+
 def _lr_factor(step: int, steps: int, warmup: int, min_ratio: float) -> float:
     """Linear warm-up over ``warmup`` updates, then cosine decay to ``min_ratio`` at ``steps``."""
     if warmup and step <= warmup:
@@ -226,6 +259,7 @@ def train_twins(
     progress: Callable[[str, int, int, float], None] | None = None,
     device=None,
     num_threads: int | None = None,
+    order: str = "random",
 ) -> dict[str, TrainResult]:
     """Train each variant from the same initial weights on the same batches.
 
@@ -254,6 +288,9 @@ def train_twins(
         num_threads: CPU threads for torch during training (restored afterwards); None
             keeps torch's default. On a CPU shared with other busy processes, 1 thread can
             be several times faster than oversubscribed cores.
+        order: "random" (each sequence starts at a uniformly drawn position,
+            :func:`batch_offsets`) or "epochs" (non-overlapping windows, every one once per
+            epoch, :func:`epoch_offsets`; ``settings["epochs"]`` says how many were read).
 
     Returns:
         ``{variant: TrainResult}`` in the order of ``variants``.
@@ -277,9 +314,13 @@ def train_twins(
         raise ValueError(f"token ids must lie in [0, {vocab_size}), got {tokens.min()}..{tokens.max()}")
     if not 0 < eval_fraction < 1:
         raise ValueError(f"eval_fraction must lie in (0, 1), got {eval_fraction}")
-    n_eval = max(context + 1, int(len(tokens) * eval_fraction))
-    train_tokens, eval_tokens = tokens[:-n_eval], tokens[-n_eval:]
-    offsets = batch_offsets(len(train_tokens), steps, batch_size, context, seed)
+    train_tokens, eval_tokens = split_eval(tokens, context, eval_fraction)
+    if order == "random":
+        offsets, epochs = batch_offsets(len(train_tokens), steps, batch_size, context, seed), None
+    elif order == "epochs":
+        offsets, epochs = epoch_offsets(len(train_tokens), steps, batch_size, context, seed)
+    else:
+        raise ValueError(f"order must be 'random' or 'epochs', got {order!r}")
     if checkpoint_steps is None or isinstance(checkpoint_steps, (int, np.integer)):
         snap_steps = log_spaced_steps(steps, DEFAULT_CHECKPOINTS if checkpoint_steps is None else checkpoint_steps)
     else:
@@ -292,7 +333,8 @@ def train_twins(
     opt = dict(lr=lr, warmup_steps=max(1, round(0.05 * steps)) if warmup_steps is None else int(warmup_steps),
                min_lr_ratio=min_lr_ratio, weight_decay=weight_decay, betas=tuple(betas), grad_clip=grad_clip)
     settings = dict(model_kwargs, **opt, steps=steps, batch_size=batch_size, eval_fraction=eval_fraction, seed=seed,
-                    n_train_tokens=len(train_tokens), n_eval_tokens=len(eval_tokens), device=str(device))
+                    n_train_tokens=len(train_tokens), n_eval_tokens=len(eval_tokens), device=str(device), order=order,
+                    tokens_seen=steps * batch_size * context, epochs=epochs)
     threads_before = torch.get_num_threads()
     if num_threads:
         torch.set_num_threads(int(num_threads))
