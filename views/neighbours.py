@@ -102,10 +102,11 @@ if context:
             col.metric(f"overlap@{k} {pair_label(a, b)}, tokens seen ≥ {context['min_count']}",
                        f"{sub[pair_label(a, b)].mean():.3f}")
     at_k = context | {"k": k, "chance": k / max(n_tok - 1, 1), "n_tokens": n_tok, "frequent": None}
-    st.caption(summary_text.overlap_context_text(at_k)
-               + (f" The second row: the {len(sub):,} tokens seen at least {context['min_count']} times in the "
-                  f"corpus, each with its stored top-{k} among all tokens — a second figure, not the paper's "
-                  "quantity." if len(sub) else ""))
+    st.caption(data.escape_markdown(  # the text names T~I and T~O: escaped, no strikethrough
+        summary_text.overlap_context_text(at_k)
+        + (f" The second row: the {len(sub):,} tokens seen at least {context['min_count']} times in the "
+           f"corpus, each with its stored top-{k} among all tokens — a second figure, not the paper's "
+           "quantity." if len(sub) else ""), entities=False))
 export.show(lambda: (charts.overlap_histogram(data.overlap_counts(ref, k), k), data.overlap_table(ref, k)),
             f"overlap-at-{k}-{ref.name}", key="ovhist", spec_key=("ovhist", ref, k))
 paper = (data.summary(ref).get("paper") or {}).get("table5")

@@ -114,7 +114,7 @@ if s.get("overlap_at_10"):
     if label and (s.get("vocabulary") or {}).get("match") == "ids":
         st.caption("Rows are paired by token id here; the paper's k-NN overlap used the common token strings.")
     if s.get("overlap_context"):
-        st.caption(overlap_context_text(s["overlap_context"]))
+        st.caption(data.escape_markdown(overlap_context_text(s["overlap_context"]), entities=False))  # T~I: no strikethrough
 
 if s.get("spectral"):
     sp = s.get("spectral_params", {})
