@@ -126,6 +126,7 @@ class Tracer:
         import numpy as np
         import torch
 
+        from tying.lens.evaluate import trajectory_frame
         from tying.lens.lenses import LogitLens
         from tying.lens.parts import residual_stream
         from tying.lens.run import chunks
@@ -181,15 +182,7 @@ class Tracer:
                     cols["pred_id"].append(top[start:start + n_pos].reshape(-1))
                     cols["prob"].append(probs[start:start + n_pos].reshape(-1))
                 flat = {key: np.concatenate(v) for key, v in cols.items()}
-                per_text[b].append(pd.DataFrame({
-                    "position": flat["position"],
-                    "token": [tokens[q] for q in flat["position"]],
-                    "layer": flat["layer"],
-                    "lens": flat["lens"],
-                    "rank": flat["rank"],
-                    "prediction": [decode(int(i)) for i in flat["pred_id"]],
-                    "prob": flat["prob"],
-                }).assign(model=role))
+                per_text[b].append(trajectory_frame(flat, tokens, decode).assign(model=role))
                 start += n_pos
         return [pd.concat(frames, ignore_index=True) for frames in per_text]
 

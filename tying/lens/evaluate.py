@@ -130,7 +130,12 @@ def prediction_trajectory(
             decoded[i] = tokenizer.decode([i])
         return decoded[i]
 
-    input_tokens = [decode(i) for i in ids]
+    return trajectory_frame(flat, [decode(i) for i in ids], decode)
+
+
+def trajectory_frame(flat: dict, input_tokens: list[str], decode) -> pd.DataFrame:
+    """The lens_trajectory rows from flat columns (position, layer, lens, rank, pred_id, prob):
+    each position's input token and each prediction decoded to text."""
     return pd.DataFrame(
         {
             "position": flat["position"],
