@@ -14,7 +14,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from explorer import data, frame, state
+from explorer import data, frame, pack, state
 
 HERE = Path(__file__).resolve().parent
 
@@ -69,6 +69,14 @@ with st.sidebar:
     st.toggle("Presentation mode", on_change=state.sync, args=("presentation",),
               key=state.widget_key("presentation", False, lambda v: isinstance(v, bool)),
               help="Large headline numbers, text and chart fonts, for talks; kept in the URL.")
+    if filled is not None:  # the picked cache opens: its figure pack, drawn only when clicked
+        pack_of, pack_big = frame.picked(listing), bool(state.get("presentation"))
+        st.download_button("Figure pack (zip)", data=lambda: pack.pack_zip(data.CacheRef.of(Path(pack_of.path)),
+                                                                            presentation=pack_big),
+                           file_name=f"{pack_of.name}-figures.zip", mime="application/zip", on_click="ignore",
+                           icon=":material/folder_zip:", width="stretch", key="figure_pack",
+                           help="Every figure and table of this cache as SVG, PDF and PNG, with their data, captions "
+                                "and sources (`python -m precompute figures`); in presentation mode with its fonts.")
 for line in state.sidebar_block(False):  # the sidebar widgets' notes, at the top of the page too
     st.caption(line)
 for line in notes:  # outside the sidebar block: each note shows there and at the top of the page

@@ -21,6 +21,7 @@ from typing import Any
 
 from precompute import options
 from precompute.dynamics import EvolutionConfig, GradsConfig, run_evolution, run_grads
+from precompute.figures import FiguresConfig, run_figures
 from precompute.pair import OPTIONAL_STAGES, PairConfig, PairRun
 from precompute.published import EvolutionJsonConfig, PaperConfig, build_paper, import_evolution
 from precompute.report import SummaryConfig, print_summary, resolve_cache, run_summary
@@ -93,6 +94,12 @@ COMMANDS: dict[str, Command] = {
         "embedding evolution of OLMo-1B-0724, OLMo-7B-0424 and Pythia-1B; Apache-2.0) and the paper's tables, as "
         "one cache of kind 'published'."),
     "summary": Command(SummaryConfig, run_summary, "print a cache's headline numbers beside the paper's"),
+    "figures": Command(
+        FiguresConfig, run_figures, "every figure and table a cache supports, as files (the figure pack)",
+        "Draw every figure and table the cache has the data for, named by the paper's numbering (figure1-alignment, "
+        "table1, ...), as SVG, PDF and PNG with the Vega-Lite spec and the data (CSV; a table also as LaTeX), each "
+        "with its caption and a source line (cache, models, commit, parameters), and manifest.json listing every "
+        "file. The folder is written whole or not at all."),
     "trajectory": Command(
         TrajectoryConfig, _trajectory, "top-k predictions of every hidden state of a cache's models on a text (JSON)",
         "Run the cache's tied and untied models (they must be on this machine, as the toy lab's are) on a text and "
