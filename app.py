@@ -30,6 +30,7 @@ def page(script: str, title: str, icon: str, url_path: str, **kw) -> st.Page:
 
 
 PAGES = {
+    "tour": page("tour.py", "Tour", "🎓", "tour"),
     "home": page("overview.py", "Overview", "🏠", "home", default=True),
     "alignment": page("alignment.py", "Alignment", "📐", "alignment"),
     "neighbours": page("neighbours.py", "Neighbours", "🧭", "neighbours"),

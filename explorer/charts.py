@@ -272,7 +272,7 @@ def projection_view(df: pd.DataFrame, highlight: pd.DataFrame, matrix: str, *, d
 
 
 def projection(df: pd.DataFrame, highlight: pd.DataFrame, *, mode: str = "side by side",
-               density: bool = False, height: int = 420) -> alt.TopLevelMixin:
+               density: bool = False, height: int = 420, view_size: int = 300) -> alt.TopLevelMixin:
     """UMAP coordinates of T, I, O with highlighted tokens drawn on top in every view.
 
     ``df``: matrix, token, x, y, shown (already sampled by the caller);
@@ -285,7 +285,8 @@ def projection(df: pd.DataFrame, highlight: pd.DataFrame, *, mode: str = "side b
         return _projection_layers(df, highlight, density=False, label_matrix=True).properties(
             width="container", height=int(height * 1.25))
     views = [_projection_layers(df[df["matrix"] == m], highlight[highlight["matrix"] == m], density=density,
-                                label_matrix=False, interactive=False).properties(width=300, height=300, title=f"{m} ({MATRIX_NAMES[m]})")
+                                label_matrix=False, interactive=False).properties(width=view_size, height=view_size,
+                                                                   title=f"{m} ({MATRIX_NAMES[m]})")
              for m in PROJECTION_ORDER]
     return alt.hconcat(*views).resolve_scale(color="shared")
 

@@ -47,7 +47,7 @@ def filled(listing: list[data.CacheListing]) -> set[str] | None:
     ref = _ref(picked(listing))
     if ref is None:
         return None
-    pages = {"home", "overview"} | {page for page, table in NEEDS.items() if data.has_rows(ref, table)}
+    pages = {"tour", "home", "overview"} | {page for page, table in NEEDS.items() if data.has_rows(ref, table)}
     if find_sweep() is not None:
         pages.add("sweep")
     return pages

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 import streamlit as st
 
 from explorer import frame, tables
+from tying.cache import claims as claims_mod
 
 
 def across_seeds(s: dict[str, Any], intro: str | None = None) -> None:
@@ -20,3 +22,32 @@ def across_seeds(s: dict[str, Any], intro: str | None = None) -> None:
     d = tables.directions(s)
     if len(d):
         frame.table(d)
+
+
+VERDICT_STYLE = {  # colour and sign: the sign carries the verdict for readers who do not tell the colours apart
+    claims_mod.HOLDS: ("#1a7f37", "✓"), claims_mod.MIXED: ("#9a6700", "~"), claims_mod.FAILS: ("#cf222e", "✗"),
+    claims_mod.NO_CLAIM: ("#57606a", "–"), claims_mod.NO_DATA: ("#57606a", "–"),
+}
+
+
+def verdict_badge(verdict: str) -> str:
+    """An HTML badge for a verdict: its sign and word on its colour."""
+    colour, sign = VERDICT_STYLE[verdict]
+    return (f"<span style='background:{colour};color:white;border-radius:6px;padding:0.1em 0.45em;"
+            f"white-space:nowrap;font-weight:700'>{sign} {html.escape(verdict)}</span>")
+
+
+def verdicts(s: dict[str, Any], presentation: bool = False) -> int:
+    """The paper's claims with this cache's numbers and verdicts, one row each (claims the cache
+    has no data for are left out); returns how many rows were drawn."""
+    rows = [c for c in claims_mod.claims(s).values() if c.verdict != claims_mod.NO_DATA]
+    if not rows:
+        return 0
+    size = "1.3rem" if presentation else "1rem"
+    body = "".join(
+        f"<tr><td style='padding:0.3em 0.6em 0.3em 0;vertical-align:top'>{verdict_badge(c.verdict)}</td>"
+        f"<td style='padding:0.3em 0.6em;vertical-align:top'><b>{html.escape(c.statement)}</b><br>"
+        f"{html.escape(c.ours)}" + (f"<span style='opacity:0.7'> · {html.escape(c.paper)}</span>" if c.paper else "")
+        + "</td></tr>" for c in rows)
+    st.html(f"<table style='border:none;font-size:{size};line-height:1.35;margin-bottom:0.5rem'>{body}</table>")
+    return len(rows)

@@ -365,9 +365,9 @@ def test_the_shipped_sweep_cache_renders_and_reads_as_the_readme_says(monkeypatc
 # -- the URL: every parameter, any value; one write per action; only what differs from the defaults --
 
 SHIPPED = Path(APP).parent / "cache"
-ALL_PAGES = PAGES + ["sweep"]
+ALL_PAGES = PAGES + ["sweep", "tour"]
 URL_PARAMS = ("pair", "presentation", "token", "k", "method", "split", "view", "density", "points", "layer", "model",
-              "sample", "runs", "evo_runs", "axis")
+              "sample", "runs", "evo_runs", "axis", "step")
 JUNK = ("", "maybe", "yes", "-1", "9" * 40, "/etc/passwd", "<script>alert(1)</script>")
 
 
@@ -499,12 +499,14 @@ def test_the_menu_lists_the_pages_the_cache_fills(monkeypatch, pair, left_out):
     at = _shipped(monkeypatch, "overview", pair=pair, k="7")
     links = [p.proto for p in at.get("page_link")]
     assert all(p.query_string == f"pair={pair}&k=7" for p in links)  # a page change keeps the view's state
+    menu = [p.proto for p in at.sidebar.get("page_link")]
+    assert menu[0].label == "Tour"  # the tour first: where a class or a talk starts
     captions = [c.value for c in at.sidebar.caption if c.value.startswith("Not in")]
     if left_out is None:
-        assert len(links) == 7 and not captions
+        assert len(menu) == 8 and not captions
     else:
         assert captions == [f"Not in '{pair}': {left_out}."]
-        assert len(links) == 7 - left_out.count(",") - 1
+        assert len(menu) == 8 - left_out.count(",") - 1
     for page in ALL_PAGES:  # every page still answers its URL: a deep link never fails
         at.switch_page(f"views/{page}.py").run()
         assert not at.exception and len(at.info) <= 2, (page, [i.value for i in at.info])

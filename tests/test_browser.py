@@ -478,7 +478,7 @@ def test_the_menu_leaves_out_the_pages_a_cache_does_not_fill(server, browser):
     browser.get(f"{server}/?pair=sweep")
     _h1(browser, "Overview")
     links = browser.find_elements(By.CSS_SELECTOR, '[data-testid="stSidebar"] a[href]')
-    assert [a.text.split("\n")[-1] for a in links] == ["Overview", "Sweep"]
+    assert [a.text.split("\n")[-1] for a in links] == ["Tour", "Overview", "Sweep"]
     sidebar = browser.find_element(By.CSS_SELECTOR, '[data-testid="stSidebar"]').text
     assert "Not in 'sweep': Alignment, Neighbours, Projection, Lens, Training dynamics." in sidebar
     browser.get(f"{server}/neighbours?pair=sweep")  # a page left out still answers its URL: one line, a way back
@@ -502,3 +502,69 @@ def _wait_for_button(browser, text: str):
     WebDriverWait(browser, 60).until(found)
     _settled(browser)
     return found(browser)
+
+
+# -- the tour (views/tour.py) -----------------------------------------------------------------
+
+FIRST_SCREEN = """
+const bottom = sel => Math.max(0, ...[...document.querySelectorAll(sel)].map(e => e.getBoundingClientRect().bottom));
+return {chart: bottom('[data-testid="stVegaLiteChart"]'), verdict: bottom('.tour-verdict'),
+        charts: document.querySelectorAll('[data-testid="stVegaLiteChart"] canvas, '
+                                          + '[data-testid="stVegaLiteChart"] svg.marks').length,
+        height: window.innerHeight, step: (document.querySelector('.tour-head .n') || {}).textContent};
+"""
+
+
+def _tour_step(browser, n: int) -> None:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(browser, 60).until(
+        lambda d: (d.execute_script(FIRST_SCREEN)["step"] or "").startswith(f"Step {n} of")
+        and d.execute_script(FIRST_SCREEN)["charts"] >= 1)
+    _settled(browser)
+
+
+def test_tour_deep_link_then_the_keys_a_clicker_sends(server, browser):
+    """A cold deep link to step 5; the right arrow goes to step 6 and PageDown to 7, PageUp back to
+    6, and the URL follows each."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    browser.get(f"{server}/tour?pair=synthetic&step=5")
+    _tour_step(browser, 5)
+    for key, n in ((Keys.ARROW_RIGHT, 6), (Keys.PAGE_DOWN, 7), (Keys.PAGE_UP, 6), (Keys.ARROW_LEFT, 5)):
+        ActionChains(browser).send_keys(key).perform()
+        _tour_step(browser, n)
+        assert _query(browser).get("step") == str(n)
+    browser.get_log("browser")
+
+
+def test_every_tour_step_fits_one_presentation_screen(server, browser):
+    """At 1920x1080 in presentation mode each step's chart and verdict lie inside the first screen."""
+    browser.set_window_size(1920, 1080)
+    try:
+        for n in range(1, 10):
+            browser.get(f"{server}/tour?pair=synthetic&presentation=on&step={n}")
+            _tour_step(browser, n)
+            b = browser.execute_script(FIRST_SCREEN)
+            assert 0 < b["chart"] <= b["height"], (n, b)
+            if n > 1:  # step 1 is the set-up diagram: no claim, no verdict
+                assert 0 < b["verdict"] <= b["height"], (n, b)
+    finally:
+        browser.set_window_size(1400, 1000)
+    browser.get_log("browser")
+
+
+def test_the_overview_first_screen_holds_a_verdict(server, browser):
+    from selenium.webdriver.common.by import By
+
+    for size, query in (((1440, 900), ""), ((1920, 1080), "&presentation=on")):
+        browser.set_window_size(*size)
+        browser.get(f"{server}/?pair=synthetic{query}")
+        _h1(browser, "Overview")
+        height = browser.execute_script("return window.innerHeight")
+        badges = [e for e in browser.find_elements(By.CSS_SELECTOR, '[data-testid="stMain"] span')
+                  if e.text.endswith("holds") or e.text.endswith("does not hold")]
+        assert badges and 0 < badges[0].rect["y"] + badges[0].rect["height"] <= height, size
+    browser.set_window_size(1400, 1000)
+    browser.get_log("browser")

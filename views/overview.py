@@ -5,7 +5,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from explorer import data, frame, sections, tables
+from explorer import data, frame, sections, state, tables
 from tying.cache import reference
 from tying.cache.schema import MATRIX_PAIRS, pair_label
 from tying.cache.summary import (
@@ -26,32 +26,15 @@ kinds = {"pair": "a tied/untied model pair", "toylab": "the toy lab: tied and un
                       "the paper's tables, quoted, not recomputed here",
          "sweep": "a width sweep of tied and untied twins: its bias and loss gap are on the Sweep page"}
 st.caption(f"This cache holds {kinds.get(s.get('kind'), s.get('kind'))}.")
-
-models = s.get("models") or {}
-if models:
-    st.subheader("The models")
-    rows = []
-    for role in ("tied", "untied"):
-        m = models.get(role)
-        if not m:
-            continue
-        rows.append({"role": role, "model": m["source"], "revision": m.get("revision") or "",
-                     "commit": (m.get("commit_sha") or "")[:12], "type": m.get("model_type"),
-                     "tied in weights": "yes" if m.get("tied_in_weights") else "no", "d": m.get("d_model"),
-                     "vocab": m.get("n_vocab"), "parameters": f"{m.get('n_params', 0):,}",
-                     "embedding share": f"{m.get('embedding_share', 0):.1%}"})
-    frame.table(pd.DataFrame(rows))
-    v = s.get("vocabulary") or {}
-    if v:
-        st.caption(coverage_text(v).capitalize()
-                   + (" (identical tokenizers)." if v.get("identical") else " (token strings both vocabularies contain)."))
+st.subheader("The paper's claims, checked on this cache")
+if sections.verdicts(s, presentation=bool(state.get("presentation"))):
+    st.page_link("views/tour.py", label="Walk through them step by step: the tour", icon=":material/school:",
+                 query_params=state.carried())
+else:
+    st.caption("This cache holds none of the paper's measurements directly"
+               + (": its sweep is on the Sweep page." if s.get("kind") == "sweep" else "."))
 
 if s.get("kind") == "published":
-    st.subheader("Sources")
-    src = tables.published_sources(s)
-    frame.table(src, height=tables.fit_height(src))
-    st.caption("Figures 3, 4, 8 and 9 are drawn from the authors' released files (Training dynamics page); the tables "
-               "below and the layerwise KL (Lens page) are the paper's printed numbers.")
     st.subheader("Alignment (the paper's Table 1)")
     st.markdown("Mean per-token cosine; identity on raw rows, orthogonal and linear maps fitted and scored on the "
                 "same centred rows. **Claim: O→T is high, I→T is low.**")
@@ -167,6 +150,32 @@ if seed_stats and max(v["n"] for v in seed_stats.values()) > 1:
     sections.across_seeds(s, "Each seed trains its own twins (same settings, other initial weights and batches). "
                              "Mean and sample standard deviation over seeds, and whether each of the paper's "
                              "directions holds in every seed.")
+
+models = s.get("models") or {}
+if models:
+    st.subheader("The models")
+    rows = []
+    for role in ("tied", "untied"):
+        m = models.get(role)
+        if not m:
+            continue
+        rows.append({"role": role, "model": m["source"], "revision": m.get("revision") or "",
+                     "commit": (m.get("commit_sha") or "")[:12], "type": m.get("model_type"),
+                     "tied in weights": "yes" if m.get("tied_in_weights") else "no", "d": m.get("d_model"),
+                     "vocab": m.get("n_vocab"), "parameters": f"{m.get('n_params', 0):,}",
+                     "embedding share": f"{m.get('embedding_share', 0):.1%}"})
+    frame.table(pd.DataFrame(rows))
+    v = s.get("vocabulary") or {}
+    if v:
+        st.caption(coverage_text(v).capitalize()
+                   + (" (identical tokenizers)." if v.get("identical") else " (token strings both vocabularies contain)."))
+
+if s.get("kind") == "published":
+    st.subheader("Sources")
+    src = tables.published_sources(s)
+    frame.table(src, height=tables.fit_height(src))
+    st.caption("Figures 3, 4, 8 and 9 are drawn from the authors' released files (Training dynamics page); the tables "
+               "below and the layerwise KL (Lens page) are the paper's printed numbers.")
 
 with st.expander("Provenance: how this cache was built"):
     frame.table(data.table(ref, "meta").sort_values("key")[["key", "value"]])

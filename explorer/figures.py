@@ -1,0 +1,227 @@
+"""Every figure and table a cache supports, named by the paper's numbering: one registry for
+the tour (views/tour.py), the figure pack (``python -m precompute figures``), the app's zip
+download and the static site (``python -m precompute site``).
+
+Each entry builds from a cache with the same chart builders and data readers as the pages
+(:mod:`explorer.charts`, :mod:`explorer.data`, :mod:`explorer.tables`), so a slide, a file
+and a page show one thing. ``build(ref)`` returns ``(chart, data)`` for a figure and
+``(None, table)`` for a table. Nothing here draws on a page: it runs without a Streamlit
+server (the data readers' caches then live in memory).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import altair as alt
+import pandas as pd
+
+from explorer import charts, data, tables
+from tying.cache import reference
+from tying.cache.schema import MATRIX_NAMES
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str  # file stem, the paper's numbering first: "figure1-alignment", "table1"
+    title: str  # a short title
+    caption: str  # what it shows and how to read it, one or two sentences
+    build: Callable[[data.CacheRef], tuple[alt.TopLevelMixin | None, pd.DataFrame]]
+    available: Callable[[data.CacheRef, dict], bool]
+
+    @property
+    def is_table(self) -> bool:
+        return self.name.startswith("table")
+
+
+def _has(table: str) -> Callable[[data.CacheRef, dict], bool]:
+    return lambda ref, s: data.has_rows(ref, table)
+
+
+def _kind(*kinds: str) -> Callable[[data.CacheRef, dict], bool]:
+    return lambda ref, s: s.get("kind") in kinds
+
+
+# -- builders --------------------------------------------------------------------------------
+
+
+def alignment_histogram(ref):
+    per_token = data.alignment(ref, "linear", "held_out")
+    return charts.cosine_histogram(per_token, title="Per-token cosine, linear map, held-out tokens"), per_token
+
+
+def table1(ref):
+    s = data.summary(ref)
+    return None, (tables.paper_table1_all() if s.get("kind") == "published" else tables.table1(s))
+
+
+def table5(ref):
+    s = data.summary(ref)
+    return None, (tables.paper_table5_all() if s.get("kind") == "published" else tables.table5(s))
+
+
+def overlap_curve(ref):
+    curve = data.overlap_curve(ref)
+    paper = (data.summary(ref).get("paper") or {}).get("table5")
+    return charts.overlap_curve(curve, paper, 10), curve
+
+
+def projection(ref, token: int | None = None, view_size: int = 300):
+    toks = data.tokens(ref)
+    if token is None:
+        token = data.default_token(toks, among=data.projected_tokens(ref))
+    shown = data.umap_sample(ref, 5000)
+    coords = data.umap_shown(ref)
+    nb = (data.neighbours_of(ref, token, 10) if data.has_rows(ref, "neighbours")
+          else pd.DataFrame(columns=["neighbour", "matrix"]))
+    parts = []
+    for m in charts.PROJECTION_ORDER:
+        ids = [token] + nb[nb["matrix"] == m]["neighbour"].tolist()
+        sub = coords[(coords["matrix"] == m) & coords["token"].isin(ids)].copy()
+        sub["role"] = ["picked" if t == token else "neighbour" for t in sub["token"]]
+        parts.append(sub)
+    return charts.projection(shown, pd.concat(parts, ignore_index=True), view_size=view_size), shown
+
+
+def norm_frequency(ref):
+    norms = data.norms(ref)
+    return charts.norm_vs_frequency(norms), norms
+
+
+def _tied_runs(log: pd.DataFrame) -> list[str]:
+    runs = sorted(log["run"].unique())
+    plain = [r for r in runs if not r.startswith("untied") and "scaled" not in r]
+    return plain[:1] or runs[:1]
+
+
+def output_share(ref):
+    log = data.table(ref, "train_log")
+    side = "proxy" if log["grad_input_proxy_norm"].notna().any() else "exact"
+    sub = tables.provenance_view(log[log["run"].isin(_tied_runs(log))], side)
+    window = max(10, int(sub.groupby("run").size().max()) // 100) if len(sub) else 10
+    return charts.output_share(sub, window=window), sub
+
+
+def evolution(ref):
+    evo = data.table(ref, "evolution")
+    runs = sorted(evo["run"].unique())
+    pick = [r for r in runs if r.endswith("seed0") and not r.startswith("tied_scaled")] or runs[:4]
+    sub = evo[evo["run"].isin(pick)]
+    return charts.evolution(sub, "cos_init"), sub
+
+
+def scaling(ref):
+    sc = data.table(ref, "scaling")
+    method = tables.scaling_methods(sc["method"].unique())[0]
+    g = (sc[sc["method"] == method].groupby(["input_grad_scale", "target"])["mean_cosine"]
+         .agg(["mean", "std", "count"]).reset_index())
+    return charts.scaling(g), g
+
+
+def table2(ref):
+    s = data.summary(ref)
+    if s.get("kind") == "published":
+        return None, tables.paper_scaling()
+    sc = data.table(ref, "scaling")
+    method = tables.scaling_methods(sc["method"].unique())[0]
+    g = (sc[sc["method"] == method].groupby(["input_grad_scale", "target"])["mean_cosine"]
+         .agg(["mean", "std", "count"]).reset_index())
+    wide = g.pivot(index="input_grad_scale", columns="target", values="mean").reset_index()
+    wide.columns.name = None
+    wide = wide.rename(columns={"input_grad_scale": "input gradient x", "I": "cosine to untied I",
+                                "O": "cosine to untied O"})
+    wide.insert(1, "map", tables.scaling_method_label(method))
+    wide["seeds"] = g.groupby("input_grad_scale")["count"].max().to_numpy()
+    paper = {f: reference.TABLE2.get(f) for f in wide["input gradient x"]}
+    wide["paper I"] = [p["I"] if p else None for p in paper.values()]
+    wide["paper O"] = [p["O"] if p else None for p in paper.values()]
+    return None, wide
+
+
+def lens_kl(ref):
+    kl = data.table(ref, "lens_kl").sort_values(["model", "lens", "layer"])
+    return charts.kl_curves(kl, None), kl
+
+
+def sweep_gap(ref):
+    s = data.summary(ref)
+    points = tables.sweep_points(s["sweep_cells"])
+    crossings, _ = tables.sweep_crossings(points, "d_model")
+    return charts.sweep_lines(points, tables.sweep_series(points, "gaps"), x="d_model", y_title="loss gap (nats)",
+                              crossings=crossings), points
+
+
+def sweep_bias(ref):
+    points = tables.sweep_points(data.summary(ref)["sweep_cells"])
+    return charts.sweep_lines(points, tables.SWEEP_SERIES["bias"], x="d_model",
+                              y_title="bias (mean over seeds)"), points
+
+
+def sweep_table(ref):
+    return None, tables.sweep_table(data.summary(ref)["sweep_cells"])
+
+
+FIGURES: tuple[Figure, ...] = (
+    Figure("figure1-alignment", "Per-token alignment (Figure 1)",
+           "Histogram of each token's cosine after a linear map from one matrix onto another, scored on held-out "
+           "tokens. O→T sits far to the right of I→T: the tied matrix is output-like.",
+           alignment_histogram, _has("alignment")),
+    Figure("table1", "Mean per-token cosine (Table 1)",
+           "Mean cosine after mapping the source matrix onto the target, per map and split. The paper's claim: "
+           "O→T high, I→T low.", table1, lambda ref, s: bool(s.get("alignment")) or s.get("kind") == "published"),
+    Figure("table5", "Neighbour overlap@10 (Table 5)",
+           "Share of each token's 10 nearest neighbours (cosine) two matrices have in common, averaged over tokens. "
+           "The paper's claim: T~O above T~I.", table5,
+           lambda ref, s: bool(s.get("overlap_at_10")) or s.get("kind") == "published"),
+    Figure("overlap-curve", "Neighbour overlap against k",
+           "Mean overlap@k for each pair of matrices as k grows; the paper's overlap@10 marked where it has one.",
+           overlap_curve, _has("overlap_curve")),
+    Figure("projection-umap", "Aligned UMAP of T, I and O",
+           "The three matrices mapped jointly to 2-D so a token sits in comparable places; the highlighted token and "
+           "its 10 nearest neighbours in each matrix.", projection, _has("umap")),
+    Figure("figure5-norm-frequency", "Norm against frequency (Figure 5)",
+           "Each token's L2 norm against its corpus frequency, per matrix: T's pattern follows O's.",
+           norm_frequency, lambda ref, s: bool(data.norm_frequency_correlation(ref))),
+    Figure("figure4-output-share", "Output share of the gradient (Figure 4)",
+           "Share of the gradient reaching the tied matrix that comes through the output projection, per step "
+           "(smoothed); above one half the output side dominates.", output_share, _has("train_log")),
+    Figure("figure3-evolution", "Embedding evolution (Figure 3)",
+           "Mean per-token cosine of each matrix to its initial value over training: O moves more and faster than "
+           "I, and the tied T moves like O.", evolution, _has("evolution")),
+    Figure("table2", "Input-gradient scaling (Table 2)",
+           "The tied matrix trained with its input-side gradient multiplied by a factor, compared with the untied "
+           "I and O: mean per-token cosine.", table2, _has("scaling")),
+    Figure("figure-scaling", "Input-gradient scaling",
+           "Cosine of the tied matrix to untied I and O against the input-gradient factor, mean over seeds.",
+           scaling, lambda ref, s: data.has_rows(ref, "scaling") and s.get("kind") != "published"),
+    Figure("figure-lens-kl", "Layerwise tuned-lens KL",
+           "KL(final ‖ lens) in bits at each hidden state, tied against untied: higher in early layers means "
+           "harder to read.", lens_kl, _has("lens_kl")),
+    Figure("sweep-loss-gap", "Untied minus tied loss against width (sweep)",
+           "Loss gap per width with 95% intervals over seeds; below zero the untied twin is ahead. Beside it the "
+           "gap against a deeper tied model with the untied twin's parameter count.", sweep_gap, _kind("sweep")),
+    Figure("sweep-bias", "Output-likeness against width (sweep)",
+           "Bias (O→T minus I→T alignment, and overlap) per width: positive means the tied matrix stays "
+           "output-like.", sweep_bias, _kind("sweep")),
+    Figure("table-sweep", "Every sweep cell", "Every cell of the width sweep: mean ± sample std over seeds.",
+           sweep_table, _kind("sweep")),
+)
+BY_NAME = {f.name: f for f in FIGURES}
+
+
+def available(ref: data.CacheRef) -> list[Figure]:
+    """The figures and tables this cache has the data for, in the registry's order."""
+    s = data.summary(ref)
+    out = []
+    for f in FIGURES:
+        try:
+            if f.available(ref, s):
+                out.append(f)
+        except Exception:  # a table the cache lacks reads as "not available"
+            continue
+    return out
+
+
+def matrix_legend() -> str:
+    return "; ".join(f"{m} = {name}" for m, name in MATRIX_NAMES.items())

@@ -1,0 +1,195 @@
+"""The tour: the paper's argument, one step per screen (views/tour.py, and the static site).
+
+Each :class:`Step` names the claim it tests (:mod:`tying.cache.claims`), the figure that shows
+it (:data:`explorer.figures.BY_NAME`), one sentence on how to read that figure, and the detail
+page that shows more. :func:`source_for` picks, among the caches at hand, the one that holds a
+step's data: the picked cache when it has it, else the shipped cache of the kind the step
+needs (the toy lab, the authors' published measurements, or the sweep).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import altair as alt
+import pandas as pd
+
+from explorer import data, figures
+from explorer.charts import PALETTE
+from tying.cache import claims as claims_mod
+
+
+@dataclass(frozen=True)
+class Step:
+    number: int  # 1-based, the ?step= of the URL
+    slug: str
+    title: str
+    claim: str | None  # a key of tying.cache.claims.CLAIMS (None: the set-up)
+    figure: str | None  # a name in explorer.figures.BY_NAME (None: the set-up diagram)
+    read: str  # how to read the chart, one sentence
+    page: str  # the detail page's URL path
+    needs: str  # the cache kind that holds the step's data: toylab, published or sweep
+
+
+STEPS: tuple[Step, ...] = (
+    Step(1, "setup", "The set-up: one matrix or two", None, None,
+         "Top: an untied model reads tokens through I and predicts them through O. Bottom: a tied model uses one "
+         "matrix T for both, so T receives both gradients: a sparse one from the input (only the rows of tokens "
+         "in the batch) and a dense one from the output (every row, every step).", "home", "toylab"),
+    Step(2, "alignment", "Claim: T resembles O, not I", "alignment", "figure1-alignment",
+         "Each bar counts tokens by how well their row in one matrix maps onto their row in another: further "
+         "right is more alike; O→T (vermillion) far right of I→T (blue) means T is output-like.", "alignment",
+         "toylab"),
+    Step(3, "neighbours", "Neighbours agree with O", "overlap", "overlap-curve",
+         "Each line is the share of a token's k nearest neighbours two matrices have in common, averaged over "
+         "tokens: the T~O line above the T~I line means T's neighbourhoods are O's.", "neighbours", "toylab"),
+    Step(4, "map", "The aligned map of T, I and O", "map", "projection-umap",
+         "The three matrices mapped jointly to 2-D so one token sits in comparable places; the circled token and "
+         "its 10 nearest neighbours: in T they gather as in O, not as in I.", "projection", "toylab"),
+    Step(5, "gradient", "Why: output-side gradients dominate early", "gradient", "figure4-output-share",
+         "The line is the output side's share of the gradient reaching the tied matrix at each step; above the "
+         "dashed one-half line the output side dominates, and it does most at the start.", "dynamics", "toylab"),
+    Step(6, "scaling", "A causal test: scale the input-side gradient", "scaling", "figure-scaling",
+         "Each point is the tied matrix's mean cosine to untied I or O after training with the input-side "
+         "gradient multiplied by the factor on the x-axis: towards I up, towards O down.", "dynamics", "toylab"),
+    Step(7, "lens", "A consequence: early layers are harder to read", "lens", "figure-lens-kl",
+         "Each line is the KL between the final prediction and what a tuned lens reads from one layer: higher at "
+         "the early layers for the tied model means its first layers are further from its output space.", "lens",
+         "toylab"),
+    Step(8, "published", "Real models: the authors' measurements", "published", "figure3-evolution",
+         "Each line is a matrix's mean per-token cosine to its own start over released checkpoints: O (solid "
+         "vermillion) falls faster and further than I (blue) in every model.", "dynamics", "published"),
+    Step(9, "sweep", "Beyond the paper: when does untying pay off?", "sweep", "sweep-loss-gap",
+         "Each point is untied minus tied eval loss at one width, whiskers 95% intervals over seeds; below zero "
+         "the untied twin is ahead, and only intervals clear of zero support a claim.", "sweep", "sweep"),
+)
+BY_SLUG = {s.slug: s for s in STEPS}
+
+
+def step_at(number: int) -> Step:
+    return STEPS[number - 1]
+
+
+def holds_data(step: Step, ref: data.CacheRef) -> bool:
+    """Whether ``ref`` holds what ``step`` shows: its claim has numbers and its figure is available."""
+    s = data.summary(ref)
+    if step.claim is not None and claims_mod.CLAIMS[step.claim](s).verdict == claims_mod.NO_DATA:
+        return False
+    if step.figure is not None:
+        return any(f.name == step.figure for f in figures.available(ref))
+    return True
+
+
+def source_for(step: Step, refs: Sequence[data.CacheRef], picked: data.CacheRef | None = None) -> data.CacheRef | None:
+    """The cache that holds ``step``'s data: ``picked`` if it does, else the first of ``refs`` that does
+    (the set-up step needs no data: it takes ``picked`` or the first)."""
+    ordered = ([picked] if picked is not None else []) + [r for r in refs if r != picked]
+    if step.claim is None and step.figure is None:
+        return ordered[0] if ordered else None
+    for r in ordered:
+        try:
+            if holds_data(step, r):
+                return r
+        except Exception:  # an unreadable cache holds nothing
+            continue
+    return None
+
+
+def claim_for(step: Step, ref: data.CacheRef) -> claims_mod.Claim | None:
+    return None if step.claim is None else claims_mod.CLAIMS[step.claim](data.summary(ref))
+
+
+# -- the set-up diagram ------------------------------------------------------------------------
+
+
+def setup_diagram() -> alt.LayerChart:
+    """Two rows, untied above tied: tokens -> input matrix -> blocks -> output matrix -> loss, with
+    the gradients flowing back into the embedding matrices (drawn here, no image file)."""
+    boxes = pd.DataFrame([
+        # row, x0, x1, label, colour key
+        (1, 0.0, 1.4, "tokens", "n"), (1, 2.0, 3.4, "I  input", "I"), (1, 4.0, 5.6, "blocks", "n"),
+        (1, 6.2, 7.6, "O  output", "O"), (1, 8.2, 9.6, "loss", "n"),
+        (0, 0.0, 1.4, "tokens", "n"), (0, 2.0, 3.4, "T  (input)", "T"), (0, 4.0, 5.6, "blocks", "n"),
+        (0, 6.2, 7.6, "T  (output)", "T"), (0, 8.2, 9.6, "loss", "n"),
+    ], columns=["row", "x0", "x1", "label", "key"])
+    boxes["y0"], boxes["y1"] = boxes["row"] * 3 + 0.6, boxes["row"] * 3 + 1.8
+    boxes["xm"], boxes["ym"] = (boxes["x0"] + boxes["x1"]) / 2, (boxes["y0"] + boxes["y1"]) / 2
+    colours = {"T": PALETTE["T"], "I": PALETTE["I"], "O": PALETTE["O"], "n": "#9a9a9a"}
+    scale = alt.Scale(domain=list(colours), range=list(colours.values()))
+    x, y = alt.X("x0:Q", axis=None, scale=alt.Scale(domain=[-0.2, 9.8])), alt.Y("y0:Q", axis=None,
+                                                                                  scale=alt.Scale(domain=[-0.6, 6.2]))
+    rect = alt.Chart(boxes).mark_rect(cornerRadius=6, opacity=0.9).encode(
+        x=x, x2="x1:Q", y=y, y2="y1:Q", color=alt.Color("key:N", scale=scale, legend=None))
+    text = alt.Chart(boxes).mark_text(color="white", fontWeight="bold", fontSize=15).encode(
+        x="xm:Q", y="ym:Q", text="label:N")
+    forward = pd.DataFrame([(r, a, b) for r in (0, 1) for a, b in ((1.4, 2.0), (3.4, 4.0), (5.6, 6.2), (7.6, 8.2))],
+                           columns=["row", "xa", "xb"])
+    forward["y"] = forward["row"] * 3 + 1.2
+    fwd = alt.Chart(forward).mark_rule(color="#777", strokeWidth=2).encode(x="xa:Q", x2="xb:Q", y="y:Q")
+    heads = alt.Chart(forward).mark_point(shape="triangle-right", filled=True, color="#777", size=70).encode(
+        x="xb:Q", y="y:Q")
+    # gradients: loss -> output matrix (dense: every row, every step), loss -> ... -> input (sparse)
+    grads = pd.DataFrame([
+        (1, 8.9, 6.9, 0.25, "O", "every row, every step", 4.0),
+        (1, 8.9, 2.7, 2.15, "I", "only rows of tokens in the batch", 1.5),
+        (0, 8.9, 6.9, 0.25, "T", "output side: every row, every step", 4.0),
+        (0, 8.9, 2.7, 2.15, "T", "input side: only tokens in the batch", 1.5),
+    ], columns=["row", "xa", "xb", "dy", "key", "label", "width"])
+    grads["y"] = grads["row"] * 3 + 0.15 + (grads["dy"] > 1) * 1.7
+    grads["ylab"] = grads["y"] + (grads["dy"] > 1) * 0.35 - (grads["dy"] < 1) * 0.35
+    grads["xm"] = (grads["xa"] + grads["xb"]) / 2
+    back = alt.Chart(grads).mark_rule(strokeDash=[6, 4]).encode(
+        x="xa:Q", x2="xb:Q", y="y:Q", color=alt.Color("key:N", scale=scale, legend=None),
+        strokeWidth=alt.StrokeWidth("width:Q", legend=None, scale=None))
+    back_heads = alt.Chart(grads).mark_point(shape="triangle-left", filled=True, size=80).encode(
+        x="xb:Q", y="y:Q", color=alt.Color("key:N", scale=scale, legend=None))
+    labels = alt.Chart(grads).mark_text(fontSize=13, fontStyle="italic").encode(
+        x="xm:Q", y="ylab:Q", text="label:N", color=alt.Color("key:N", scale=scale, legend=None))
+    rows = pd.DataFrame([(5.9, "untied: two matrices, I reads the tokens and O predicts them"),
+                         (2.9, "tied: one matrix T does both, so it receives both gradients")], columns=["y", "label"])
+    titles = alt.Chart(rows).mark_text(align="left", fontSize=15, fontWeight="bold", color="#444").encode(
+        x=alt.value(4), y="y:Q", text="label:N")
+    return alt.layer(rect, fwd, heads, back, back_heads, labels, text, titles).properties(
+        width="container", height=300, title="Which gradients reach the embedding matrices")
+
+
+SLIDE_PLOT_HEIGHT = 250  # a tour chart's plot height (presentation mode draws it 1.5x): one screen, no scrolling
+
+
+def fit_height(chart, frame_data, height: int = SLIDE_PLOT_HEIGHT):
+    """``(chart, data)`` with a single or layered chart's plot height set to ``height`` (a
+    concatenated chart keeps its own views' sizes)."""
+    if isinstance(chart, (alt.Chart, alt.LayerChart)):
+        chart = chart.properties(height=height)
+    return chart, frame_data
+
+
+# -- the example token ----------------------------------------------------------------------------
+
+
+def example_token(ref: data.CacheRef, k: int = 10, min_count: int = 100) -> int | None:
+    """A token whose neighbours show the claim to a room: a frequent word-like token (seen at
+    least ``min_count`` times where the cache has corpus counts; letters, 3+ characters) whose
+    overlap@k T~O most exceeds T~I; the most frequent of the ties. None without neighbour lists."""
+    if not data.has_rows(ref, "neighbours"):
+        return None
+    toks = data.tokens(ref)
+    table = data.overlap_table(ref, min(k, data.max_k(ref)))
+    gap = (table["T~O"] - table["T~I"]).to_numpy()
+    text = toks["text"].fillna("").str.strip()
+    ok = text.str.len().ge(3) & text.str.isalpha()
+    freq = toks["freq_tied"]
+    if freq.notna().any() and (ok & freq.fillna(0).ge(min_count)).any():
+        ok &= freq.fillna(0).ge(min_count)
+    if not ok.any():
+        ok = pd.Series(True, index=toks.index)
+    cand = pd.DataFrame({"token": toks["token"], "gap": gap[toks["token"].to_numpy()],
+                         "freq": freq.fillna(0).to_numpy()})[ok.to_numpy()]
+    return int(cand.sort_values(["gap", "freq"], ascending=False)["token"].iloc[0])
+
+
+def neighbour_lists(ref: data.CacheRef, token: int, n: int = 5) -> dict[str, list[str]]:
+    """The token's ``n`` nearest neighbours in T, I and O, as shown text."""
+    nb = data.neighbours_of(ref, token, n)
+    return {m: nb[nb["matrix"] == m].sort_values("rank")["shown"].tolist() for m in ("T", "I", "O")}

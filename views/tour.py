@@ -1,0 +1,133 @@
+"""Tour: the paper's argument one step per screen, for a class or a talk (``?step=N``).
+
+Each step: the claim in one line, a large verdict computed from the cache, one chart drawn by
+the pages' own builders, one sentence on how to read it, and a link to the page with more.
+Previous / Next, the arrow keys and PageUp / PageDown (what presentation clickers send) move
+between steps; the step is in the URL.
+"""
+
+import html
+
+import streamlit as st
+
+from explorer import data, export, figures, frame, sections, state, tour
+from explorer.charts import PALETTE
+from tying.cache import claims as claims_mod
+
+N = len(tour.STEPS)
+number = state.get("step", 1)
+step = tour.step_at(number)
+listing = data.caches(str(data.cache_dir()))
+refs = [r for r in (frame._ref(c) for c in listing) if r is not None]
+picked = frame._ref(frame.picked(listing)) if listing else None
+
+
+def go(n: int) -> None:
+    state.put(step=max(1, min(N, n)))
+
+
+big = bool(state.get("presentation"))
+
+st.html(f"""<style>
+.tour-verdict {{border-radius: 10px; padding: 0.7rem 1rem; color: white; margin-bottom: 0.6rem;}}
+.tour-verdict .v {{font-size: {"2.6rem" if big else "2rem"}; font-weight: 700; line-height: 1.1;}}
+.tour-verdict .n {{font-size: {"1.35rem" if big else "1.05rem"}; line-height: 1.35; margin-top: 0.35rem;}}
+.tour-paper {{font-size: {"1.25rem" if big else "0.95rem"}; opacity: 0.85; line-height: 1.35;}}
+.tour-claim {{font-size: {"1.7rem" if big else "1.25rem"}; font-weight: 600; line-height: 1.3; margin: 0;}}
+.tour-head {{margin: 0 0 0.2rem 0;}}
+.tour-head .n {{font-size: {"1.2rem" if big else "0.95rem"}; opacity: 0.7; font-weight: 600;}}
+.tour-head h2 {{font-size: {"2.6rem" if big else "2rem"}; margin: 0; padding: 0.1rem 0 0.3rem 0; line-height: 1.2;}}
+.tour-read {{font-size: {"1.2rem" if big else "0.95rem"}; line-height: 1.4; margin-top: 0.6rem;}}
+.stMainBlockContainer {{padding-top: 3.6rem !important; padding-bottom: 1rem !important;}}
+.st-key-tour_keys {{display: none !important;}}
+</style>""")
+
+st.html(f"<div class='tour-head'><div class='n'>Step {number} of {N}</div><h2>{html.escape(step.title)}</h2></div>")
+
+source = tour.source_for(step, refs, picked)
+borrowed = source is not None and picked is not None and source != picked
+if borrowed and step.needs == data.summary(picked).get("kind"):
+    source = None  # the picked cache is of the kind this step needs, yet lacks it: say so
+example = tour.example_token(source) if source is not None and step.slug in ("neighbours", "map") else None
+if step.claim is None:
+    claim = None
+else:
+    claim = tour.claim_for(step, source) if source is not None else None
+
+if step.claim is not None:
+    st.html(f"<p class='tour-claim'>{html.escape(claims_mod.STATEMENTS[step.claim])}</p>")
+
+if step.claim is not None and source is None:
+    name = picked.name if picked is not None else "(none)"
+    st.info(f"The cache '{name}' has no data for this step, and no cache in `{data.cache_dir()}` has: build the "
+            f"toy lab with `{frame.DEMO_COMMAND}`" + (" or the sweep with `python -m precompute sweep`."
+                                                     if step.needs == "sweep" else "."))
+else:
+    chart_col, verdict_col = st.columns([3, 1.15], gap="medium")
+    with chart_col:
+        if step.figure is None:
+            export.show(lambda: (tour.setup_diagram(), None), "tour-setup", key="tour_chart",
+                        spec_key=("tour-setup",), downloads=False)
+        else:
+            fig = figures.BY_NAME[step.figure]
+            build = (lambda: figures.projection(source, token=example, view_size=205)) if fig.name == (
+                "projection-umap") else (lambda: tour.fit_height(*fig.build(source)))  # one slide, no scrolling
+            export.show(build, f"{fig.name}-{source.name}", key="tour_chart",
+                        spec_key=("tour", step.figure, source, example), downloads=False)
+    with verdict_col:
+        if claim is not None:
+            colour, sign = sections.VERDICT_STYLE[claim.verdict]
+            st.html(f"<div class='tour-verdict' style='background:{colour}'><div class='v'>{sign} "
+                    f"{html.escape(claim.verdict)}</div><div class='n'>{html.escape(claim.ours)}</div></div>")
+            if claim.paper:
+                st.html(f"<div class='tour-paper'>{html.escape(claim.paper)}</div>")
+            if claim.note and example is None:
+                st.caption(data.escape_markdown(claim.note, entities=False))
+        else:
+            st.markdown("T = tied matrix · I = untied input · O = untied output.")
+        st.html(f"<div class='tour-read'><b>How to read it.</b> {html.escape(step.read)}</div>")
+        if example is not None and step.slug == "neighbours":
+            lists = tour.neighbour_lists(source, example)
+            shown = data.tokens(source).at[example, "shown"]
+            rows = "".join(
+                f"<div><b style='color:{PALETTE[m]}'>{m}</b>&nbsp; " + ", ".join(
+                    (f"<b>{html.escape(w)}</b>" if m != "T" and w in lists["T"] else html.escape(w))
+                    for w in lists[m]) + "</div>" for m in ("T", "O", "I"))
+            st.html(f"<div class='tour-read'><b>Example: {html.escape(shown)}</b>, its 5 nearest neighbours in each "
+                    f"matrix (bold: also in T's list){rows}</div>")
+        if borrowed:
+            st.caption(f"From the cache '{source.name}'" + (f" (the picked '{picked.name}' has no such data)."
+                                                           if picked is not None else "."))
+        if step.slug == "published" and picked is not None and source != picked:
+            toy = claims_mod.gradient(data.summary(picked))
+            if toy.verdict != claims_mod.NO_DATA:
+                st.caption(f"Beside it, the toy lab '{picked.name}': {toy.ours} ({toy.verdict}).")
+        target = source if source is not None else picked
+        carried = {k: v for k, v in state.carried().items() if k != "step"}
+        if target is not None:
+            carried["pair"] = [target.name]
+        if example is not None:
+            carried["token"] = [str(example)]
+        page_titles = {"home": "Overview", "alignment": "Alignment", "neighbours": "Neighbours",
+                       "projection": "Projection", "lens": "Lens", "dynamics": "Training dynamics", "sweep": "Sweep"}
+        st.page_link(f"views/{'overview' if step.page == 'home' else step.page}.py",
+                     label=f"More on the {page_titles[step.page]} page", icon=":material/open_in_new:",
+                     query_params=carried)
+
+if step.claim is not None and source is None and picked is not None:
+    other = next((r for r in refs if tour.holds_data(step, r)), None)
+    if other is not None:
+        st.button(f"Switch to '{other.name}'", key="tour_switch", on_click=state.change_pair, args=(other.name,))
+
+prev_col, dots_col, next_col = st.columns([1, 4, 1], vertical_alignment="center")
+prev_col.button("← Previous", key="tour_prev", on_click=go, args=(number - 1,), disabled=number == 1,
+                shortcut="Left", width="stretch")
+next_col.button("Next →", key="tour_next", on_click=go, args=(number + 1,), disabled=number == N,
+                shortcut="Right", type="primary", width="stretch")
+dots_col.html("<div style='text-align:center;font-size:1.4rem;letter-spacing:0.35rem'>"
+              + "".join("●" if i == number else "○" for i in range(1, N + 1)) + "</div>")
+with st.container(key="tour_keys"):  # a presentation clicker sends PageDown / PageUp: hidden twins of the buttons
+    st.button("next page", key="tour_pgdn", on_click=go, args=(number + 1,), disabled=number == N,
+              shortcut="PageDown")
+    st.button("previous page", key="tour_pgup", on_click=go, args=(number - 1,), disabled=number == 1,
+              shortcut="PageUp")
