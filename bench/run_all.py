@@ -6,10 +6,10 @@ Each benchmark runs as its own subprocess (``sys.executable bench/<script>``); i
 table is parsed into rows ``benchmark, figure, value, target, ok``. Where a line cannot be
 parsed, the benchmark's last lines are shown instead, so nothing is silently dropped.
 
-Names: load, overlap, demo, lens, app, concurrency, figures. ``bench_overlap.py`` runs with
+Names: load, overlap, demo, lens, app, concurrency, figures, site. ``bench_overlap.py`` runs with
 ``--quick`` (10,000 tokens) unless ``--full`` is given. ``--quick`` shrinks the others
 too: load (one repeat, warm cache only), lens (5 steps, 2 evaluation batches), app
-(10,000 tokens, one repeat), concurrency (5 sessions for 10 s), figures (one run). The demo has no smaller
+(10,000 tokens, one repeat), concurrency (5 sessions for 10 s), figures and site (one run). The demo has no smaller
 form that keeps its meaning and runs in full either way (about 5 minutes on 2 cores).
 Exit code: 0 when every benchmark exited 0 and no figure with a target missed it.
 """
@@ -135,6 +135,22 @@ def parse_figures(out: str):
     return rows
 
 
+def parse_site(out: str):
+    rows = []
+    m = re.search(rf"^build median s\s+{NUM}\s+<= {NUM}\s+(yes|NO)", out, flags=re.M)
+    if m:
+        rows.append(("site build median s", _f(m.group(1)), f"<= {m.group(2)}", m.group(3) == "yes"))
+    for page, value, target, ok in re.findall(rf"^first chart median s, (\S+)\s+{NUM}\s+<= {NUM}\s+(yes|NO)", out,
+                                              flags=re.M):
+        rows.append((f"first chart s, {page}", _f(value), f"<= {target}", ok == "yes"))
+    for page, count, ok in re.findall(rf"^requests, (\S+)\s+{NUM}\s+file://\s+(yes|NO)", out, flags=re.M):
+        rows.append((f"requests, {page}", _f(count), "file:// only", ok == "yes"))
+    m = re.search(rf"^site MB\s+{NUM}\s+< {NUM}\s+(yes|NO)", out, flags=re.M)
+    if m:
+        rows.append(("site MB", _f(m.group(1)), f"< {m.group(2)}", m.group(3) == "yes"))
+    return rows
+
+
 # name -> (script, default args, quick args, full args, parser)
 BENCHMARKS = {
     "load": ("bench_load.py", [], ["--repeats", "1", "--no-cold"], None, parse_load),
@@ -144,6 +160,7 @@ BENCHMARKS = {
     "app": ("bench_app.py", [], ["--tokens", "10000", "--repeats", "1"], None, parse_app),
     "concurrency": ("bench_concurrency.py", [], ["--sessions", "5", "--seconds", "10"], None, parse_concurrency),
     "figures": ("bench_figures.py", [], ["--runs", "1"], None, parse_figures),
+    "site": ("bench_site.py", [], ["--runs", "1"], None, parse_site),
 }
 
 

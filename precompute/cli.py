@@ -26,6 +26,7 @@ from precompute.pair import OPTIONAL_STAGES, PairConfig, PairRun
 from precompute.published import EvolutionJsonConfig, PaperConfig, build_paper, import_evolution
 from precompute.report import SummaryConfig, print_summary, resolve_cache, run_summary
 from precompute.serve import ServeConfig, run_serve
+from precompute.site import SiteConfig, run_site
 from precompute.sweep import MergeConfig, SweepConfig, SweepRun, merge
 from precompute.toylab import DemoConfig, DemoRun
 from precompute.trajectory import TrajectoryConfig, run_trajectory
@@ -123,6 +124,12 @@ COMMANDS: dict[str, Command] = {
         "join the shard caches of a sweep into one cache",
         "Merge sweep caches (e.g. the --shard outputs of a job array) into cache/<name>.duckdb: every cell once; "
         "caches trained with other settings are refused."),
+    "site": Command(
+        SiteConfig, run_site, "write the explorer as a static site that opens offline (file://, a Static Space)",
+        "Write a folder of pages: the tour, every figure of each cache as an interactive chart, the tables, the "
+        "figure pack's files, and a token search for caches of at most 10,000 tokens. The charts' JavaScript is "
+        "written beside the pages: nothing is fetched from the network, so index.html opens from a USB stick, a "
+        "Hugging Face Static Space or GitHub Pages."),
 }
 
 

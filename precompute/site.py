@@ -581,7 +581,7 @@ class _Builder:
         wide = " class='tour-page'" if current == "tour" else ""  # the tour's charts take a projector's width
         tags = [f"<script src='{_esc(s)}'></script>" for s in scripts]
         if charts:
-            body += "<noscript><p class='missing'>The charts need JavaScript.</p></noscript>"
+            body += "<noscript><p class='missing noscript'>The charts need JavaScript.</p></noscript>"
             tags += [f"<script src='{up}assets/vega.js'></script>", f"<script src='{up}assets/site.js'></script>"]
         return (f"<!doctype html>\n<html lang='en'><head><meta charset='utf-8'>"
                 f"<meta name='viewport' content='width=device-width, initial-scale=1'>"

@@ -56,8 +56,11 @@ READ_SIDE_RENDERERS = {
 ``APP_FIGURE_MODULES``), and why: an edge from the writer into the reader, listed like the
 child processes above. The app itself never imports them."""
 
-APP_FIGURE_MODULES = {"explorer", "explorer.figures", "explorer.pack"}
-"""What a read-side renderer may import from the app: the figure registry and the pack."""
+APP_FIGURE_MODULES = {"explorer", "explorer.figures", "explorer.pack", "explorer.tour", "explorer.export",
+                      "explorer.data"}
+"""What a read-side renderer may import from the app: the figure registry and the pack; the
+static site also the tour, the styled spec the pages draw (export) and the readers behind them
+(data: the caches it opens, the token search's neighbour lists)."""
 
 _LAUNCH_MODULES = ("subprocess", "multiprocessing", "runpy", "pty")
 _LAUNCH_OS = re.compile(r"^(system|popen|exec\w*|spawn\w*|posix_spawn\w*|fork\w*)$")

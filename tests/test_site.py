@@ -139,7 +139,7 @@ def test_site_has_every_tour_step_with_its_keys(synthetic_site):
         assert (("link", f"step-{step.number - 1}.html") in rels) == (step.number > 1)
         assert f"Step {step.number} of {len(tour.STEPS)}" in text
         if step.claim is not None:  # every step has its cache here: a verdict, not the missing-data note
-            assert "tour-verdict" in text and "class='missing'" not in text, step.slug
+            assert "tour-verdict" in text and "class='missing'>No cache" not in text, step.slug
     assert "ArrowRight" in (synthetic_site / "assets" / "site.js").read_text()
 
 
@@ -182,6 +182,10 @@ def test_site_replaces_an_earlier_site_and_refuses_other_folders(synthetic, tmp_
     (out / "stale.html").write_text("old")
     assert _run("site", "sweep", "--cache-dir", synthetic, "--out", out, "--formats", "")[0] == 0
     assert not (out / "stale.html").exists() and (out / "index.html").is_file()
+    # a step whose data no cache here holds says which kind of cache does
+    assert "No cache in this site holds this step's data: it is in a toylab cache" in (
+        out / "tour" / "step-2.html").read_text()
+    assert "tour-verdict" in (out / "tour" / "step-9.html").read_text()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary folder left behind
 
     other = tmp_path / "notes"
@@ -239,7 +243,7 @@ def test_shipped_caches_make_a_complete_site(shipped_site):
         for files in c["downloads"].values():
             assert all((shipped_site / c["folder"] / f).is_file() for f in files)
     assert "figure-scaling" in by_name["demo"]["charts"] and "sweep-loss-gap" in by_name["sweep"]["charts"]
-    assert len(manifest["tour"]) == 9 and "class='missing'" not in "".join(
+    assert len(manifest["tour"]) == 9 and "class='missing'>No cache" not in "".join(
         (shipped_site / p).read_text() for p in manifest["tour"])
 
 
