@@ -458,11 +458,11 @@ def build_pack(ref: data.CacheRef, emit: Callable[[str, bytes], None], *, format
     return manifest
 
 
-def open_ref(path: Path) -> data.CacheRef:
+def open_ref(path: Path, hint: str = "") -> data.CacheRef:
     """The cache at ``path`` to draw from; UserError (one line) when it is missing or does not open."""
     path = Path(path)
     if not path.is_file():
-        raise UserError(f"no cache at {path}")
+        raise UserError(f"no cache at '{path}'{hint}")
     ref = data.CacheRef.of(path)
     err = data.open_error(ref)
     if err is not None:

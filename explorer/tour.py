@@ -58,7 +58,7 @@ STEPS: tuple[Step, ...] = (
          "the early layers for the tied model means its first layers are further from its output space.", "lens",
          "toylab"),
     Step(8, "published", "Real models: the authors' measurements", "published", "figure3-evolution",
-         "Each line is a matrix's mean per-token cosine to its own start over released checkpoints: O (solid "
+         "Each line is a matrix's mean per-token cosine to its own start over released checkpoints: O ("
          "vermillion) falls faster and further than I (blue) in every model.", "dynamics", "published"),
     Step(9, "sweep", "Beyond the paper: when does untying pay off?", "sweep", "sweep-loss-gap",
          "Each point is untied minus tied eval loss at one width, whiskers 95% intervals over seeds; below zero "
@@ -103,9 +103,11 @@ def claim_for(step: Step, ref: data.CacheRef) -> claims_mod.Claim | None:
 # -- the set-up diagram ------------------------------------------------------------------------
 
 
-def setup_diagram() -> alt.LayerChart:
+def setup_diagram(presentation: bool = False) -> alt.LayerChart:
     """Two rows, untied above tied: tokens -> input matrix -> blocks -> output matrix -> loss, with
-    the gradients flowing back into the embedding matrices (drawn here, no image file)."""
+    the gradients flowing back into the embedding matrices (drawn here, no image file). Its text
+    sizes are marks' own: ``presentation`` enlarges them as the chart styles do axes and titles."""
+    f = 1.4 if presentation else 1.0
     boxes = pd.DataFrame([
         # row, x0, x1, label, colour key
         (1, 0.0, 1.4, "tokens", "n"), (1, 2.0, 3.4, "I  input", "I"), (1, 4.0, 5.6, "blocks", "n"),
@@ -121,7 +123,7 @@ def setup_diagram() -> alt.LayerChart:
                                                                                   scale=alt.Scale(domain=[-0.6, 6.2]))
     rect = alt.Chart(boxes).mark_rect(cornerRadius=6, opacity=0.9).encode(
         x=x, x2="x1:Q", y=y, y2="y1:Q", color=alt.Color("key:N", scale=scale, legend=None))
-    text = alt.Chart(boxes).mark_text(color="white", fontWeight="bold", fontSize=15).encode(
+    text = alt.Chart(boxes).mark_text(color="white", fontWeight="bold", fontSize=15 * f).encode(
         x="xm:Q", y="ym:Q", text="label:N")
     forward = pd.DataFrame([(r, a, b) for r in (0, 1) for a, b in ((1.4, 2.0), (3.4, 4.0), (5.6, 6.2), (7.6, 8.2))],
                            columns=["row", "xa", "xb"])
@@ -144,11 +146,11 @@ def setup_diagram() -> alt.LayerChart:
         strokeWidth=alt.StrokeWidth("width:Q", legend=None, scale=None))
     back_heads = alt.Chart(grads).mark_point(shape="triangle-left", filled=True, size=80).encode(
         x="xb:Q", y="y:Q", color=alt.Color("key:N", scale=scale, legend=None))
-    labels = alt.Chart(grads).mark_text(fontSize=13, fontStyle="italic").encode(
+    labels = alt.Chart(grads).mark_text(fontSize=13 * f, fontStyle="italic").encode(
         x="xm:Q", y="ylab:Q", text="label:N", color=alt.Color("key:N", scale=scale, legend=None))
     rows = pd.DataFrame([(5.9, "untied: two matrices, I reads the tokens and O predicts them"),
                          (2.9, "tied: one matrix T does both, so it receives both gradients")], columns=["y", "label"])
-    titles = alt.Chart(rows).mark_text(align="left", fontSize=15, fontWeight="bold", color="#444").encode(
+    titles = alt.Chart(rows).mark_text(align="left", fontSize=15 * f, fontWeight="bold", color="#444").encode(
         x=alt.value(4), y="y:Q", text="label:N")
     return alt.layer(rect, fwd, heads, back, back_heads, labels, text, titles).properties(
         width="container", height=300, title="Which gradients reach the embedding matrices")

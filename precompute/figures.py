@@ -48,16 +48,25 @@ def _errors_only(record: logging.LogRecord) -> bool:
     return record.levelno >= logging.ERROR
 
 
+def quiet_readers() -> None:
+    """Outside a Streamlit server the app's readers keep their caches in memory, and Streamlit says
+    so once per cached reader as the module is imported: no news to a command that renders a
+    cache. Call before importing ``explorer``. A filter (Streamlit resets its loggers' levels),
+    added once however many runs."""
+    from streamlit import logger
+
+    for name in ("streamlit.runtime.caching.cache_data_api", "streamlit.runtime.caching.cache_resource_api"):
+        log = logger.get_logger(name)
+        if _errors_only not in log.filters:
+            log.addFilter(_errors_only)
+
+
 def run_figures(cfg: FiguresConfig) -> None:
     from tqdm import tqdm
 
+    quiet_readers()
     from explorer import pack
 
-    # outside a Streamlit server the data readers' caches live in memory; Streamlit says so once per
-    # cached function, which is no news here (a filter: Streamlit resets its loggers' levels)
-    for name in list(logging.root.manager.loggerDict):
-        if name.startswith("streamlit.runtime.caching"):
-            logging.getLogger(name).addFilter(_errors_only)  # the same filter once, however many runs
     ref = pack.open_ref(resolve_cache(cfg.cache, cfg.cache_dir))
     out = Path(cfg.out) if cfg.out else Path("figures") / ref.name
     bar = None

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from precompute import site_assets
+from precompute.figures import quiet_readers
 from precompute.options import option
 from precompute.report import resolve_cache
 from tying.errors import UserError
@@ -100,36 +101,13 @@ def run_site(cfg: SiteConfig) -> None:
 # -- caches ----------------------------------------------------------------------------------------
 
 
-def _errors_only(record) -> bool:
-    return record.levelno >= 40  # logging.ERROR
-
-
-def _quiet_readers() -> None:
-    """The app's readers run here without a Streamlit server, and Streamlit says so once per cached
-    reader: no news here. A filter (Streamlit resets its loggers' levels), added once."""
-    from streamlit import logger
-
-    for name in ("streamlit.runtime.caching.cache_data_api", "streamlit.runtime.caching.cache_resource_api"):
-        log = logger.get_logger(name)
-        if _errors_only not in log.filters:
-            log.addFilter(_errors_only)
-
-
 def open_caches(caches: list[str], cache_dir: str) -> list:
     """The caches as the app's CacheRefs, each checked to open; a UserError names the first that does not."""
-    _quiet_readers()
-    from explorer import data
+    quiet_readers()
+    from explorer import pack
 
-    refs = []
-    for cache in caches:
-        path = resolve_cache(cache, cache_dir)
-        if not path.is_file():
-            raise UserError(f"no cache at '{path}' (give a cache file or a name in --cache-dir '{cache_dir}')")
-        ref = data.CacheRef.of(path)
-        err = data.open_error(ref)
-        if err is not None:
-            raise UserError(err.message + (f"; rebuild with: {err.rebuild}" if err.rebuild else ""))
-        refs.append(ref)
+    refs = [pack.open_ref(resolve_cache(c, cache_dir), f" (give a cache file or a name in --cache-dir '{cache_dir}')")
+            for c in caches]
     folders = [folder_name(r.name) for r in refs]
     for f in set(folders):
         if folders.count(f) > 1:
@@ -459,7 +437,7 @@ class _Builder:
             key, script, fits = None, None, True
             if step.figure is None:
                 key, script = "tour/setup", "charts/setup.js"
-                fits = self.chart_file(f"tour/{script}", key, tour.setup_diagram(), True)
+                fits = self.chart_file(f"tour/{script}", key, tour.setup_diagram(presentation=True), True)
             elif c is not None:
                 key, script = f"tour/{step.slug}", f"charts/{step.slug}.js"
                 try:

@@ -41,7 +41,7 @@ def test_the_url_knows_every_step():
     assert [s.number for s in tour.STEPS] == list(range(1, len(tour.STEPS) + 1))
 
 
-@pytest.mark.parametrize("pair,steps", [("demo", range(1, 10)), ("paper", range(1, 10)), ("sweep", (1, 2, 8, 9))])
+@pytest.mark.parametrize("pair,steps", [("demo", range(1, 10)), ("paper", range(1, 10)), ("sweep", range(1, 10))])
 def test_every_step_renders_on_the_shipped_caches(monkeypatch, pair, steps):
     for n in steps:
         at = _tour(SHIPPED, monkeypatch, pair=pair, step=n)

@@ -66,7 +66,7 @@ else:
     chart_col, verdict_col = st.columns([3, 1.15], gap="medium")
     with chart_col:
         if step.figure is None:
-            export.show(lambda: (tour.setup_diagram(), None), "tour-setup", key="tour_chart",
+            export.show(lambda: (tour.setup_diagram(big), None), "tour-setup", key="tour_chart",
                         spec_key=("tour-setup",), downloads=False)
         else:
             fig = figures.BY_NAME[step.figure]
