@@ -393,7 +393,7 @@ def sweep_behind_bigram(points: pd.DataFrame) -> list[str]:
 
 SWEEP_TABLE_PARTS = {
     "bias": ["vocabulary", "d_model", "seeds", "embedding share (tied)", "O→T linear",
-             "I→T linear", "T~O overlap", "T~I overlap", "output share early"],
+             "I→T linear", "T~O overlap", "T~I overlap", "output share early (proxy)", "output share early (exact)"],
     "loss": ["vocabulary", "d_model", "seeds", "eval loss tied", "eval loss untied", "eval loss matched",
              "bigram", "loss gap", "gap vs matched"],
     "budget": ["vocabulary", "d_model", "parameters (tied)", "parameters (untied)", "parameters (matched)",
@@ -422,7 +422,8 @@ def sweep_table(cells: list[dict[str, Any]], part: str | None = None) -> pd.Data
                          "embedding share (tied)": f"{c['embedding_share_tied']:.1%}",
                          "O→T linear": pm(c, "linear_o_t"), "I→T linear": pm(c, "linear_i_t"),
                          "T~O overlap": pm(c, "overlap_t_o"), "T~I overlap": pm(c, "overlap_t_i"),
-                         "output share early": pm(c, "output_share_early"),
+                         "output share early (proxy)": pm(c, "output_share_early_proxy"),  # the paper's
+                         "output share early (exact)": pm(c, "output_share_early"),
                          "eval loss tied": pm(c, "eval_loss_tied"), "eval loss untied": pm(c, "eval_loss_untied"),
                          "eval loss matched": pm(c, "eval_loss_tied_matched"), "bigram": num(c, "bigram_loss", ".3f"),
                          "loss gap": pm(c, "loss_gap"), "gap vs matched": pm(c, "loss_gap_matched"),

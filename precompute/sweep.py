@@ -287,8 +287,10 @@ class SweepRun:
                       for lr in cfg.lr_grid}
             ok = {lr: v for lr, v in losses.items() if np.isfinite(v)}
             chosen[arm] = min(ok, key=ok.get) if ok else min(cfg.lr_grid)
+            edge = ok and chosen[arm] in (min(cfg.lr_grid), max(cfg.lr_grid))
             log(f"  d={d} {arm}: validation loss " + ", ".join(f"{v:.3f} at {lr:g}" for lr, v in losses.items())
-                + f" -> lr {chosen[arm]:g}")
+                + f" -> lr {chosen[arm]:g}" + (" (the grid's edge: a better rate may lie beyond it; widen "
+                                                 "--lr-grid)" if edge else ""))
         return chosen
 
     def baselines(self, ids, n_vocab: int) -> dict:

@@ -82,7 +82,9 @@ if baselines:
 st.subheader("Every cell")
 st.caption("Table cells: mean ± sample standard deviation over seeds (the spread of the seeds, not the 95% interval "
            "of the mean that the charts and the sentences use). — : not in this cache.")
-st.markdown("**Bias**: does the tied matrix stay output-like?")
+st.markdown("**Bias**: does the tied matrix stay output-like? (Output share early: the output side's share of the "
+            "gradient over the first 10% of steps, with the authors' input proxy, the paper's quantity, and with the "
+            "exact input norm, a second figure.)")
 frame.table(tables.sweep_table(cells, "bias"), pin=2)  # vocabulary and width stay in view on a phone
 st.markdown("**Loss**: does untying pay off?")
 frame.table(tables.sweep_table(cells, "loss"), pin=2)
