@@ -99,9 +99,10 @@ else:
             st.caption(f"From the cache '{source.name}'" + (f" (the picked '{picked.name}' has no such data)."
                                                            if picked is not None else "."))
         if step.slug == "published" and picked is not None and source != picked:
-            toy = claims_mod.gradient(data.summary(picked))
-            if toy.verdict != claims_mod.NO_DATA:
-                st.caption(f"Beside it, the toy lab '{picked.name}': {toy.ours} ({toy.verdict}).")
+            toy = claims_mod.moved(data.summary(picked))[:1]  # the picked cache's own untied run, seed 0
+            for run, i, o in toy:
+                st.caption(f"Beside it, the toy lab '{picked.name}' ({run}): cosine to the start at its last step "
+                           f"I {i:.2f}, O {o:.2f}.")
         target = source if source is not None else picked
         carried = {k: v for k, v in state.carried().items() if k != "step"}
         if target is not None:

@@ -228,16 +228,23 @@ def lens(s: dict) -> Claim:
                  "Mean tuned-lens KL to the final output over the first layers.")
 
 
+def moved(s: dict) -> list[tuple[str, float, float]]:
+    """(run, I, O): each untied run's mean cosine of I and of O to their start at its last
+    checkpoint (the summary's evolution; a toy-lab run or a released model)."""
+    rows = []
+    for run, m in (s.get("evolution") or {}).items():
+        if "I" in m and "O" in m and m["I"].get("cos_init") and m["O"].get("cos_init"):
+            rows.append((run.split("/")[-1] if "/" in run and s.get("kind") == "published" else run,
+                         m["I"]["cos_init"][-1], m["O"]["cos_init"][-1]))
+    return rows
+
+
 def published(s: dict) -> Claim:
     st = STATEMENTS["published"]
     if s.get("kind") != "published":
         return Claim("published", st, NO_DATA, note="The authors' released measurements are in the published "
                                                      "cache.", needs="published")
-    ev = s.get("evolution") or {}
-    rows = []
-    for model, m in ev.items():
-        if "I" in m and "O" in m and m["I"].get("cos_init") and m["O"].get("cos_init"):
-            rows.append((model.split("/")[-1], m["I"]["cos_init"][-1], m["O"]["cos_init"][-1]))
+    rows = moved(s)
     if not rows:
         return Claim("published", st, NO_DATA, needs="published")
     holds = [o < i for _, i, o in rows]
