@@ -6,11 +6,12 @@ Each benchmark runs as its own subprocess (``sys.executable bench/<script>``); i
 table is parsed into rows ``benchmark, figure, value, target, ok``. Where a line cannot be
 parsed, the benchmark's last lines are shown instead, so nothing is silently dropped.
 
-Names: load, overlap, demo, lens, app, concurrency, figures, site. ``bench_overlap.py`` runs with
+Names: load, overlap, demo, lens, app, concurrency, figures, site, umap_place. ``bench_overlap.py`` runs with
 ``--quick`` (10,000 tokens) unless ``--full`` is given. ``--quick`` shrinks the others
 too: load (one repeat, warm cache only), lens (5 steps, 2 evaluation batches), app
 (10,000 tokens, one repeat), concurrency (5 sessions for 10 s), figures and site (one run). The demo has no smaller
 form that keeps its meaning and runs in full either way (about 5 minutes on 2 cores).
+``umap_place`` with ``--quick`` places 7,000 rows of a 12,000-row matrix, once.
 Exit code: 0 when every benchmark exited 0 and no figure with a target missed it.
 """
 
@@ -151,6 +152,21 @@ def parse_site(out: str):
     return rows
 
 
+def parse_umap_place(out: str):
+    rows = []
+    m = re.search(rf"^place \+ measure, 1 matrix \(median\)\s+{NUM}\s+{NUM}\s*$", out, flags=re.M)
+    if m:
+        rows.append(("place + measure, 1 matrix, median s", _f(m.group(1)), "", None))
+        rows.append(("peak extra MiB", _f(m.group(2)), "", None))
+    m = re.search(rf"^added time, 3 matrices = {NUM} s: \w+ the target of <= {NUM} s", out, flags=re.M)
+    if m:
+        rows.append(("added to the umap stage, s", _f(m.group(1)), f"<= {m.group(2)}", _f(m.group(1)) <= _f(m.group(2))))
+    m = re.search(r"load average ([0-9.]+)", out)
+    if m:
+        rows.insert(0, ("load average (1 min)", _f(m.group(1)), "", None))
+    return rows
+
+
 # name -> (script, default args, quick args, full args, parser)
 BENCHMARKS = {
     "load": ("bench_load.py", [], ["--repeats", "1", "--no-cold"], None, parse_load),
@@ -161,6 +177,7 @@ BENCHMARKS = {
     "concurrency": ("bench_concurrency.py", [], ["--sessions", "5", "--seconds", "10"], None, parse_concurrency),
     "figures": ("bench_figures.py", [], ["--runs", "1"], None, parse_figures),
     "site": ("bench_site.py", [], ["--runs", "1"], None, parse_site),
+    "umap_place": ("bench_umap_place.py", [], ["--quick"], None, parse_umap_place),
 }
 
 

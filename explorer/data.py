@@ -26,7 +26,7 @@ import streamlit as st
 from explorer import convergence
 from tying.analysis.overlap import overlap_at_k
 from tying.cache.schema import MATRICES, MATRIX_PAIRS, pair_label
-from tying.cache.store import CacheError, list_caches, open_cache, query_df, stage_params, table_exists
+from tying.cache.store import CacheError, has_column, list_caches, open_cache, query_df, stage_params, table_exists
 from tying.cache.summary import summarize
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -249,7 +249,18 @@ def norms(ref: CacheRef) -> pd.DataFrame:
 
 @st.cache_resource(max_entries=16, show_spinner=False)
 def umap(ref: CacheRef) -> pd.DataFrame:
-    return query(ref, "SELECT matrix, token, x, y FROM umap ORDER BY matrix, token")
+    """matrix, token, x, y, placed (True: placed from its nearest fitted tokens, False: fitted by
+    AlignedUMAP; a cache written before placement has no such column, and all its rows were fitted)."""
+    placed = "coalesce(placed, false)" if _has_placed(ref) else "false"
+    return query(ref, f"SELECT matrix, token, x, y, {placed} AS placed FROM umap ORDER BY matrix, token")
+
+
+def _has_placed(ref: CacheRef) -> bool:
+    cur = connect(ref).cursor()
+    try:
+        return has_column(cur, "umap", "placed")
+    finally:
+        cur.close()
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)

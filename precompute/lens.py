@@ -21,11 +21,14 @@ from __future__ import annotations
 
 import hashlib
 import math
+import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+from tqdm.auto import tqdm
 
 from precompute.options import internal, option
 from tying.errors import UserError
@@ -37,6 +40,13 @@ CUDA_TOKENS_PER_STEP = 2**18
 
 CPU_TOKENS_PER_STEP = 8_192
 """Default tokens per optimiser step on a CPU or any other non-CUDA device."""
+
+LONG_TRAINING_SECONDS = 2 * 3600
+"""A tuned lens estimated to train longer than this gets the advice to train it on a GPU."""
+
+ASSUMED_GPU_FLOPS = 100e12
+"""Sustained FLOP/s assumed for one CUDA GPU in the advice's estimate (bf16, an A100/H100 class
+card at a fraction of its peak); the estimate on the machine itself is timed, never assumed."""
 
 
 @dataclass
@@ -131,8 +141,64 @@ def model_budget(opts: LensOptions, device, context: int | None) -> dict:
             "batch_size": int(opts.batch_size), "seq_len": seq, "train_tokens": train_tokens}
 
 
+def _duration(seconds: float) -> str:
+    """'45 s', '12 min', '3.4 h': a duration as a person reads it."""
+    if seconds < 1:
+        return "under a second"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def estimate_text(role: str, est, budget: dict, device) -> str:
+    """One line before a tuned lens trains: its estimated time, from what (``est``: a
+    :class:`~tying.lens.estimate.LensEstimate`)."""
+    return (f"{role}: training the tuned lens should take about {_duration(est.seconds)} on {_device_type(device)}: "
+            f"{budget['steps']:,} steps x {budget['tokens_per_step']:,} tokens, {est.micro_batches:,} micro-batches of "
+            f"{budget['batch_size']} x {budget['seq_len']} at "
+            + (f"{est.micro_seconds:.3g} s" if est.micro_seconds < 90 else _duration(est.micro_seconds))
+            + f" each (timed on one); about {_si(est.flops_per_token)}FLOP a token for a {_si(est.n_params)}-parameter "
+            "model and its lens")
+
+
+def _si(x: float) -> str:
+    """'1.18 G', '39.8 k', '512 ': a count with an SI prefix (and a space before the unit)."""
+    for value, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if x >= value:
+            return f"{x / value:.3g} {prefix}"
+    return f"{x:.3g} "
+
+
+def long_training_advice(est, opts: LensOptions, budget: dict, device, gpu_command: str | None,
+                         cache: str | None = None) -> str | None:
+    """What to say when ``est`` (a :class:`~tying.lens.estimate.LensEstimate`) is over
+    LONG_TRAINING_SECONDS: None when it is not. On a CPU: how to train the lens on a machine
+    with a GPU into the same cache (``gpu_command``: the ``precompute lens`` command to run
+    there; ``cache``: the cache file to carry there and back), with an estimate at
+    ASSUMED_GPU_FLOPS for the budget a GPU gets by default. On a GPU already: which options
+    shorten it."""
+    if est.seconds <= LONG_TRAINING_SECONDS:
+        return None
+    head = f"That is over {LONG_TRAINING_SECONDS / 3600:.0f} hours"
+    shorter = "fewer --lens-steps or a smaller --lens-tokens-per-step shorten it (and lower the lens's quality)"
+    if _device_type(device) == "cuda" or not gpu_command:
+        return f"{head}; {shorter}."
+    gpu_tokens, _, _ = resolve_budget(opts, "cuda", budget["seq_len"])
+    gpu_seconds = int(budget["steps"]) * gpu_tokens * est.flops_per_token / ASSUMED_GPU_FLOPS
+    carry = f"{cache} and its lens folder" if cache else "the cache"
+    return (f"{head} on this {_device_type(device)}. The lens stage can run alone on a machine with a CUDA GPU, into "
+            f"the same cache: stop here (Ctrl-C; the stages finished so far stay in the cache), copy {carry} there, "
+            f"run\n    {gpu_command}\nand copy them back (on a GPU the lens trains with {gpu_tokens:,} tokens a step "
+            f"unless --lens-tokens-per-step says otherwise: about {_duration(gpu_seconds)} a model at an assumed "
+            f"{ASSUMED_GPU_FLOPS / 1e12:.0f} TFLOP/s). Here, `--skip lens` leaves the lens out; {shorter}.")
+
+
 def lens_tables(models: dict[str, str], opts: LensOptions, *, lens_dir: Path, device, trust_remote_code: bool = False,
-                progress: Callable[[str], None] = lambda m: None) -> tuple[dict[str, pd.DataFrame], dict[str, dict]]:
+                progress: Callable[[str], None] = lambda m: None, log: Callable[[str], None] | None = None,
+                gpu_command: str | None = None, cache: str | None = None
+                ) -> tuple[dict[str, pd.DataFrame], dict[str, dict]]:
     """Tables lens_kl, lens_curve and lens_trajectory for ``{role: local model folder}``, and
     the budget each model's tuned lens trained with.
 
@@ -142,8 +208,16 @@ def lens_tables(models: dict[str, str], opts: LensOptions, *, lens_dir: Path, de
     seq_len, train_tokens, text_tokens, device}}`` (text_tokens: the tokens of training text
     there were; device: where it ran). A lens reused from its file has the same budget: the
     budget is part of the file's name.
+
+    Before a lens trains, ``log`` (default: a line on stderr) gets the estimated training time
+    (:func:`~tying.lens.estimate.estimate_training`: one micro-batch timed) and, when it is over
+    LONG_TRAINING_SECONDS, :func:`long_training_advice` (``gpu_command``, ``cache``: what it
+    names). Training shows a progress bar of its steps (rate and time left) and ``progress``
+    messages with the time left.
     """
+    say = log or (lambda message: tqdm.write(message, file=sys.stderr))
     from tying.lens.batches import text_batches
+    from tying.lens.estimate import estimate_training
     from tying.lens.evaluate import evaluate_lens, prediction_trajectory
     from tying.lens.files import load_lens, read_lens_meta, save_lens, unembedding_fingerprint
     from tying.lens.lenses import LogitLens
@@ -168,15 +242,30 @@ def lens_tables(models: dict[str, str], opts: LensOptions, *, lens_dir: Path, de
         path = lens_dir / f"{role}-{text_key}.safetensors"
         lens = load_lens(path, fp, device=device) if path.exists() else None
         if lens is None:
-            def report(step, steps, loss, role=role):
+            progress(f"{role}: timing one micro-batch for an estimate")
+            est = estimate_training(model, train[0], budget, parts=parts, device=device)
+            say(estimate_text(role, est, budget, device))
+            advice = long_training_advice(est, opts, budget, device, gpu_command, cache)
+            if advice:
+                say(advice)
+            bar = tqdm(total=budget["steps"], desc=f"{role} tuned lens", unit="step", file=sys.stderr, disable=None,
+                       leave=False)
+            started = time.perf_counter()
+
+            def report(step, steps, loss, role=role, bar=bar, started=started):
+                bar.update(1)
                 if step % 10 == 0 or step == steps:
-                    progress(f"{role}: tuned lens step {step}/{steps}, KL {loss:.2f}")
+                    left = (time.perf_counter() - started) / step * (steps - step)
+                    progress(f"{role}: tuned lens step {step}/{steps}, KL {loss:.2f}, about {_duration(left)} left")
 
             progress(f"{role}: training the tuned lens, {opts.steps} steps x {tokens_per_step:,} tokens "
                      f"({accumulate} micro-batch{'es' if accumulate > 1 else ''} of {opts.batch_size} x {seq}) "
                      f"on {budget['text_tokens']:,} tokens of text")
-            lens, curve = train_tuned_lens(model, train, steps=budget["steps"], device=device, parts=parts,
-                                           progress=report, accumulate=accumulate)
+            try:
+                lens, curve = train_tuned_lens(model, train, steps=budget["steps"], device=device, parts=parts,
+                                               progress=report, accumulate=accumulate)
+            finally:
+                bar.close()
             save_lens(lens, path, fp, {"role": role, "model": local_dir, "options": opts.params(),
                                        "budget": budget, "curve": curve.to_dict("list")})
         else:

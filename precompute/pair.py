@@ -31,6 +31,9 @@ from tying.loading.vocab import common_vocabulary
 STAGES = PAIR_STAGES
 OPTIONAL_STAGES = ("alignment", "neighbours", "spectral", "umap", "lens")
 MATCH_MODES = ("strings", "ids")
+PLACEMENT = "knn10-softmax"
+"""How the umap stage places the tokens it did not fit (part of its hash: a cache written before
+placement existed reruns the stage and gains every common token)."""
 
 
 @dataclass
@@ -55,7 +58,8 @@ class PairConfig:
         "vocabulary: 20,000 tokens took about 140 s per matrix pair on 2 CPU cores, and the eigensolver grows faster "
         "than linearly); by default every common token, as the paper; a sampled result says so in the summary and "
         "the app")
-    umap_tokens: int = option(20000, help="tokens in the UMAP projection (a seeded sample above)")
+    umap_tokens: int = option(20000, help="tokens UMAP is fitted on (a seeded sample above); every other common "
+                              "token is placed into the same map from its 10 nearest fitted tokens")
     umap_epochs: int = option(200, help="UMAP optimisation epochs (the demo uses 100)")
     match: str = option("strings", choices=MATCH_MODES, help="how rows of two different tokenizers are paired: "
                         "`strings` (the token strings both contain) or `ids` (row i with row i, as the paper's Table 1 "
@@ -312,16 +316,26 @@ class PairRun:
 
     # -- stage: umap ---------------------------------------------------------------------
     def umap_tables(self, progress) -> tuple[dict[str, pd.DataFrame], dict]:
-        from tying.analysis.projection import aligned_umap
+        """The umap table: AlignedUMAP fitted on a seeded sample of ``--umap-tokens`` common tokens,
+        every other common token placed into the same coordinates from its 10 nearest fitted
+        tokens (:func:`~tying.analysis.projection.project`), per matrix. What ran: the fitted
+        and placed counts, the epochs and the placement's settings and quality
+        (``placement``: per matrix T, I, O trustworthiness@10 and nearest-drawn-neighbour share
+        of placed and of fitted tokens, the hold-out check; see :func:`placement_record`)."""
+        from tying.analysis.projection import project
 
         rows = _sample(self.n, self.cfg.umap_tokens, self.cfg.seed)
-        progress(f"UMAP of {len(rows)} tokens x 3 matrices")
-        coords = aligned_umap([self.matrices[k][rows] for k in MATRICES], seed=self.cfg.seed,
-                              n_epochs=self.cfg.umap_epochs)
-        frames = [pd.DataFrame({"matrix": key, "token": rows.astype(np.int32),
-                                "x": c[:, 0].astype(np.float32), "y": c[:, 1].astype(np.float32)})
-                  for key, c in zip(MATRICES, coords)]
-        return {"umap": pd.concat(frames)}, {"tokens": int(len(rows)), "epochs": int(self.cfg.umap_epochs)}
+        progress(f"UMAP of {len(rows):,} tokens x 3 matrices" + (f", then {self.n - len(rows):,} placed"
+                                                                  if len(rows) < self.n else ""))
+        proj = project([self.matrices[k] for k in MATRICES], rows, seed=self.cfg.seed, n_epochs=self.cfg.umap_epochs,
+                       progress=progress)
+        frames = [pd.DataFrame({"matrix": key, "token": np.arange(self.n, dtype=np.int32),
+                                "x": c[:, 0].astype(np.float32), "y": c[:, 1].astype(np.float32),
+                                "placed": proj.placed})
+                  for key, c in zip(MATRICES, proj.coords)]
+        ran = {"tokens": int(len(rows)), "placed": int(proj.placed.sum()), "epochs": int(self.cfg.umap_epochs),
+               "placement": placement_record(proj.quality)}
+        return {"umap": pd.concat(frames)}, ran
 
     # -- stage: lens ---------------------------------------------------------------------
     def lens_tables(self, progress) -> tuple[dict[str, pd.DataFrame], dict]:
@@ -330,7 +344,8 @@ class PairRun:
         lens_dir.mkdir(parents=True, exist_ok=True)
         return lens_tables({role: m.local_dir for role, m in self.models.items()}, self.cfg.lens,
                            lens_dir=lens_dir, device=self.device, trust_remote_code=self.cfg.trust_remote_code,
-                           progress=progress)
+                           progress=progress, log=self.log, gpu_command=lens_gpu_command(self.cfg, self.name),
+                           cache=str(self.path))
 
     def requested_lens_budget(self) -> dict:
         """The lens options' budget on this run's device before any model's context is known.
@@ -355,7 +370,7 @@ class PairRun:
             "neighbours": {"k": c.neighbours_k},
             "spectral": {"k": c.spectral_k, "components": c.spectral_components, "tokens": c.spectral_tokens,
                          "seed": c.seed},
-            "umap": {"tokens": c.umap_tokens, "seed": c.seed, "epochs": c.umap_epochs},
+            "umap": {"tokens": c.umap_tokens, "seed": c.seed, "epochs": c.umap_epochs, "placement": PLACEMENT},
             "lens": c.lens.params() | {"budget": self.requested_lens_budget()},
         }[stage]
         return {"stage": stage, "inputs": self.input_hash, **own}
@@ -369,7 +384,8 @@ class PairRun:
         trained with, ``{role: {..., seq_len, accumulate, tokens_per_step, device}}``, in place
         of the request's, which did not know the models' contexts; every other stage keeps
         its requested values and adds ``ran`` (spectral: k, components, tokens, sampled;
-        neighbours: k; umap: tokens, epochs). The stage's hash stays that of ``params``.
+        neighbours: k; umap: tokens (fitted), placed, epochs, placement). The stage's hash stays
+        that of ``params``.
         """
         if ran is None:
             return params
@@ -420,6 +436,40 @@ class PairRun:
         finally:
             bar.close()
         return self.path
+
+
+def lens_gpu_command(cfg: PairConfig, name: str) -> str:
+    """The ``precompute lens`` command that trains this run's lenses on a CUDA GPU into the same
+    cache: the same models, revisions, matching and --text (the load stage must find itself
+    finished, or it would start the cache afresh), the same name and cache folder, every lens
+    option set away from its default, and ``--device cuda``."""
+    from precompute.options import specs
+
+    argv = ["--preset", cfg.preset] if cfg.preset else ["--tied", cfg.tied, "--untied", cfg.untied]
+    for flag, value in (("--tied-revision", cfg.tied_revision), ("--untied-revision", cfg.untied_revision),
+                        ("--text", cfg.text), ("--match", None if cfg.match == "strings" else cfg.match)):
+        if value is not None:
+            argv += [flag, value]
+    argv += ["--name", name, "--cache-dir", cfg.cache_dir]
+    for spec in specs(LensOptions, "lens-", "lens."):
+        value = getattr(cfg.lens, spec.dest.split(".", 1)[1])
+        if value != spec.default:
+            argv += [spec.flag, str(value)]
+    if cfg.trust_remote_code:
+        argv.append("--trust-remote-code")
+    return "python -m precompute lens " + shlex.join([*map(str, argv), "--device", "cuda"])
+
+
+def placement_record(quality: dict) -> dict:
+    """:attr:`~tying.analysis.projection.Projection.quality` as the umap stage records it: the
+    views "0", "1", "2" named T, I and O, numbers rounded to 4 decimals (JSON-able)."""
+    def clean(x):
+        if isinstance(x, dict):
+            return {k: clean(v) for k, v in x.items()}
+        return round(float(x), 4) if isinstance(x, float) else x
+
+    names = {str(i): key for i, key in enumerate(MATRICES)}
+    return clean({names.get(k, k): v for k, v in quality.items()})
 
 
 def _file_digest(path: str) -> str:

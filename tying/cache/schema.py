@@ -5,13 +5,26 @@ paper: ``T`` (tied matrix), ``I`` (untied input matrix), ``O`` (untied output ma
 Token rows are indexed by ``token``: the position in the pair's common vocabulary
 (identical to the token id when both models share one tokenizer).
 
-Bump :data:`SCHEMA_VERSION` whenever a table changes shape; the app refuses caches of
-another version and names the command that rebuilds them.
+Bump :data:`SCHEMA_VERSION` whenever a table changes shape. A change that only adds columns
+gets a :data:`MIGRATIONS` entry: caches of the versions before still open (:data:`READABLE_VERSIONS`;
+readers treat the missing column as its documented default) and a writer brings one up to date
+when it writes its next stage. The app refuses caches of any other version and names the
+command that rebuilds them.
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    # 3 (issue 19): the umap table holds every common token, fitted or placed; a version-2
+    # cache's rows were all fitted (the column reads NULL there, and NULL means fitted)
+    3: ("ALTER TABLE umap ADD COLUMN IF NOT EXISTS placed BOOLEAN",),
+}
+"""Version reached -> the SQL that brings a cache of the version before to it (added columns only)."""
+
+READABLE_VERSIONS = tuple(range(min(MIGRATIONS, default=SCHEMA_VERSION + 1) - 1, SCHEMA_VERSION + 1))
+"""Schema versions this code opens: :data:`SCHEMA_VERSION` and those :data:`MIGRATIONS` lead up from."""
 
 MATRICES = ("T", "I", "O")
 MATRIX_NAMES = {"T": "tied", "I": "untied input", "O": "untied output"}
@@ -120,12 +133,16 @@ TABLES: dict[str, str] = {
         sampled BOOLEAN,
         distance DOUBLE
     """,
-    # 2-D UMAP coordinates of each matrix, aligned so a token sits in comparable places
+    # 2-D UMAP coordinates of each matrix, aligned so a token sits in comparable places: every
+    # common token; placed false (or NULL, in a cache written before schema 3) = fitted by
+    # AlignedUMAP (a seeded sample of --umap-tokens), true = placed afterwards into the same
+    # coordinates from its nearest fitted tokens (tying.analysis.projection.place)
     "umap": """
         matrix VARCHAR,
         token INTEGER,
         x REAL,
-        y REAL
+        y REAL,
+        placed BOOLEAN
     """,
     # --- lens (layerwise KL): model 'tied' | 'untied', lens 'tuned' | 'logit',
     # layer 0 = the embedding output ("input"), 1..L = each block's output

@@ -28,8 +28,8 @@ from typing import Any
 import duckdb
 import pandas as pd
 
+from tying.cache.schema import MIGRATIONS, READABLE_VERSIONS, SCHEMA_VERSION, STAGE_TABLES, TABLES
 from tying.errors import UserError, first_line
-from tying.cache.schema import SCHEMA_VERSION, STAGE_TABLES, TABLES
 
 CACHE_SUFFIX = ".duckdb"
 
@@ -80,6 +80,17 @@ def _schema_version(con: duckdb.DuckDBPyConnection) -> int | None:
     except duckdb.Error:
         return None
     return int(row[0]) if row else None
+
+
+def _migrate(con: duckdb.DuckDBPyConnection) -> None:
+    """Bring a cache of a readable older version to this one (:data:`~tying.cache.schema.MIGRATIONS`);
+    a new or current file is left as it is. The caller then records the current version."""
+    version = _schema_version(con)
+    if version is None:
+        return
+    for target in range(version + 1, SCHEMA_VERSION + 1):
+        for sql in MIGRATIONS.get(target, ()):
+            con.execute(sql)
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[Path], None], *, tmp: Path | None = None) -> Path:
@@ -211,7 +222,7 @@ class CacheWriter:
         except duckdb.Error:
             return {}
         try:
-            if _schema_version(con) != SCHEMA_VERSION:
+            if _schema_version(con) not in READABLE_VERSIONS:
                 return {}
             return dict(con.execute("SELECT stage, params_hash FROM stages").fetchall())
         except duckdb.Error:
@@ -284,13 +295,15 @@ class CacheWriter:
 
         def fill(tmp: Path) -> None:
             # Start from an empty file when nothing usable is there (new cache, the first
-            # stage of --force, another schema); otherwise from a copy of the cache as it is
-            # now, under the lock: stages other writers finished meanwhile are kept.
+            # stage of --force, an unreadable schema); otherwise from a copy of the cache as it
+            # is now, under the lock: stages other writers finished meanwhile are kept, and an
+            # older readable schema is migrated.
             if not self._start_empty and self.path.exists() and self._usable():
                 shutil.copyfile(self.path, tmp)
             con = duckdb.connect(str(tmp))
             try:
                 _create_tables(con)
+                _migrate(con)
                 con.execute("BEGIN TRANSACTION")
                 apply(con)
                 con.execute("DELETE FROM stages WHERE stage = ?", [stage])
@@ -317,13 +330,13 @@ class CacheWriter:
         self._done[stage] = phash
 
     def _usable(self) -> bool:
-        """Whether the current file is a cache of this schema (else a stage starts from empty)."""
+        """Whether the current file is a cache of a readable schema (else a stage starts from empty)."""
         try:
             con = duckdb.connect(str(self.path), read_only=True)
         except duckdb.Error:
             return False
         try:
-            return _schema_version(con) == SCHEMA_VERSION
+            return _schema_version(con) in READABLE_VERSIONS
         finally:
             con.close()
 
@@ -347,7 +360,9 @@ def rebuild_command(name: str) -> str:
 
 
 def open_cache(path: str | os.PathLike) -> duckdb.DuckDBPyConnection:
-    """Open a cache read-only after checking it exists and has this schema version."""
+    """Open a cache read-only after checking it exists and has a schema version this code reads
+    (:data:`~tying.cache.schema.READABLE_VERSIONS`: an older one lacks columns added since, which
+    readers treat as their documented defaults; see :func:`has_column`)."""
     path = Path(path)
     name = path.name.removesuffix(CACHE_SUFFIX)
     if not path.is_file():
@@ -357,11 +372,13 @@ def open_cache(path: str | os.PathLike) -> duckdb.DuckDBPyConnection:
     except duckdb.Error as exc:
         raise CacheError(f"'{path}' is not a readable cache ({first_line(exc)})", rebuild_command(name)) from None
     version = _schema_version(con)
-    if version != SCHEMA_VERSION:
+    if version not in READABLE_VERSIONS:
         rebuild = read_meta(con).get("command") or rebuild_command(name)
         con.close()
         found = "no schema version" if version is None else f"schema version {version}"
-        raise CacheError(f"'{path}' has {found}; this version reads schema {SCHEMA_VERSION}", rebuild)
+        readable = (f"{READABLE_VERSIONS[0]} to {READABLE_VERSIONS[-1]}" if len(READABLE_VERSIONS) > 1
+                    else str(SCHEMA_VERSION))
+        raise CacheError(f"'{path}' has {found}; this version reads schema {readable}", rebuild)
     return con
 
 
@@ -376,6 +393,12 @@ def table_exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
     """Whether the cache has ``table`` (caches written before a table was added lack it)."""
     return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?",
                             [table]).fetchone()[0])
+
+
+def has_column(con: duckdb.DuckDBPyConnection, table: str, column: str) -> bool:
+    """Whether the cache's ``table`` has ``column`` (a cache of an older readable schema may lack it)."""
+    return bool(con.execute("SELECT count(*) FROM information_schema.columns WHERE table_name = ? "
+                            "AND column_name = ?", [table, column]).fetchone()[0])
 
 
 def finished_stages(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, Any]]:

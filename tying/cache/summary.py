@@ -6,8 +6,6 @@ Used by the app's overview page and by ``python -m precompute summary`` (``--jso
 
 from __future__ import annotations
 
-from tying.analysis.sweep import by_cell
-
 import json
 import math
 from typing import Any
@@ -17,8 +15,9 @@ import numpy as np
 import pandas as pd
 
 from tying.analysis.share import DEFAULT_EARLY_STEPS, output_share
+from tying.analysis.sweep import by_cell
 from tying.cache import reference
-from tying.cache.store import finished_stages, query_df, read_meta, table_exists
+from tying.cache.store import finished_stages, has_column, query_df, read_meta, stage_params, table_exists
 
 
 def _num(x: Any) -> float | None:
@@ -85,6 +84,9 @@ def _summarize(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
         | {"sampled": bool(sp.iloc[0]["sampled"])} if len(sp) else {}
     )
 
+    umap = umap_summary(con, out["stages"]) if table_exists(con, "umap") else {}
+    if umap.get("n_tokens"):
+        out["umap"] = umap
     if table_exists(con, "lens_kl"):
         out["lens"] = lens_summary(con)
     if meta.get("kind") in ("toylab", "provenance", "evolution", "published"):
@@ -216,6 +218,33 @@ def overlap_context_text(c: dict[str, Any]) -> str:
 
 
 EARLY_LAYERS = 2  # "early" hidden states for the KL gap: the input embedding and the first block
+
+
+def umap_summary(con: duckdb.DuckDBPyConnection, stages: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The umap table's tokens and the placement's quality.
+
+    {"n_tokens": tokens on the map, "n_fitted": fitted by AlignedUMAP, "n_placed": placed from
+    their nearest fitted tokens, "n_common": common tokens of the cache, "placement": what the
+    umap stage recorded (``ran.placement``: per matrix T, I, O the trustworthiness@10 and
+    nearest-drawn-neighbour share of placed and fitted samples and the hold-out check, and the
+    settings), or None for a cache written before placement}. A cache of schema 2 has no
+    ``placed`` column: every row there was fitted.
+    """
+    placed = "coalesce(placed, false)" if has_column(con, "umap", "placed") else "false"
+    row = query_df(con, f"SELECT count(DISTINCT token) AS n, count(DISTINCT token) FILTER (WHERE {placed}) AS placed "
+                        "FROM umap").iloc[0]
+    n_common = int(con.execute("SELECT count(*) FROM tokens").fetchone()[0]) if table_exists(con, "tokens") else None
+    ran = stage_params(stages if stages is not None else finished_stages(con), "umap").get("ran") or {}
+    n, n_placed = int(row["n"]), int(row["placed"])
+    return {"n_tokens": n, "n_fitted": n - n_placed, "n_placed": n_placed, "n_common": n_common,
+            "placement": ran.get("placement")}
+
+
+def _mean_of(placement: dict[str, Any], part: str, measure: str) -> float | None:
+    """The mean over the matrices T, I and O of ``placement[matrix][part][measure]`` (None if none has it)."""
+    values = [((placement.get(m) or {}).get(part) or {}).get(measure) for m in ("T", "I", "O")]
+    values = [v for v in values if v is not None]
+    return float(np.mean(values)) if values else None
 
 
 def lens_summary(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
@@ -364,6 +393,37 @@ def coverage_text(vocabulary: dict[str, Any]) -> str:
     """'4,096 common tokens: 100.0% of the tied vocabulary, 100.0% of the untied one'."""
     return (f"{vocabulary.get('n_common') or 0:,} common tokens: {vocabulary.get('coverage_tied', 0):.1%} of the tied "
             f"vocabulary, {vocabulary.get('coverage_untied', 0):.1%} of the untied one")
+
+
+def projection_text(umap: dict[str, Any]) -> str:
+    """One line for the Projection page's caption: how many tokens were fitted and placed, and how
+    well the placed ones sit (means over T, I and O) from a summary's "umap" (:func:`umap_summary`).
+
+    '12,000 tokens fitted by AlignedUMAP, 38,304 placed from their 10 nearest fitted tokens
+    (trustworthiness@10 0.93, fitted 0.95; nearest drawn neighbour among the 10 nearest in the
+    original space for 71%, fitted 78%)'.
+    """
+    fitted, placed = umap.get("n_fitted") or 0, umap.get("n_placed") or 0
+    common, placement = umap.get("n_common"), umap.get("placement") or {}
+    settings = placement.get("settings") or {}
+    k, qk = settings.get("k", 10), settings.get("quality_k", 10)
+    text = f"{fitted:,} tokens fitted by AlignedUMAP"
+    if placed:
+        text += f", {placed:,} placed from their {k} nearest fitted tokens"
+        trust, share = _mean_of(placement, "placed", "trustworthiness"), _mean_of(placement, "placed", "nn_share")
+        trust_fit, share_fit = (_mean_of(placement, "fitted", "trustworthiness"),
+                                _mean_of(placement, "fitted", "nn_share"))
+        if trust is not None and share is not None:
+            text += (f" (trustworthiness@{qk} {trust:.2f}" + (f", fitted {trust_fit:.2f}" if trust_fit is not None
+                                                               else "")
+                     + f"; nearest drawn neighbour among the {qk} nearest in the original space for {share:.0%}"
+                     + (f", fitted {share_fit:.0%}" if share_fit is not None else "") + ")")
+    elif common and fitted >= common:
+        text = f"all {fitted:,} common tokens fitted by AlignedUMAP (none placed)"
+    if common and fitted + placed < common:
+        text += (f"; the other {common - fitted - placed:,} common tokens are not on the map (a cache written "
+                 "before placement: rerun the umap stage)")
+    return text
 
 
 def match_text(s: dict[str, Any]) -> str:

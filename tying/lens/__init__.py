@@ -9,6 +9,7 @@ Belrose et al. 2023 (arXiv 2303.08112). One job per module:
   :class:`~tying.lens.lenses.TunedLens` (one interface: ``name`` and
   ``logits(parts, h, layer)``) and the KL in bits (:func:`~tying.lens.lenses.kl_bits`);
 * :mod:`tying.lens.train`: training a tuned lens on a frozen model, with gradient accumulation;
+* :mod:`tying.lens.estimate`: how long that training will take, from a timed micro-batch;
 * :mod:`tying.lens.evaluate`: the KL of every hidden state under given lenses, and top-k
   prediction trajectories;
 * :mod:`tying.lens.batches`: token-id batches from text;
