@@ -357,9 +357,13 @@ def test_the_shipped_sweep_cache_renders_and_reads_as_the_readme_says(monkeypatc
     s = summarize(open_cache(root / "sweep.duckdb"))
     assert s["kind"] == "sweep" and {c["d_model"] for c in s["sweep_cells"]} >= {32, 64, 128, 256}
     assert all(c["n"] >= 3 for c in s["sweep_cells"])
+    # rebuilt with issue 20's protocol: every row has the matched arm within 2% and the baselines
+    assert all(abs(r["params_tied_matched"] - r["params_untied"]) <= 0.02 * r["params_untied"] for r in s["sweep"])
+    assert all(r["bigram_loss"] < r["unigram_loss"] and r["tokens_seen"] > 0 for r in s["sweep"])
     at = _app(root, monkeypatch, "sweep")
-    assert not at.exception and not at.error and len(at.get("vega_lite_chart")) == 2
+    assert not at.exception and not at.error and len(at.get("vega_lite_chart")) == 3  # bias, gaps, losses
     assert any(m.value.startswith("Vocabulary 4,096:") for m in at.markdown)
+    assert any("the parameter-matched tied model" in m.value for m in at.markdown)
 
 
 # -- the URL: every parameter, any value; one write per action; only what differs from the defaults --

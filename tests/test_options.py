@@ -143,8 +143,8 @@ def test_folded_options_and_dependent_defaults():
 
 def test_the_shipped_caches_stay_valid_for_the_default_commands():
     """`demo --seeds 3` gives the parameters the shipped demo's stages were recorded with, so a
-    rerun reuses them (nothing about the options changed a hash); `sweep` gives the shipped
-    sweep's recorded values plus the new protocol's keys."""
+    rerun reuses them (nothing about the options changed a hash); the README's sweep rebuild
+    command gives the shipped sweep's recorded values."""
     import duckdb
 
     from precompute.sweep import SweepConfig, cell_params
@@ -167,15 +167,13 @@ def test_the_shipped_caches_stay_valid_for_the_default_commands():
     assert isinstance(demo, DemoConfig)
     assert DemoRun(demo).training_params(training["corpus_sha256"]) == training
     cell = recorded("sweep.duckdb", "sweep:d32:v4096:s0")
-    sweep = parsed(["sweep"])
+    # the shipped sweep is the README's rebuild command (issue 20, protocol 2): that command gives
+    # exactly the parameters its cells were recorded with, so a rerun of it trains nothing again
+    sweep = parsed(["sweep", "--force", "--max-chars", "2100000", "--tokens", "330000",
+                    "--lr-grid", "1e-3,3e-3,1e-2,3e-2"])
     assert isinstance(sweep, SweepConfig)
-    # the shipped sweep was trained with protocol 1 (one learning rate, no budget, no matched arm);
-    # issue 20's protocol 2 adds exactly these keys, so a rerun retrains (by design) and every
-    # option the shipped cells were recorded with still parses to the value they ran with
     now = cell_params(sweep, Cell(32, 4096, 0), cell["corpus_sha256"])
-    assert {k: now[k] for k in cell} == cell
-    assert set(now) - set(cell) == {"protocol", "lr_grid", "lr_probe", "tokens", "tokens_per_param"}
-    assert now["protocol"] == 2 and "protocol" not in cell
+    assert now == cell and now["protocol"] == 2
 
 
 def test_markdown_tables_mark_required_options():
