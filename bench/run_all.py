@@ -6,11 +6,12 @@ Each benchmark runs as its own subprocess (``sys.executable bench/<script>``); i
 table is parsed into rows ``benchmark, figure, value, target, ok``. Where a line cannot be
 parsed, the benchmark's last lines are shown instead, so nothing is silently dropped.
 
-Names: load, overlap, demo, lens, app, concurrency, figures, site, umap_place. ``bench_overlap.py`` runs with
-``--quick`` (10,000 tokens) unless ``--full`` is given. ``--quick`` shrinks the others
-too: load (one repeat, warm cache only), lens (5 steps, 2 evaluation batches), app
-(10,000 tokens, one repeat), concurrency (5 sessions for 10 s), figures and site (one run). The demo has no smaller
-form that keeps its meaning and runs in full either way (about 5 minutes on 2 cores).
+Names: load, overlap, demo, lens, app, concurrency, figures, site, projection_webgl, umap_place.
+``bench_overlap.py`` runs with ``--quick`` (10,000 tokens) unless ``--full`` is given.
+``--quick`` shrinks the others too: load (one repeat, warm cache only), lens (5 steps, 2
+evaluation batches), app (10,000 tokens, one repeat), concurrency (5 sessions for 10 s),
+figures, site and projection_webgl (one run). The demo has no smaller form that keeps its
+meaning and runs in full either way (about 5 minutes on 2 cores).
 ``umap_place`` with ``--quick`` places 7,000 rows of a 12,000-row matrix, once.
 Exit code: 0 when every benchmark exited 0 and no figure with a target missed it.
 """
@@ -152,6 +153,18 @@ def parse_site(out: str):
     return rows
 
 
+def parse_projection_webgl(out: str):
+    rows = []
+    m = re.search(rf"^three views drawn, median s\s+{NUM}\s+<= {NUM}\s+(yes|NO)", out, flags=re.M)
+    if m:
+        rows.append(("three WebGL views drawn, median s", _f(m.group(1)), f"<= {m.group(2)}", m.group(3) == "yes"))
+    for view, sent, per_point in re.findall(rf"^bytes per view (\w)\s+{NUM} \([0-9,]+ points, {NUM} bytes a point",
+                                            out, flags=re.M):
+        rows.append((f"bytes per view {view}", _f(sent), "", None))
+        rows.append((f"bytes a point {view}", _f(per_point), "", None))
+    return rows
+
+
 def parse_umap_place(out: str):
     rows = []
     m = re.search(rf"^place \+ measure, 1 matrix \(median\)\s+{NUM}\s+{NUM}\s*$", out, flags=re.M)
@@ -177,6 +190,7 @@ BENCHMARKS = {
     "concurrency": ("bench_concurrency.py", [], ["--sessions", "5", "--seconds", "10"], None, parse_concurrency),
     "figures": ("bench_figures.py", [], ["--runs", "1"], None, parse_figures),
     "site": ("bench_site.py", [], ["--runs", "1"], None, parse_site),
+    "projection_webgl": ("bench_projection_webgl.py", [], ["--runs", "1"], None, parse_projection_webgl),
     "umap_place": ("bench_umap_place.py", [], ["--quick"], None, parse_umap_place),
 }
 

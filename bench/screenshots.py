@@ -53,24 +53,44 @@ def browser(width: int, height: int):
 
     opts = webdriver.ChromeOptions()
     opts.binary_location = shutil.which("chromium") or shutil.which("chromium-browser")
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
+    # WebGL in software (SwiftShader), for the Projection page's deck.gl views of a large vocabulary
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-quic",
                  "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--enable-unsafe-swiftshader", "--use-gl=angle", "--use-angle=swiftshader",
                  f"--window-size={width},{height}"):
         opts.add_argument(flag)
     return webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)
+
+
+def decks_painted(driver) -> bool:
+    """Every deck.gl view (the Projection page's WebGL views) has painted its canvas."""
+    try:
+        return bool(driver.execute_script("""
+            return [...document.querySelectorAll('[data-testid="stDeckGlJsonChart"]')].every(el => {
+              const c = el.querySelector('canvas');
+              if (!c || !c.width) return false;
+              const s = document.createElement('canvas'); s.width = 32; s.height = 32;
+              const g = s.getContext('2d'); g.drawImage(c, 0, 0, 32, 32);
+              const px = g.getImageData(0, 0, 32, 32).data;
+              for (let i = 3; i < px.length; i += 4) if (px[i] > 0) return true;
+              return false;
+            });"""))
+    except Exception:  # the page is busy parsing a deck
+        return False
 
 
 def shoot(driver, url: str, path: Path, height: int) -> None:
     from selenium.webdriver.common.by import By
 
     driver.get(url)
-    deadline = time.time() + 60
+    deadline = time.time() + 180
     while time.time() < deadline:
         h1 = driver.find_elements(By.TAG_NAME, "h1")
         charts = driver.find_elements(By.CSS_SELECTOR, '[data-testid="stVegaLiteChart"]')
         drawn = driver.find_elements(By.CSS_SELECTOR, '[data-testid="stVegaLiteChart"] canvas, '
                                                       '[data-testid="stVegaLiteChart"] svg.marks')
-        if h1 and len(drawn) >= len(charts):
+        running = driver.find_elements(By.CSS_SELECTOR, '[data-testid="stStatusWidget"]')
+        if h1 and len(drawn) >= len(charts) and not running and decks_painted(driver):
             break
         time.sleep(0.5)
     time.sleep(2.0)
@@ -80,7 +100,17 @@ def shoot(driver, url: str, path: Path, height: int) -> None:
     width = driver.execute_script("return window.outerWidth")
     driver.set_window_size(width, max(height, int(full) + 200))
     time.sleep(1.5)
-    driver.save_screenshot(str(path))
+    deadline = time.time() + 180
+    while time.time() < deadline and not decks_painted(driver):  # WebGL views draw again at the new size
+        time.sleep(0.5)
+    for attempt in range(3):  # a page still drawing WebGL in software can keep the renderer busy for a while
+        try:
+            driver.save_screenshot(str(path))
+            break
+        except Exception:
+            if attempt == 2:
+                raise
+            time.sleep(10)
     driver.set_window_size(width, height)
 
 

@@ -35,6 +35,7 @@ METHODS = TABLE1_METHODS
 METHOD_LABEL = METHOD_LABELS
 SPLITS = ("in_sample", "held_out")
 VIEWS = ("side by side", "overlaid")
+RENDERERS = ("auto", "vega", "webgl")  # the Projection page's: explorer/deck.py decides "auto"
 TRUE = ("yes", "on", "true", "1")
 FALSE = ("no", "off", "false", "0")
 
@@ -108,6 +109,7 @@ PARAMS: dict[str, Param] = {
     "view": Param(_choice(VIEWS), "side by side"),
     "density": Param(_flag, False),
     "points": Param(_int_in(1, 10_000_000), 5000),
+    "renderer": Param(_choice(RENDERERS), "auto"),
     "layer": Param(_int_in(0, 10_000)),
     "model": Param(_text),
     "sample": Param(_int_in(0, 100_000)),

@@ -370,7 +370,8 @@ def test_the_shipped_sweep_cache_renders_and_reads_as_the_readme_says(monkeypatc
 
 SHIPPED = Path(APP).parent / "cache"
 ALL_PAGES = PAGES + ["sweep", "tour"]
-URL_PARAMS = ("pair", "presentation", "token", "k", "method", "split", "view", "density", "points", "layer", "model",
+URL_PARAMS = ("pair", "presentation", "token", "k", "method", "split", "view", "density", "points", "renderer",
+              "layer", "model",
               "sample", "runs", "evo_runs", "axis", "step")
 JUNK = ("", "maybe", "yes", "-1", "9" * 40, "/etc/passwd", "<script>alert(1)</script>")
 

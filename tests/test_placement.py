@@ -2,6 +2,7 @@
 quality measures), and the umap stage of a pair run holding every common token (issue 19)."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -128,7 +129,7 @@ def pair_models(tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_the_umap_table_covers_every_common_token(pair_models, tmp_path, capsys):
+def test_the_umap_table_covers_every_common_token(pair_models, tmp_path, capsys, monkeypatch):
     from precompute.cli import main
     from tying.cache.store import open_cache, query_df
     from tying.cache.summary import projection_text, summarize
@@ -165,6 +166,16 @@ def test_the_umap_table_covers_every_common_token(pair_models, tmp_path, capsys)
     assert text.startswith("150 tokens fitted by AlignedUMAP, ") and f"{n - 150:,} placed" in text
     assert "trustworthiness@10" in text
     json.dumps(s, allow_nan=False)  # the summary stays strict JSON
+    # the Projection page says it in its caption
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("TYING_CACHE_DIR", str(tmp_path))
+    at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=120)
+    at.query_params["pair"] = "u"
+    at.run()
+    at.switch_page("views/projection.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(f"On the map: {text}" in c.value for c in at.caption), [c.value for c in at.caption]
 
 
 def test_a_cache_without_the_placed_column_reads_as_all_fitted(tmp_path):

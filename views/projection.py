@@ -1,10 +1,17 @@
-"""Projection: aligned UMAP views of T, I and O; click a point to pick its token, zoom and pan."""
+"""Projection: aligned UMAP views of T, I and O; click a point to pick its token, search, zoom and pan.
+
+Two renderers (explorer/deck.py decides): Vega for a vocabulary of at most
+``deck.VEGA_MAX_TOKENS`` projected tokens (a sample or a density grid past the slider's
+limit), WebGL (deck.gl) above it, every token in every view. Exports always draw with Vega.
+"""
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-from explorer import charts, data, export, frame, state
+from explorer import charts, data, deck, export, frame, state
+from tying.cache.schema import MATRIX_NAMES
+from tying.cache.summary import projection_text
 
 ref = frame.current()
 frame.require(ref, "umap", "UMAP projection", "python -m precompute pair ... (without --skip umap)")
@@ -16,10 +23,18 @@ coords = data.umap_shown(ref)
 toks = data.tokens(ref)
 projected = data.projected_tokens(ref)
 n_proj = len(projected)
-c1, c2, c3 = st.columns([2, 2, 2])
+c1, c2, c3, c4 = st.columns([2, 2, 2, 2])
+ENGINE_LABEL = {"auto": f"auto (WebGL above {deck.VEGA_MAX_TOKENS:,} tokens)", "vega": "Vega", "webgl": "WebGL"}
+choice = c4.selectbox("Drawn with", state.RENDERERS, format_func=ENGINE_LABEL.get,
+                      key=state.widget_key("renderer", "auto", state.RENDERERS.__contains__),
+                      on_change=state.sync, args=("renderer",),
+                      help="Vega draws a sample of at most "
+                           f"{deck.VEGA_MAX_TOKENS:,} tokens and exports the same figure; WebGL (deck.gl) draws every "
+                           f"token, up to {deck.WEBGL_MAX_POINTS:,} per view, and needs a browser with WebGL.")
+engine = deck.renderer(n_proj, choice)  # "vega" or "webgl": the one place the page decides
 density = c2.toggle("Density instead of points", key=state.widget_key("density", False, lambda v: isinstance(v, bool)),
                     on_change=state.sync, args=("density",),
-                    help="Bin every token into a grid, one grid per matrix; best for very large vocabularies.")
+                    help="Bin every token into a grid, one grid per matrix (drawn with Vega).")
 view = c1.radio("Layout", state.VIEWS, horizontal=True, disabled=density,
                 key=state.widget_key("view", "side by side", lambda v: v in state.VIEWS),
                 on_change=state.sync, args=("view",),
@@ -28,11 +43,14 @@ mode = "side by side" if density else view
 POINTS = (2000, 5000, 12000, 25000)
 # no choice past the projected tokens: the first step that holds them all reads "all N"
 offered = tuple(p for p in POINTS if p < n_proj) + tuple(p for p in POINTS if p >= n_proj)[:1] or POINTS[-1:]
-limit = c3.select_slider("Points drawn per view", options=offered,
-                         key=state.widget_key("points", min(5000, offered[-1]), offered.__contains__,
-                                              fit=lambda p: offered[-1] if p >= n_proj else p),
-                         format_func=lambda p: f"all {n_proj:,}" if p >= n_proj else f"{p:,}",
-                         on_change=state.sync, args=("points",))
+if engine == "vega":
+    limit = c3.select_slider("Points drawn per view", options=offered,
+                             key=state.widget_key("points", min(5000, offered[-1]), offered.__contains__,
+                                                  fit=lambda p: offered[-1] if p >= n_proj else p),
+                             format_func=lambda p: f"all {n_proj:,}" if p >= n_proj else f"{p:,}",
+                             on_change=state.sync, args=("points",))
+else:  # WebGL draws every token; the exports (Vega) draw a sample of the most Vega draws
+    limit = deck.VEGA_MAX_TOKENS
 
 token = state.get("token")  # picked here or on Neighbours: both read it from the URL
 if token is not None and token not in projected:
@@ -41,6 +59,57 @@ if token is not None and token not in projected:
 if token is None:
     token = data.default_token(toks, among=projected)  # the same default as Neighbours
 k = min(int(state.get("k", 10)), data.max_k(ref) or 10)
+
+# -- search, and centring on a token ---------------------------------------------------------
+# A token found by the search or clicked is centred, closer, in every WebGL view ("focus", this
+# session's only: a shared link opens on the whole map). Each pick or "Whole map" counts up
+# ``n``, which keys the views anew, so each is a fresh selection drawn at its new view.
+
+
+def focused() -> dict:
+    f = st.session_state.get("proj_focus") or {}
+    return f if f.get("pair") == ref.name else {"n": f.get("n", 0)}
+
+
+def focus_on(t: int | None) -> None:
+    """Pick ``t`` (the URL, Neighbours) and centre every view on it; ``None``: the whole map."""
+    n = focused().get("n", 0) + 1
+    if t is None:
+        st.session_state["proj_focus"] = {"pair": ref.name, "n": n}
+        return
+    state.put(token=int(t))
+    st.session_state["proj_focus"] = {"pair": ref.name, "token": int(t), "n": n}
+
+
+def found() -> list[int]:
+    return [t for t in data.find_tokens(ref, st.session_state.get("proj_query", "")) if t in projected]
+
+
+def on_search() -> None:
+    hits = found()
+    if hits:
+        focus_on(hits[0])
+
+
+s1, s2, s3 = st.columns([3, 3, 2], vertical_alignment="bottom")
+query = s1.text_input("Find a token (part of its text)", key="proj_query", placeholder="e.g. ␣the, import, (",
+                      on_change=on_search, help="␣ or a leading space matches a space; the first match is picked")
+if query:
+    hits = found()
+    if not hits:
+        s2.warning("No projected token contains that text.")
+    else:
+        if st.session_state.get("proj_hits") != token:
+            st.session_state["proj_hits"] = token if token in hits else None
+        s2.selectbox(f"{len(hits)} match(es)" + (" (the first 200)" if len(hits) == 200 else ""), hits,
+                     format_func=lambda t: f"{toks.at[t, 'shown']}  (#{t})", key="proj_hits",
+                     placeholder="pick a match",
+                     on_change=lambda: st.session_state["proj_hits"] is not None and focus_on(st.session_state["proj_hits"]))
+focus = focused()
+centred = focus.get("token") == token
+if engine == "webgl":
+    s3.button("Whole map", key="proj_whole", icon=":material/zoom_out_map:", disabled=not centred,
+              on_click=focus_on, args=(None,), help="Zoom every view out to its whole map.")
 
 
 def highlighted() -> pd.DataFrame:
@@ -68,24 +137,80 @@ def on_pick(key: str) -> None:
         state.put(token=int(picked[0]["token"]))
 
 
+def on_deck_pick(key: str) -> None:
+    """A click on a WebGL point: its layer and row name the token (explorer/deck.py)."""
+    t = deck.picked_token(st.session_state.get(key), deck.points_of(ref)[1])
+    if t is not None:
+        focus_on(t)
+
+
+presentation = bool(state.get("presentation"))
+height = 420
+webgl = engine == "webgl" and not density
 if density:
-    how = f"density of all {n_proj:,} projected tokens per view (binned grid)"
-elif n_proj > limit:
-    how = f"a random sample of {limit:,} of {n_proj:,} projected tokens per view (same tokens in every view)"
+    how = f"density of all {n_proj:,} projected tokens per view (a binned grid, drawn with Vega)"
+elif webgl:
+    drawn = min(n_proj, deck.WEBGL_MAX_POINTS)
+    how = (f"all {n_proj:,} projected tokens per view" if drawn == n_proj else
+           f"a random sample of {drawn:,} of {n_proj:,} projected tokens per view (same tokens in every view)")
+    how += (f" with WebGL (deck.gl): more than {deck.VEGA_MAX_TOKENS:,} tokens, where Vega would draw only a "
+            "sample" if choice == "auto" else " with WebGL (deck.gl)")
 else:
-    how = f"all {n_proj:,} projected tokens"
+    how = (f"a random sample of {limit:,} of {n_proj:,} projected tokens per view (same tokens in every view)"
+           if n_proj > limit else f"all {n_proj:,} projected tokens")
+    how += (f" with Vega: at most {deck.VEGA_MAX_TOKENS:,} tokens, which Vega draws smoothly and exports as the "
+            "same figure" if engine == "vega" else "")
 if n_proj < len(toks):
     how += f"; UMAP was computed on {n_proj:,} of the {len(toks):,} tokens (precompute --umap-tokens)"
-st.caption(f"Drawing {how}. The picked token (◆, labelled) and its {k} nearest neighbours in each matrix (●) "
-           "are always drawn. **Click a point** to pick its token (Neighbours follows); scroll to zoom, drag to pan, "
-           "double-click to reset.")
-height = 420
-params = (ref, token, k, density, limit)
-if mode == "overlaid":
-    export.show(lambda: (charts.projection(shown(), highlighted(), mode="overlaid", height=height), shown()),
-                f"umap-{ref.name}", key=f"umap_all_{token}", spec_key=("umap-overlaid",) + params,
-                on_select=lambda: on_pick(f"umap_all_{token}"), selection_mode=charts.PICK)
-else:
+umap_summary = data.summary(ref).get("umap")
+if umap_summary:  # fitted and placed tokens, and how well the placed ones sit (a cache of schema 3)
+    how += f". On the map: {projection_text(umap_summary)}"
+
+
+def draw_webgl() -> None:
+    """Every token in deck.gl views, the highlighted ones on top; exports with Vega."""
+    grid, points = deck.points_of(ref)
+    views = [list(charts.PROJECTION_ORDER)] if mode == "overlaid" else [[m] for m in charts.PROJECTION_ORDER]
+    # a map is about as tall as wide, and a view a third of the page: taller would only add margins
+    h = int(height * (1.15 if presentation else 1) * (1.25 if mode == "overlaid" else 1))
+    hi = highlighted()
+    decks = [deck.view_deck(points, hi, grid, ms, focus=token if centred else None, height_px=h,
+                            width_px=deck.VIEW_WIDTH_PX * (3 if len(ms) > 1 else 1), presentation=presentation)
+             for ms in views]
+    sent = len(decks[0].to_json())
+    per_point = deck.bytes_per_point(points[charts.PROJECTION_ORDER[0]])
+    st.caption(f"Drawing {how}. The picked token (large, labelled) and its {k} nearest neighbours in each matrix "
+               "(small), yellow outlined in black, are drawn on top. **Click a point** to pick its token (every view "
+               "centres on it; Neighbours follows), or find one above; scroll to zoom, drag to pan. "
+               f"{'The view' if len(views) == 1 else 'Each view'} sends {deck.size_text(sent)}: {per_point:.1f} bytes "
+               f"a point, one integer, its x and y on a grid of {deck.BASE:,} steps (the colour is the layer's, the "
+               f"token the row's). Exports draw a sample of {deck.VEGA_MAX_TOKENS:,} with Vega.")
+    cols = [st.container()] if len(views) == 1 else st.columns(3)
+    n = focus.get("n", 0)
+    for col, ms, d in zip(cols, views, decks):
+        with col:
+            name = "all" if len(ms) > 1 else ms[0]
+            if len(ms) == 1:
+                st.markdown(f"**{ms[0]}** ({MATRIX_NAMES[ms[0]]})")
+            key = f"deck_{name}_{token}_{n}"
+            st.pydeck_chart(d, height=h, key=key, on_select=lambda key=key: on_deck_pick(key),
+                            selection_mode="single-object",
+                            alt=f"UMAP map of {', '.join(ms)}: {len(points[ms[0]].ids):,} tokens")
+    export.download_buttons(lambda: (charts.projection(shown(), highlighted(), mode=mode), shown()),
+                            f"umap-{ref.name}", key="umap")
+
+
+def draw_vega() -> None:
+    """Vega views of a sample (or a density grid) with their exports."""
+    st.caption(f"Drawing {how}. The picked token (◆, labelled) and its {k} nearest neighbours in each matrix (●) "
+               "are always drawn. **Click a point** to pick its token (Neighbours follows), or find one above; scroll "
+               "to zoom, drag to pan, double-click to reset.")
+    params = (ref, token, k, density, limit)
+    if mode == "overlaid":
+        export.show(lambda: (charts.projection(shown(), highlighted(), mode="overlaid", height=height), shown()),
+                    f"umap-{ref.name}", key=f"umap_all_{token}", spec_key=("umap-overlaid",) + params,
+                    on_select=lambda: on_pick(f"umap_all_{token}"), selection_mode=charts.PICK)
+        return
     for col, m in zip(st.columns(3), charts.PROJECTION_ORDER):
         with col:
             export.show(lambda m=m: (charts.projection_view(shown(), highlighted(), m, density=density, height=height),
@@ -95,3 +220,9 @@ else:
                         downloads=False)
     export.download_buttons(lambda: (charts.projection(shown(), highlighted(), density=density), shown()),
                             f"umap-{ref.name}", key="umap")
+
+
+if webgl:
+    draw_webgl()
+else:
+    draw_vega()

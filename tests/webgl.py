@@ -1,0 +1,156 @@
+"""Headless Chromium with software WebGL, for the Projection page's deck.gl views: the browser
+test (tests/test_projection_webgl.py) and the benchmark (bench/bench_projection_webgl.py).
+
+Headless Chromium draws WebGL with SwiftShader (on the CPU) only when asked to: without these
+flags a deck's canvas stays blank. Whether a view has drawn is read from its canvas's pixels
+(copied into a 2-D canvas: deck.gl says nothing to the page when it has drawn).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+WEBGL_FLAGS = ("--enable-unsafe-swiftshader", "--use-gl=angle", "--use-angle=swiftshader")
+DRAWN_FILL = 0.05
+"""A view has drawn when this share of its canvas's pixels is painted (its points)."""
+HIGHLIGHT_RGB = (255, 217, 47)  # explorer.charts.HIGHLIGHT
+
+# Each deck on the page: its element's key (st-key-...), canvas size, the share of painted
+# pixels and the colour of the centre pixel (and of the pixels around it).
+VIEWS_JS = """
+const out = [];
+for (const el of document.querySelectorAll('[data-testid="stDeckGlJsonChart"]')) {
+  const c = el.querySelector('canvas');
+  const box = el.closest('[class*="st-key-"]');
+  const key = box ? (box.className.match(/st-key-(\\S+)/) || [])[1] : null;
+  if (!c || !c.width || !c.height) { out.push({key: key, filled: 0}); continue; }
+  const s = document.createElement('canvas'); s.width = c.width; s.height = c.height;
+  const g = s.getContext('2d'); g.drawImage(c, 0, 0);
+  const px = g.getImageData(0, 0, c.width, c.height).data;
+  let n = 0;
+  for (let i = 3; i < px.length; i += 4) if (px[i] > 0) n++;
+  const cx = Math.floor(c.width / 2), cy = Math.floor(c.height / 2), j = 4 * (cy * c.width + cx);
+  out.push({key: key, width: c.width, height: c.height, filled: n / (c.width * c.height),
+            centre: [px[j], px[j + 1], px[j + 2], px[j + 3]]});
+}
+return out;
+"""
+
+# Installed before the page's own scripts. It notes, by wrapping WebGL's instanced draw call,
+# each canvas that has been asked to draw a layer of at least MIN_POINTS points; once all three
+# deck canvases have, it reads their pixels (which waits for the drawing to finish) and, when each
+# is painted, notes the time (performance.now(): ms since the navigation began). Reading a WebGL
+# canvas's pixels is itself costly in software (measured: polling every canvas's pixels each 100 ms
+# took three quarters of the page's CPU), so the pixels are read only once the draws are issued.
+TIMING_JS = """
+window.__decks = {seen: null, issued: null, drawn: null, reads: 0};
+const drew = new WeakSet();
+for (const name of ['drawArraysInstanced', 'drawElementsInstanced']) {
+  const own = WebGL2RenderingContext.prototype[name];
+  WebGL2RenderingContext.prototype[name] = function (...args) {
+    const instances = args[args.length - 1];
+    if (instances >= MIN_POINTS) drew.add(this.canvas);
+    return own.apply(this, args);
+  };
+}
+const probe = document.createElement('canvas'); probe.width = 48; probe.height = 48;
+const timer = setInterval(() => {
+  const cs = [...document.querySelectorAll('[data-testid="stDeckGlJsonChart"] canvas')].filter(c => c.width > 0);
+  if (cs.length < 3) return;
+  if (window.__decks.seen === null) window.__decks.seen = performance.now();
+  if (!cs.every(c => drew.has(c))) return;
+  if (window.__decks.issued === null) window.__decks.issued = performance.now();
+  window.__decks.reads++;
+  const g = probe.getContext('2d', {willReadFrequently: true});
+  const painted = cs.every(c => {
+    g.clearRect(0, 0, 48, 48); g.drawImage(c, 0, 0, 48, 48);
+    const px = g.getImageData(0, 0, 48, 48).data; let n = 0;
+    for (let i = 3; i < px.length; i += 4) if (px[i] > 0) n++;
+    return n / (48 * 48) > DRAWN_FILL;
+  });
+  if (painted) { window.__decks.drawn = performance.now(); clearInterval(timer); }
+}, 50);
+""".replace("DRAWN_FILL", str(DRAWN_FILL)).replace("MIN_POINTS", str(1000))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serve(cache_dir, timeout: float = 90) -> tuple[subprocess.Popen, str]:
+    """``streamlit run app.py`` on ``cache_dir`` at a free local port: (process, URL)."""
+    port = free_port()
+    env = dict(os.environ, TYING_CACHE_DIR=str(Path(cache_dir).resolve()), STREAMLIT_BROWSER_GATHER_USAGE_STATS="false")
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+                             "--server.port", str(port), "--server.address", "127.0.0.1"],
+                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                return proc, url
+        except OSError:
+            time.sleep(0.5)
+    proc.kill()
+    raise RuntimeError("streamlit did not start")
+
+
+def chromium(width: int = 1440, height: int = 900, *, timing: bool = False):
+    """Headless Chromium drawing WebGL in software; ``timing``: with ``TIMING_JS`` in every page."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 f"--window-size={width},{height}", *WEBGL_FLAGS):
+        opts.add_argument(flag)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(DRIVER), options=opts)
+    driver.set_script_timeout(120)
+    if timing:
+        driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": TIMING_JS})
+    return driver
+
+
+def views(driver) -> list[dict]:
+    """``VIEWS_JS`` on the page (an empty list while the page is busy)."""
+    try:
+        return driver.execute_script(VIEWS_JS) or []
+    except Exception:  # a script timeout while the page parses a deck: not drawn yet
+        return []
+
+
+def idle(driver) -> bool:
+    from selenium.webdriver.common.by import By
+
+    return not driver.find_elements(By.CSS_SELECTOR, '[data-testid="stStatusWidget"]')
+
+
+def drawn(driver, n: int = 3, token: int | None = None, fill: float = DRAWN_FILL) -> list[dict] | None:
+    """The ``n`` views once all are drawn (``fill``: the share of each canvas painted) and the run
+    has finished (with ``token``: views drawn for that token, whose keys name it); else None."""
+    found = views(driver)
+    if len(found) != n or not all(v["filled"] > fill for v in found) or not idle(driver):
+        return None
+    if token is not None and not all(f"_{token}_" in (v["key"] or "") for v in found):
+        return None
+    return found
+
+
+def is_highlight(rgba) -> bool:
+    return rgba is not None and rgba[3] > 200 and all(abs(a - b) <= 12 for a, b in zip(rgba[:3], HIGHLIGHT_RGB))
