@@ -399,6 +399,7 @@ class PairRun:
         bar = tqdm(total=len(todo) + 1, desc=f"pair {self.name}", unit="stage", file=sys.stderr, disable=None)
         try:
             bar.set_postfix_str("loading matrices")
+            peak_memory(reset=True)
             self.load()
             if "neighbours" in todo and cfg.neighbours_k >= self.n:
                 raise UserError(f"--neighbours-k {cfg.neighbours_k} is not smaller than the {self.n} common tokens")
@@ -432,10 +433,27 @@ class PairRun:
                     seconds += sum(m.seconds for m in self.models.values())
                 writer.write_stage(stage, params, tables, seconds=seconds, invalidate_others=(stage == "load"),
                                    record=self.recorded_params(stage, params, ran))
+                peak = peak_memory(reset=True)
+                self.log(f"stage {stage}: {seconds:.1f} s" + (f", peak memory {peak / 2**30:.2f} GB" if peak else ""))
                 bar.update(1)
         finally:
             bar.close()
         return self.path
+
+
+def peak_memory(reset: bool = False) -> int | None:
+    """This process's peak resident memory in bytes since the last reset (Linux: VmHWM of
+    /proc/self/status; ``reset`` starts a new peak from the current size, through
+    /proc/self/clear_refs); None where the system does not say."""
+    try:
+        with open("/proc/self/status") as fh:
+            peak = next((int(line.split()[1]) * 1024 for line in fh if line.startswith("VmHWM:")), None)
+        if reset:
+            with open("/proc/self/clear_refs", "w") as fh:
+                fh.write("5")
+    except OSError:
+        return None
+    return peak
 
 
 def lens_gpu_command(cfg: PairConfig, name: str) -> str:

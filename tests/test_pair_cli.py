@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import re
 
 import numpy as np
 import pytest
@@ -129,13 +130,20 @@ def test_pair_cache_agrees_with_brute_force(models, tmp_path, capsys):
 def test_rerun_skips_finished_stages_and_force_recomputes(models, tmp_path, capsys):
     args = ["pair", "--tied", models["tied"], "--untied", models["untied"], "--cache-dir", tmp_path,
             "--name", "r", *FAST]
-    assert _run(capsys, *args)[0] == 0
+    code, _, err = _run(capsys, *args)
+    assert code == 0
+    # each stage it ran says its time and peak memory, as the cache records the time
+    said = {m[0]: float(m[1]) for m in re.findall(r"^stage (\w+): ([0-9.]+) s, peak memory [0-9.]+ GB$", err, re.M)}
+    assert set(said) == {"load", "alignment", "neighbours", "spectral"}
     path = tmp_path / "r.duckdb"
     con = open_cache(path)
     first = dict(con.execute("SELECT stage, finished_at FROM stages").fetchall())
+    recorded = dict(con.execute("SELECT stage, seconds FROM stages").fetchall())
     con.close()
     assert set(first) == {"load", "alignment", "neighbours", "spectral"}
-    assert _run(capsys, *args)[0] == 0
+    assert all(abs(said[s] - recorded[s]) <= 0.05 for s in said)
+    code, _, err = _run(capsys, *args)
+    assert code == 0 and "stage alignment:" not in err  # a cached stage is not rerun, nor reported
     con = open_cache(path)
     assert dict(con.execute("SELECT stage, finished_at FROM stages").fetchall()) == first
     con.close()
@@ -302,3 +310,21 @@ def test_lens_command_end_to_end(models, tmp_path, capsys):
                         "--lens-eval-tokens", "1024", "--lens-seq-len", "32", "--force")
     assert code == 0, err
     assert sorted(saved) == sorted((tmp_path / "lens" / "l").glob("*.safetensors"))
+
+
+def test_peak_memory_follows_an_allocation_and_resets():
+    """Known answer: 400 MB touched raises the peak by at least that; after a reset (the memory
+    freed) the peak is back near the current size."""
+    import numpy as np
+
+    from precompute.pair import peak_memory
+
+    start = peak_memory(reset=True)
+    if start is None:
+        pytest.skip("no /proc/self/status here")
+    block = np.ones(400 * 2**20 // 8)  # 400 MB, every page touched
+    grown = peak_memory()
+    assert grown - start >= 390 * 2**20
+    del block
+    peak_memory(reset=True)
+    assert peak_memory() < grown - 300 * 2**20
