@@ -91,6 +91,8 @@ def model(out: Path, tok_dir: Path, n: int, d: int, tied: bool, rows: dict[str, 
     with torch.device("meta"):
         m = AutoModelForCausalLM.from_config(cfg)
     m = m.to_empty(device="cpu")
+    if tied:
+        m.tie_weights()  # to_empty leaves the output layer its own (empty) matrix
     with torch.no_grad():
         for p in m.parameters():
             p.normal_(0, 0.02)

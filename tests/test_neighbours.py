@@ -7,7 +7,7 @@ import torch
 from tying.analysis import neighbours as nb
 
 CPU = torch.device("cpu")
-BACKENDS = ["faiss", "torch"]
+BACKENDS = ["faiss", "torch", "symmetric"]
 
 
 def brute_force(X, k):

@@ -17,7 +17,7 @@ import torch
 from tying.analysis.overlap import overlap_at_k, overlap_curve  # noqa: F401 - part of this module's API
 from tying.loading.device import as_device, as_tensor, to_numpy
 
-BACKENDS = ("auto", "faiss", "torch")
+BACKENDS = ("auto", "faiss", "torch", "symmetric")
 
 _EXTRA = 8
 """Candidates fetched beyond k, so ties at the k-th place can be settled by token id."""
@@ -34,7 +34,9 @@ def knn(X, k: int, *, device=None, block_rows: int = 4096, backend: str = "auto"
     descending cosine, ties ordered by lower id.
 
     backend: "faiss" (exact inner-product search on the CPU), "torch" (blocked matrix
-    products and top-k on ``device``) or "auto" (torch when ``device`` is CUDA, else faiss).
+    products and top-k on ``device``), "symmetric" (on the CPU, each pair of row blocks'
+    cosines computed once: :func:`_knn_symmetric`) or "auto" (torch when ``device`` is CUDA,
+    else symmetric above ``SYMMETRIC_MIN_ROWS`` rows, faiss below).
     Rows are processed ``block_rows`` at a time.
     """
     if X.ndim != 2:
@@ -49,10 +51,17 @@ def knn(X, k: int, *, device=None, block_rows: int = 4096, backend: str = "auto"
         raise ValueError(f"unknown k-NN backend '{backend}' (choose from {', '.join(BACKENDS)})")
     dev = as_device(device)
     if backend == "auto":
-        backend = "torch" if dev.type == "cuda" else "faiss"
+        backend = "torch" if dev.type == "cuda" else "symmetric" if n > SYMMETRIC_MIN_ROWS else "faiss"
     if backend == "torch":
         return _knn_torch(X, k, dev, block_rows)
+    if backend == "symmetric":
+        return _knn_symmetric(X, k, block_rows)
     return _knn_faiss(X, k, block_rows)
+
+
+SYMMETRIC_MIN_ROWS = 3 * 4096
+"""On the CPU, above this many rows :func:`knn` computes each pair of row blocks' cosines once
+(:func:`_knn_symmetric`); below it, FAISS."""
 
 
 def _normalise_rows_numpy(X) -> np.ndarray:
@@ -144,6 +153,61 @@ def _knn_torch(X, k: int, device: torch.device, block_rows: int):
         ids[start:stop] = block_ids.cpu()
         scores[start:stop] = block_scores.cpu()
     return ids.numpy().astype(np.int32), scores.clamp_(-1.0, 1.0).numpy()
+
+
+def _knn_symmetric(X, k: int, block_rows: int):
+    """Exact k-NN on the CPU, each cosine computed once: the scores of block i against block j
+    are those of j against i, transposed.
+
+    FAISS's exact search (``IndexFlatIP``) computes every row against every row: n^2 d
+    multiply-adds, twice what the symmetric matrix of cosines holds. Here the blocks (i, j),
+    j >= i, are computed once (float32, torch's matrix product on every core); each block's
+    top candidates update a running list for its rows (from the block's rows) and for its
+    columns (from its transpose). Ties and rows whose k-th place may tie with a candidate
+    left out are settled on the full row of scores, as in :func:`_knn_torch`. Measured on
+    50,304 x 2,048 (k=64) on 2 idle cores: 63.8 s against FAISS's 76.6 s (1.2x, not 2x: the
+    top-k selections, two a block pair, one over a transposed block, cost about a third of what
+    the halved products save), the same neighbours but for near-ties within float32 rounding
+    (0.05% of the ids, every score within 4.2e-7).
+    """
+    cpu = torch.device("cpu")
+    Xn = _normalise_rows_torch(X, cpu)
+    n = Xn.shape[0]
+    m = min(k + _EXTRA, n - 1)
+    best_s = torch.full((n, m), -torch.inf, dtype=torch.float32)
+    best_i = torch.full((n, m), -1, dtype=torch.int64)
+
+    def merge(rows: slice, scores: torch.Tensor, first_col: int) -> None:
+        top_s, top_i = torch.topk(scores, min(m, scores.shape[1]), dim=1, largest=True, sorted=False)
+        all_s = torch.cat([best_s[rows], top_s], dim=1)
+        all_i = torch.cat([best_i[rows], top_i + first_col], dim=1)
+        keep_s, pick = torch.topk(all_s, m, dim=1, largest=True, sorted=False)
+        best_s[rows], best_i[rows] = keep_s, torch.gather(all_i, 1, pick)
+
+    starts = list(range(0, n, block_rows))
+    for a in starts:
+        rows_a = slice(a, min(a + block_rows, n))
+        for b in starts[starts.index(a):]:
+            rows_b = slice(b, min(b + block_rows, n))
+            S = Xn[rows_a] @ Xn[rows_b].T
+            if a == b:
+                S.fill_diagonal_(-torch.inf)
+                merge(rows_a, S, b)
+            else:
+                merge(rows_a, S, b)
+                merge(rows_b, S.T, a)
+    scores, ids = _order_by_score_then_id(best_s, best_i)
+    out_s, out_i = scores[:, :k].clone(), ids[:, :k].clone()
+    if m < n - 1:
+        # a row whose k-th score is no higher than its m-th candidate's may tie with a row left out
+        unsettled = torch.nonzero(out_s[:, k - 1] <= scores[:, m - 1]).ravel()
+        for first in range(0, unsettled.numel(), 256):
+            part = unsettled[first:first + 256]
+            S = Xn[part] @ Xn.T
+            S[torch.arange(len(part)), part] = -torch.inf
+            order = torch.sort(-S, dim=1, stable=True).indices[:, :k]
+            out_i[part], out_s[part] = order, torch.gather(S, 1, order)
+    return out_i.numpy().astype(np.int32), out_s.clamp_(-1.0, 1.0).numpy()
 
 
 def _order_by_score_then_id(scores: torch.Tensor, ids: torch.Tensor):
