@@ -135,7 +135,11 @@ def run_pair(code: Path, tied: Path, untied: Path, cache_dir: Path, extra: list[
     stages = {m.group(1): (float(m.group(2)), float(m.group(3))) for m in STAGE_LINE.finditer(proc.stderr)}
     if not stages:  # a checkout that prints no stage lines: the cache's own seconds
         stages = {s: (sec, float("nan")) for s, sec in cache_seconds(cache_dir / "b.duckdb").items()}
-    return {"wall": wall, "peak_gb": after.ru_maxrss / 2**20, "cpu": (after.ru_utime + after.ru_stime)
+    # the whole run's peak: the highest stage's (each stage restarts the kernel's peak count, so the
+    # child's ru_maxrss holds only the last stage's); without stage lines, ru_maxrss
+    peaks = [gb for _, gb in stages.values() if gb == gb]
+    return {"wall": wall, "peak_gb": max(peaks) if peaks else after.ru_maxrss / 2**20,
+            "cpu": (after.ru_utime + after.ru_stime)
             - (before.ru_utime + before.ru_stime), "stages": stages, "results": results(cache_dir / "b.duckdb")}
 
 

@@ -2,7 +2,6 @@
 quality measures), and the umap stage of a pair run holding every common token (issue 19)."""
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -167,13 +166,9 @@ def test_the_umap_table_covers_every_common_token(pair_models, tmp_path, capsys,
     assert "trustworthiness@10" in text
     json.dumps(s, allow_nan=False)  # the summary stays strict JSON
     # the Projection page says it in its caption
-    from streamlit.testing.v1 import AppTest
+    from tests.apppage import open_page
 
-    monkeypatch.setenv("TYING_CACHE_DIR", str(tmp_path))
-    at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=120)
-    at.query_params["pair"] = "u"
-    at.run()
-    at.switch_page("views/projection.py").run()
+    at = open_page(tmp_path, monkeypatch, "projection", pair="u")
     assert not at.exception, [e.value for e in at.exception]
     assert any(f"On the map: {text}" in c.value for c in at.caption), [c.value for c in at.caption]
 

@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from explorer import charts, deck
 from tests import webgl
+from tests.apppage import open_page
 from tests.waiting import wait_until
 from tying.cache.fixtures import build_synthetic_cache
 from tying.cache.large_fixture import build_large_projection_cache
@@ -149,12 +150,7 @@ def small(tmp_path_factory):
 
 
 def _projection(cache_dir, monkeypatch, **params) -> AppTest:
-    monkeypatch.setenv("TYING_CACHE_DIR", str(cache_dir))
-    at = AppTest.from_file(APP, default_timeout=120)
-    for k, v in params.items():
-        at.query_params[k] = str(v)
-    at.run()
-    at.switch_page("views/projection.py").run()
+    at = open_page(cache_dir, monkeypatch, "projection", **params)
     assert not at.exception, [e.value for e in at.exception]
     return at
 

@@ -8,6 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from explorer import state, tour
+from tests.apppage import open_page
 from tying.cache.fixtures import build_synthetic_cache
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -16,13 +17,7 @@ SHIPPED = ROOT / "cache"
 
 
 def _tour(cache_dir, monkeypatch, **params) -> AppTest:
-    monkeypatch.setenv("TYING_CACHE_DIR", str(cache_dir))
-    at = AppTest.from_file(APP, default_timeout=90)
-    for k, v in params.items():
-        at.query_params[k] = str(v)
-    at.run()
-    at.switch_page("views/tour.py").run()
-    return at
+    return open_page(cache_dir, monkeypatch, "tour", timeout=90, **params)
 
 
 def _html(at) -> str:

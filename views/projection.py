@@ -24,11 +24,12 @@ toks = data.tokens(ref)
 projected = data.projected_tokens(ref)
 n_proj = len(projected)
 c1, c2, c3, c4 = st.columns([2, 2, 2, 2])
-ENGINE_LABEL = {"auto": f"auto (WebGL above {deck.VEGA_MAX_TOKENS:,} tokens)", "vega": "Vega", "webgl": "WebGL"}
+ENGINE_LABEL = {"auto": "auto (by size)", "vega": "Vega", "webgl": "WebGL"}  # short: the column is narrow
 choice = c4.selectbox("Drawn with", state.RENDERERS, format_func=ENGINE_LABEL.get,
                       key=state.widget_key("renderer", "auto", state.RENDERERS.__contains__),
                       on_change=state.sync, args=("renderer",),
-                      help="Vega draws a sample of at most "
+                      help=f"auto: WebGL above {deck.VEGA_MAX_TOKENS:,} projected tokens, else Vega. Vega draws a "
+                           "sample of at most "
                            f"{deck.VEGA_MAX_TOKENS:,} tokens and exports the same figure; WebGL (deck.gl) draws every "
                            f"token, up to {deck.WEBGL_MAX_POINTS:,} per view, and needs a browser with WebGL.")
 engine = deck.renderer(n_proj, choice)  # "vega" or "webgl": the one place the page decides

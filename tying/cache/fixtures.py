@@ -27,12 +27,17 @@ SAMPLE_WORDS = ["the", "of", "and", "to", "in", "is", "that", "for", "it", "with
                 "by", "this", "are", "or", "from", "at", "an", "which", "not", "import", "def", "class", "return"]
 
 
+def byte_token(i: int) -> tuple[str, str]:
+    """Raw spelling and text of byte token ``i`` (< 256), as a byte-level BPE shows them."""
+    text = chr(i) if 32 <= i < 127 else "\ufffd"
+    return (f"<0x{i:02X}>" if text == "\ufffd" else text), text
+
+
 def _token_strings(n: int, rng: np.random.Generator) -> tuple[list[str], list[str]]:
     raws, texts = [], []
     for i in range(n):
         if i < 256:
-            text = chr(i) if 32 <= i < 127 else "\ufffd"
-            raw = f"<0x{i:02X}>" if text == "\ufffd" else text
+            raw, text = byte_token(i)
         else:
             w = SAMPLE_WORDS[i % len(SAMPLE_WORDS)] + ("" if i < 256 + len(SAMPLE_WORDS) else str(i))
             lead = " " if i % 2 else ""

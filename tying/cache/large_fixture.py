@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from tying.cache.fixtures import byte_token
 from tying.cache.schema import MATRIX_PAIRS, pair_label
 from tying.cache.store import CacheWriter, cache_path
 
@@ -29,8 +30,7 @@ def _token_strings(n: int) -> tuple[list[str], list[str]]:
     raws, texts = [], []
     for i in range(n):
         if i < 256:
-            text = chr(i) if 32 <= i < 127 else "\ufffd"
-            raw = f"<0x{i:02X}>" if text == "\ufffd" else text
+            raw, text = byte_token(i)
         else:
             word = f"{WORDS[i % len(WORDS)]}{i}"
             text, raw = (" " + word, "Ġ" + word) if i % 2 else (word, word)
