@@ -36,7 +36,7 @@ def knn(X, k: int, *, device=None, block_rows: int = 4096, backend: str = "auto"
     backend: "faiss" (exact inner-product search on the CPU), "torch" (blocked matrix
     products and top-k on ``device``), "symmetric" (on the CPU, each pair of row blocks'
     cosines computed once: :func:`_knn_symmetric`) or "auto" (torch when ``device`` is CUDA,
-    else symmetric above ``SYMMETRIC_MIN_ROWS`` rows, faiss below).
+    else symmetric for many wide rows, see ``SYMMETRIC_MIN_WIDTH``, faiss otherwise).
     Rows are processed ``block_rows`` at a time.
     """
     if X.ndim != 2:
@@ -51,7 +51,8 @@ def knn(X, k: int, *, device=None, block_rows: int = 4096, backend: str = "auto"
         raise ValueError(f"unknown k-NN backend '{backend}' (choose from {', '.join(BACKENDS)})")
     dev = as_device(device)
     if backend == "auto":
-        backend = "torch" if dev.type == "cuda" else "symmetric" if n > SYMMETRIC_MIN_ROWS else "faiss"
+        backend = ("torch" if dev.type == "cuda" else
+                   "symmetric" if n > SYMMETRIC_MIN_ROWS and X.shape[1] >= SYMMETRIC_MIN_WIDTH else "faiss")
     if backend == "torch":
         return _knn_torch(X, k, dev, block_rows)
     if backend == "symmetric":
@@ -60,8 +61,11 @@ def knn(X, k: int, *, device=None, block_rows: int = 4096, backend: str = "auto"
 
 
 SYMMETRIC_MIN_ROWS = 3 * 4096
-"""On the CPU, above this many rows :func:`knn` computes each pair of row blocks' cosines once
-(:func:`_knn_symmetric`); below it, FAISS."""
+SYMMETRIC_MIN_WIDTH = 1024
+"""On the CPU, above ``SYMMETRIC_MIN_ROWS`` rows of at least ``SYMMETRIC_MIN_WIDTH`` columns
+:func:`knn` computes each pair of row blocks' cosines once (:func:`_knn_symmetric`); otherwise
+FAISS. Narrow rows make the products cheap and the top-k selections dominate: measured on 2
+cores, 20,000 x 2,048 took 16.3 s against FAISS's 21.9 s, 15,000 x 256 4.1 s against 2.7 s."""
 
 
 def _normalise_rows_numpy(X) -> np.ndarray:
