@@ -157,7 +157,7 @@ def test_float32_solver_keeps_the_float64_distance():
     ids_a, ids_b = knn(a.astype(np.float32), 20)[0], knn(b.astype(np.float32), 20)[0]
     A, B = spectral.knn_graph(ids_a, 1200), spectral.knn_graph(ids_b, 1200)
     Z64 = spectral.adjacency_spectral_embedding(spectral.omnibus(A, B), 32)  # the float64 solver
-    Z32 = spectral.omnibus_embedding(A, B, 32)
+    Z32 = spectral.adjacency_spectral_embedding(spectral.omnibus(A, B), 32, dtype=np.float32)
     assert Z32.shape == Z64.shape == (2400, 32)
 
     def distance(Z):

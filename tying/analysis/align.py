@@ -119,13 +119,17 @@ def _procrustes_from_cross(C: torch.Tensor) -> torch.Tensor:
     return U @ Vh
 
 
-def _least_squares_from_products(G: torch.Tensor, C: torch.Tensor, ridge: float) -> torch.Tensor:
-    """Solve (G + lambda I) W = C in float64, lambda = ridge * mean diagonal of G."""
+def _ridged(G: torch.Tensor, ridge: float) -> torch.Tensor:
+    """G + lambda I, lambda = ridge * mean diagonal of G (1 where that is not positive)."""
     d = G.shape[0]
     scale = float(torch.trace(G)) / d
     lam = ridge * (scale if scale > 0 else 1.0)
-    eye = torch.eye(d, dtype=G.dtype, device=G.device)
-    return torch.linalg.solve(G + lam * eye, C)
+    return G + lam * torch.eye(d, dtype=G.dtype, device=G.device)
+
+
+def _least_squares_from_products(G: torch.Tensor, C: torch.Tensor, ridge: float) -> torch.Tensor:
+    """Solve (G + lambda I) W = C in float64, lambda = ridge * mean diagonal of G."""
+    return torch.linalg.solve(_ridged(G, ridge), C)
 
 
 def _cosine_rows(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -272,7 +276,7 @@ def alignment_cosines(src, tgt, method: str, *, fit_idx=None, eval_idx=None, dev
         return _score(src, tgt, eval_rows, None, None, {method: None}, dev)[method]
     mean_src = _column_mean(src, fit_rows, dev)
     mean_tgt = _column_mean(tgt, fit_rows, dev)
-    W = _fit(src, tgt, method, fit_rows, mean_src, mean_tgt, dev, gram_cache={})
+    W = _fit(src, tgt, method, fit_rows, mean_src, mean_tgt, dev)
     return _score(src, tgt, eval_rows, mean_src, mean_tgt, {method: W}, dev)[method]
 
 
@@ -285,21 +289,12 @@ def _as_rows(idx, n: int):
     return rows
 
 
-def _fit(src, tgt, method, rows, mean_src, mean_tgt, device, gram_cache: dict):
-    """The fitted map as a float32 tensor (d_src, d_tgt) on device, or None for identity.
-
-    ``gram_cache`` may hold the source's float64 Gram matrix under the key "gram".
-    """
+def _fit(src, tgt, method, rows, mean_src, mean_tgt, device):
+    """The fitted map as a float32 tensor (d_src, d_tgt) on device, or None for identity."""
     if method == "identity":
         return None
-    need_gram = method == "linear" and "gram" not in gram_cache
-    G, C = _products(src, tgt, rows, mean_src, mean_tgt, device, gram=need_gram, cross=True)
-    if need_gram:
-        gram_cache["gram"] = G
-    if method == "orthogonal":
-        W = _procrustes_from_cross(C)
-    else:
-        W = _least_squares_from_products(gram_cache["gram"], C, ridge=1e-6)
+    G, C = _products(src, tgt, rows, mean_src, mean_tgt, device, gram=method == "linear", cross=True)
+    W = _procrustes_from_cross(C) if method == "orthogonal" else _least_squares_from_products(G, C, ridge=1e-6)
     return W.to(torch.float32)
 
 
@@ -398,20 +393,18 @@ def run_alignment(matrices: dict, *, held_out_fraction: float = 0.2, seed: int =
     say("alignment: the products of every fit, one pass")
     pairs = {(a, b) for a, b in comparisons} | {(a, a) for a, _ in comparisons}
     P = _split_products(matrices, pairs, eval_idx, dev)
-    factors: dict[tuple[str, str], tuple[torch.Tensor, float]] = {}
+    factors: dict[tuple[str, str], tuple[torch.Tensor, torch.Tensor | None]] = {}
 
     def linear_map(src_name: str, C: torch.Tensor, split: str) -> torch.Tensor:
         """(G + lambda I) W = C, with G's Cholesky factor computed once per source and split."""
         key = (src_name, split)
         if key not in factors:
-            G = _centred_products(P, src_name, src_name, split)
-            scale = float(torch.trace(G)) / G.shape[0]
-            lam = 1e-6 * (scale if scale > 0 else 1.0)
-            L, info = torch.linalg.cholesky_ex(G + lam * torch.eye(G.shape[0], dtype=G.dtype, device=G.device))
-            factors[key] = (L, G, lam) if int(info) == 0 else (None, G, lam)
-        L, G, lam = factors[key]
+            system = _ridged(_centred_products(P, src_name, src_name, split), 1e-6)
+            L, info = torch.linalg.cholesky_ex(system)
+            factors[key] = (system, L if int(info) == 0 else None)
+        system, L = factors[key]
         if L is None:  # not positive definite in floating point: the general solver
-            return torch.linalg.solve(G + lam * torch.eye(G.shape[0], dtype=G.dtype, device=G.device), C)
+            return torch.linalg.solve(system, C)
         return torch.cholesky_solve(C, L)
 
     results = []

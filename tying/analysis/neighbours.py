@@ -189,9 +189,9 @@ def _knn_symmetric(X, k: int, block_rows: int):
         best_s[rows], best_i[rows] = keep_s, torch.gather(all_i, 1, pick)
 
     starts = list(range(0, n, block_rows))
-    for a in starts:
+    for i, a in enumerate(starts):
         rows_a = slice(a, min(a + block_rows, n))
-        for b in starts[starts.index(a):]:
+        for b in starts[i:]:
             rows_b = slice(b, min(b + block_rows, n))
             S = Xn[rows_a] @ Xn[rows_b].T
             if a == b:
@@ -204,13 +204,10 @@ def _knn_symmetric(X, k: int, block_rows: int):
     out_s, out_i = scores[:, :k].clone(), ids[:, :k].clone()
     if m < n - 1:
         # a row whose k-th score is no higher than its m-th candidate's may tie with a row left out
-        unsettled = torch.nonzero(out_s[:, k - 1] <= scores[:, m - 1]).ravel()
-        for first in range(0, unsettled.numel(), 256):
-            part = unsettled[first:first + 256]
-            S = Xn[part] @ Xn.T
-            S[torch.arange(len(part)), part] = -torch.inf
-            order = torch.sort(-S, dim=1, stable=True).indices[:, :k]
-            out_i[part], out_s[part] = order, torch.gather(S, 1, order)
+        unsettled = torch.nonzero(out_s[:, k - 1] <= scores[:, m - 1]).ravel().numpy()
+        if unsettled.size:
+            s_ids, s_scores = _exact_rows_numpy(Xn.numpy(), unsettled, k)
+            out_i[unsettled], out_s[unsettled] = torch.from_numpy(s_ids).long(), torch.from_numpy(s_scores)
     return out_i.numpy().astype(np.int32), out_s.clamp_(-1.0, 1.0).numpy()
 
 
