@@ -64,6 +64,11 @@ def test_the_recorded_lens_budget_is_the_one_that_trained(tmp_path, tokenizer_di
         return real(model, batches, **kwargs)
 
     monkeypatch.setattr(tying.lens.train, "train_tuned_lens", spy)
+    # the time estimate's probe steps (tying.lens.estimate) are not the training: they keep the
+    # real function, however the test run imported that module (before this patch or after it)
+    import tying.lens.estimate
+
+    monkeypatch.setattr(tying.lens.estimate, "train_tuned_lens", real)
     # micro-batches of 2 x 32 requested; the context allows 2 x 16, so 100 tokens per step
     # take ceil(100 / 32) = 4 of them (the request alone would say 2 of 2 x 32)
     argv = ["lens", "--tied", tied, "--untied", untied, "--cache-dir", tmp_path / "cache", "--name", "short",
