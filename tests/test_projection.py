@@ -83,3 +83,75 @@ def test_rows_must_match():
         aligned_umap([np.zeros((5, 3)), np.zeros((6, 3))])
     with pytest.raises(ValueError):
         aligned_umap([])
+
+
+def test_graph_only_views_build_stock_aligned_umap_graphs(views):
+    """The per-view UMAPs stop after their graphs (_lean_aligned_umap): each view's graph,
+    weak edges zeroed included, is the one umap-learn's own AlignedUMAP.fit builds, bit for bit;
+    no per-view layout is made; the stock class is back in place afterwards."""
+    import contextlib
+
+    import umap
+    import umap.aligned_umap
+
+    from tying.analysis.projection import _pca, _lean_aligned_umap
+
+    reduced = [_pca(v, 10, 0) for v in views[0]]
+    identity = {i: i for i in range(len(reduced[0]))}
+    fits = []
+    for context in (contextlib.nullcontext(), _lean_aligned_umap()):
+        reducer = umap.AlignedUMAP(n_neighbors=10, min_dist=0.1, metric="cosine", random_state=0, n_epochs=30)
+        with context:
+            reducer.fit(reduced, relations=[identity] * (len(reduced) - 1))
+        fits.append(reducer)
+        assert umap.aligned_umap.UMAP is umap.UMAP
+    stock, ours = fits
+    zeroed = 0
+    for theirs, mine in zip(stock.mappers_, ours.mappers_):
+        assert hasattr(theirs, "embedding_") and not hasattr(mine, "embedding_")
+        for part in ("indptr", "indices", "data"):
+            np.testing.assert_array_equal(getattr(mine.graph_, part), getattr(theirs.graph_, part))
+        zeroed += int((mine.graph_.data == 0).sum())
+    assert zeroed > 0  # the weak edges were there to zero: the check above saw them
+    for E in ours.embeddings_:
+        assert E.shape == (len(reduced[0]), 2) and np.isfinite(E).all()
+
+
+def test_spectral_start_finds_the_laplacians_eigenvectors():
+    """_spectral_start (the largest eigenvectors of I + D^-1/2 A D^-1/2) spans the plane of the
+    normalised Laplacian's two smallest nontrivial eigenvectors, as a dense eigendecomposition
+    finds them, on a connected graph; a disconnected graph is handed to umap's own
+    multi-component layout; the swap is undone after the fit."""
+    import scipy.sparse as sp
+    import umap.spectral
+    from sklearn.neighbors import kneighbors_graph
+
+    from tying.analysis.projection import _lean_aligned_umap, _spectral_start
+
+    rng = np.random.default_rng(3)
+    points = rng.uniform(0, 1, size=(400, 2)) * [3.0, 1.0]  # a strip: eigenvalues 2.1e-3, 8.3e-3, 1.6e-2
+    A = kneighbors_graph(points, 10, mode="distance")
+    A.data = np.exp(-(A.data / A.data.mean()) ** 2)
+    A = sp.csr_matrix(A.maximum(A.T))
+    scale = np.diag(1 / np.sqrt(np.asarray(A.sum(axis=0)).ravel()))
+    _, exact = np.linalg.eigh(np.eye(400) - scale @ A.toarray() @ scale)
+    own = umap.spectral._spectral_layout
+    ours = _spectral_start(own)(None, A, 2, np.random.RandomState(0))
+    assert ours.shape == (400, 2)
+    q, _ = np.linalg.qr(ours)
+    assert np.linalg.svd(q.T @ exact[:, 1:3], compute_uv=False).min() > 0.9999
+    # the first coordinate runs along the strip's long side, as the Fiedler vector does
+    assert abs(np.corrcoef(ours[:, 0], points[:, 0])[0, 1]) > 0.9
+
+    calls = []
+
+    def recording(**kwargs):
+        calls.append(kwargs["graph"].shape[0])
+        return own(**kwargs)
+
+    two = sp.block_diag([A, A]).tocsr()
+    out = _spectral_start(recording)(None, two, 2, np.random.RandomState(0))
+    assert calls == [800] and out.shape == (800, 2) and np.isfinite(out).all()
+    with _lean_aligned_umap():
+        assert umap.spectral._spectral_layout is not own
+    assert umap.spectral._spectral_layout is own

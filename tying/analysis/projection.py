@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -81,7 +82,10 @@ def aligned_umap(matrices: list, *, n_neighbors: int = 15, min_dist: float = 0.1
     AlignedUMAP with the cosine metric and identity relations between consecutive views.
     ``n_neighbors`` is capped at n_tokens - 1. ``n_epochs`` optimisation epochs (umap's own
     default is 500 below 10,000 points; 200 keeps small vocabularies quick at little cost in
-    quality). Seeded: repeatable on one machine.
+    quality). Seeded, yet not repeatable with several views: the neighbour graphs and the
+    starting layout are fixed by the seed, but umap-learn's aligned optimiser (0.5.12: numba,
+    ``parallel=True``, reseeding numpy's generator inside) gives other coordinates on each fit,
+    even in one process on one thread; one view (plain UMAP) is repeatable.
 
     Returns a list of float32 arrays of shape (n_tokens, 2), one per matrix. A token that
     UMAP leaves disconnected is placed at the centre of its view, so every value is finite;
@@ -134,9 +138,106 @@ def _embed(views: list[np.ndarray], *, n_neighbors: int, min_dist: float, seed: 
             identity = {i: i for i in range(n)}
             reducer = umap.AlignedUMAP(n_neighbors=n_neighbors, min_dist=min_dist, metric="cosine",
                                        random_state=seed, n_epochs=n_epochs)
-            reducer.fit(views, relations=[identity] * (len(views) - 1))
+            with _lean_aligned_umap():
+                reducer.fit(views, relations=[identity] * (len(views) - 1))
             embeddings = list(reducer.embeddings_)
     return [_fill_missing(np.asarray(E, dtype=np.float32)) for E in embeddings]
+
+
+@contextmanager
+def _lean_aligned_umap():
+    """While AlignedUMAP fits: its per-view UMAPs stop at their graphs, and spectral starts are
+    found from the top of the spectrum. The graphs are the same; the starts are the same
+    eigenvectors, up to their signs and the solver's tolerance.
+
+    *Graphs only.* ``AlignedUMAP.fit`` (umap-learn 0.5) fits one whole ``UMAP`` per view,
+    layout included (a spectral start and every optimisation epoch), keeps only each one's
+    graph, and then lays all views out again, together, from fresh spectral starts. Those
+    per-view layouts are thrown away: UMAP's ``transform_mode="graph"`` (umap-learn >= 0.5.4)
+    is UMAP itself stopping after the graph. Each UMAP seeds its own generator from
+    ``random_state``, and the weak edges a layout would have zeroed in the graph it shares are
+    zeroed here too, so the graphs the aligned layout starts from are the same, bit for bit
+    (``tests/test_projection.py``; the aligned layout itself differs from one fit to the next
+    either way, see :func:`aligned_umap`).
+
+    *Spectral starts* (:func:`_spectral_start`): the same eigenvectors, found at the end of
+    the spectrum where ARPACK converges (on a 400-point strip umap's own solve missed the
+    second one, which the dense decomposition and this one agree on).
+
+    Where umap lacks what is replaced (another version), that part is left as it is.
+    """
+    import umap
+    import umap.aligned_umap as aligned
+    import umap.spectral as spectral
+
+    swaps = []
+    base = getattr(aligned, "UMAP", None)
+    if base is umap.UMAP and "transform_mode" in umap.UMAP().get_params():
+        class GraphOnly(base):
+            def __init__(self, **kwargs):
+                super().__init__(transform_mode="graph", **kwargs)
+
+            def fit(self, *args, **kwargs):
+                super().fit(*args, **kwargs)
+                # the layout it skips would have zeroed, in the graph it shares, the edges too weak
+                # to be sampled in n_epochs (umap's simplicial_set_embedding): the aligned layout's
+                # spectral start reads those weights
+                epochs = self.n_epochs
+                if epochs is not None and epochs > 10 and self.graph_.nnz:
+                    data = self.graph_.data
+                    data[data < data.max() / float(epochs)] = 0.0
+                return self
+
+        swaps.append((aligned, "UMAP", GraphOnly))
+    if callable(getattr(spectral, "_spectral_layout", None)):
+        swaps.append((spectral, "_spectral_layout", _spectral_start(spectral._spectral_layout)))
+    before = [(module, name, getattr(module, name)) for module, name, _ in swaps]
+    for module, name, replacement in swaps:
+        setattr(module, name, replacement)
+    try:
+        yield
+    finally:
+        for module, name, original in before:
+            setattr(module, name, original)
+
+
+def _spectral_start(umaps_own: Callable) -> Callable:
+    """umap's spectral layout of a connected graph, computed from the other end of the spectrum.
+
+    umap-learn starts a layout from the eigenvectors of the normalised Laplacian
+    L = I - D^-1/2 A D^-1/2 with the smallest eigenvalues after the zero one, which it asks
+    ARPACK for directly (``eigsh(L, which="SM")``, tolerance 1e-4). Where those eigenvalues are
+    tiny and close, ARPACK crawls: on the 20,000 fitted tokens of a Qwen3-shaped untied input
+    matrix (bench/bench_pair_stages.py), eigenvalues 1.5e-5 and 2.6e-4, it ran for more than
+    30 minutes. They are the eigenvectors of 2I - L = I + D^-1/2 A D^-1/2 with the largest
+    eigenvalues, which ARPACK finds in 0.6 s on that graph. A graph of several components goes
+    to umap's own layout (which lays each component out with this function again); a small
+    one, or a failed solve, too.
+    """
+    from scipy.sparse.csgraph import connected_components
+    from scipy.sparse.linalg import ArpackError, eigsh
+
+    def start(data, graph, dim, random_state, **kwargs):
+        import scipy.sparse as sp
+
+        def own():
+            return umaps_own(data=data, graph=graph, dim=dim, random_state=random_state, **kwargs)
+
+        n = graph.shape[0]
+        if n <= 3 * (dim + 1) or connected_components(graph)[0] > 1:
+            return own()
+        degree = np.asarray(graph.sum(axis=0), dtype=np.float64).ravel()
+        if not (degree > 0).all():
+            return own()
+        scale = sp.diags(1.0 / np.sqrt(degree))
+        top = sp.identity(n, dtype=np.float64, format="csr") + scale @ graph.astype(np.float64) @ scale
+        try:
+            values, vectors = eigsh(top, dim + 1, which="LA", tol=kwargs.get("tol") or 1e-4, v0=np.ones(n))
+        except ArpackError:
+            return own()
+        return vectors[:, np.argsort(-values)[1:dim + 1]]
+
+    return start
 
 
 def _fill_missing(E: np.ndarray) -> np.ndarray:
