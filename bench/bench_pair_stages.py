@@ -127,12 +127,21 @@ def run_pair(code: Path, tied: Path, untied: Path, cache_dir: Path, extra: list[
     env = dict(os.environ, PYTHONPATH=str(code), HF_HUB_OFFLINE="1", TQDM_DISABLE="1")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=code, env=env, capture_output=True, text=True)
+    # stage lines are echoed as they come: a run stopped halfway (an hour for the qwen3 shape)
+    # still shows what its finished stages took
+    proc = subprocess.Popen(cmd, cwd=code, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines = []
+    for line in proc.stderr:
+        lines.append(line)
+        if STAGE_LINE.match(line):
+            print(f"  {line.rstrip()}", flush=True)
+    proc.wait()
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    stderr = "".join(lines)
     if proc.returncode:
-        raise SystemExit(f"error: the pair command failed in {code}:\n{proc.stderr[-3000:]}")
-    stages = {m.group(1): (float(m.group(2)), float(m.group(3))) for m in STAGE_LINE.finditer(proc.stderr)}
+        raise SystemExit(f"error: the pair command failed in {code}:\n{stderr[-3000:]}")
+    stages = {m.group(1): (float(m.group(2)), float(m.group(3))) for m in STAGE_LINE.finditer(stderr)}
     if not stages:  # a checkout that prints no stage lines: the cache's own seconds
         stages = {s: (sec, float("nan")) for s, sec in cache_seconds(cache_dir / "b.duckdb").items()}
     # the whole run's peak: the highest stage's (each stage restarts the kernel's peak count, so the

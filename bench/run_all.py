@@ -6,13 +6,17 @@ Each benchmark runs as its own subprocess (``sys.executable bench/<script>``); i
 table is parsed into rows ``benchmark, figure, value, target, ok``. Where a line cannot be
 parsed, the benchmark's last lines are shown instead, so nothing is silently dropped.
 
-Names: load, overlap, demo, lens, app, concurrency, figures, site, projection_webgl, umap_place.
+Names: load, overlap, demo, lens, app, concurrency, figures, site, projection_webgl, umap_place,
+pair_stages.
 ``bench_overlap.py`` runs with ``--quick`` (10,000 tokens) unless ``--full`` is given.
 ``--quick`` shrinks the others too: load (one repeat, warm cache only), lens (5 steps, 2
 evaluation batches), app (10,000 tokens, one repeat), concurrency (5 sessions for 10 s),
 figures, site and projection_webgl (one run). The demo has no smaller form that keeps its
 meaning and runs in full either way (about 5 minutes on 2 cores).
 ``umap_place`` with ``--quick`` places 7,000 rows of a 12,000-row matrix, once.
+``pair_stages`` runs ``precompute pair`` on the OLMo-shaped pair (every stage but the lens) and
+has no smaller form either (about 13 minutes on 2 cores; ``bench/bench_pair_stages.py --shape
+qwen3`` alone for the Qwen3 shape, about an hour).
 Exit code: 0 when every benchmark exited 0 and no figure with a target missed it.
 """
 
@@ -180,6 +184,23 @@ def parse_umap_place(out: str):
     return rows
 
 
+def parse_pair_stages(out: str):
+    rows = []
+    head = re.search(r"^stage\s+(.*)$", out, flags=re.M)
+    last = len(head.group(1).split()) // 4 if head else 1  # columns: "<label> s  <label> GB" per run
+    for stage in ("load", "alignment", "neighbours", "spectral", "umap", "whole run"):
+        m = re.search(rf"^{stage}\s+((?:{NUM}\s+)*{NUM})(?:\s+[0-9.]+x)?\s*$", out, flags=re.M)
+        if m:
+            cells = m.group(1).split()
+            sec, gb = cells[2 * (last - 1)], cells[2 * (last - 1) + 1]
+            rows.append((f"{stage}: s", _f(sec), "", None))
+            rows.append((f"{stage}: peak GB", _f(gb), "< 24", _f(gb) < 24))
+    m = re.search(rf"^whole run, s\s+{NUM}\s+<= {NUM}\s+(yes|NO)", out, flags=re.M)
+    if m:
+        rows.append(("whole run vs target, s", _f(m.group(1)), f"<= {m.group(2)}", m.group(3) == "yes"))
+    return rows
+
+
 # name -> (script, default args, quick args, full args, parser)
 BENCHMARKS = {
     "load": ("bench_load.py", [], ["--repeats", "1", "--no-cold"], None, parse_load),
@@ -192,6 +213,7 @@ BENCHMARKS = {
     "site": ("bench_site.py", [], ["--runs", "1"], None, parse_site),
     "projection_webgl": ("bench_projection_webgl.py", [], ["--runs", "1"], None, parse_projection_webgl),
     "umap_place": ("bench_umap_place.py", [], ["--quick"], None, parse_umap_place),
+    "pair_stages": ("bench_pair_stages.py", [], [], None, parse_pair_stages),
 }
 
 
