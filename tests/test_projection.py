@@ -94,7 +94,7 @@ def test_graph_only_views_build_stock_aligned_umap_graphs(views):
     import umap
     import umap.aligned_umap
 
-    from tying.analysis.projection import _pca, _lean_aligned_umap
+    from tying.analysis.projection import _lean_aligned_umap, _pca
 
     reduced = [_pca(v, 10, 0) for v in views[0]]
     identity = {i: i for i in range(len(reduced[0]))}
