@@ -15,8 +15,8 @@ figures, site and projection_webgl (one run). The demo has no smaller form that 
 meaning and runs in full either way (about 5 minutes on 2 cores).
 ``umap_place`` with ``--quick`` places 7,000 rows of a 12,000-row matrix, once.
 ``pair_stages`` runs ``precompute pair`` on the OLMo-shaped pair (every stage but the lens) and
-has no smaller form either (about 13 minutes on 2 cores; ``bench/bench_pair_stages.py --shape
-qwen3`` alone for the Qwen3 shape, about an hour).
+has no smaller form either (6 to 13 minutes on 2 cores; ``bench/bench_pair_stages.py --shape
+qwen3`` alone for the Qwen3 shape, about 36 minutes).
 Exit code: 0 when every benchmark exited 0 and no figure with a target missed it.
 """
 
