@@ -2,6 +2,7 @@
 between Vega and WebGL, and, in headless Chromium with software WebGL on a 152,000-token cache,
 three views drawn, a click that picks and a search that centres."""
 
+import base64
 import json
 import math
 import re
@@ -10,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from pydeck.bindings.json_tools import serialize as pydeck_json
 from streamlit.testing.v1 import AppTest
 
 from explorer import charts, deck
@@ -49,12 +49,15 @@ def test_a_point_is_one_integer_on_the_grid():
     assert t.rows.tolist() == [[0, 0], [7905, 3953], [31621, 15810], [3904, 15494]]  # 15810.5: half to even
     assert t.data == [0, 7905 + 31622 * 3953, 31621 + 31622 * 15810, 3904 + 31622 * 15494]
     assert t.ids.tolist() == [0, 1, 2, 3]
-    text = deck.points_json(t)
-    assert text == "[0,125009671,499975441,489955172]"
-    assert deck.bytes_per_point(t) == len(text) / 4 == 8.25  # 33 bytes: brackets and commas included
-    # the layer unpacks what it is sent: x = p % BASE, y = (p - x) / BASE (its accessor, run here in Python)
-    assert deck.POSITION == "[this % 31622, (this - this % 31622) / 31622]"
-    assert [[p % deck.BASE, (p - p % deck.BASE) / deck.BASE] for p in t.data] == t.rows.tolist()
+    assert deck.points_json(t) == "[0,125009671,499975441,489955172]"
+    # a click cell's accessor unpacks x = p % BASE, y = (p - x) / BASE and puts the point at its cell's
+    # centre: run here in Python (JavaScript's % on these non-negative integers is Python's)
+    for cell in (1, 7, 1000):
+        expr = deck.cell_position(cell)
+        assert expr == (f"[this % 31622 - this % 31622 % {cell} + {cell / 2:g}, (this - this % 31622) / 31622 - "
+                        f"(this - this % 31622) / 31622 % {cell} + {cell / 2:g}]")
+        centres = [eval(expr.replace("this", str(p))) for p in t.data]
+        assert centres == [[(x // cell) * cell + cell / 2, (y // cell) * cell + cell / 2] for x, y in t.rows.tolist()]
     assert max(t.data) < deck.BASE ** 2 < 10**9  # nine digits at most
     # rounding: back on the map within half a step of where the point was
     back = t.rows / grid.scale + [grid.x0, grid.y0]
@@ -62,7 +65,10 @@ def test_a_point_is_one_integer_on_the_grid():
     assert 0.5 / grid.scale < 10 * 1e-4  # better than four significant digits of the map's width
 
 
-def test_a_view_of_152k_points_is_compact():
+def test_a_view_of_152k_points_is_an_image_and_click_cells():
+    """152,000 points: the deck sends a PNG of them (base64) and one click cell per non-empty square
+    of HIT_PX screen pixels, a few thousand, not the points; well under the 1.5 MB the points cost
+    as integers."""
     rng = np.random.default_rng(0)
     n = 152_000
     coords = pd.concat([pd.DataFrame({"matrix": m, "token": np.arange(n), "x": rng.normal(0, 5, n).astype(np.float32),
@@ -71,44 +77,53 @@ def test_a_view_of_152k_points_is_compact():
     points = deck.view_points(coords, grid)
     hi = coords[(coords["matrix"] == "T") & coords["token"].isin([7, 8])].assign(shown=["a", "b"],
                                                                                 role=["picked", "neighbour"])
-    view = deck.view_deck(points, hi, grid, ["T"])
-    sent = view.to_json()
-    per_point = deck.bytes_per_point(points["T"])
-    assert 9 <= per_point <= 10  # "999950883," at most
-    assert len(sent) < n * per_point + 4000  # the rest of the deck is a few hundred bytes
-    assert "\n" not in sent and deck.points_json(points["T"]) in sent  # the rows as they are, no spaces
-    assert len(pydeck_json(view)) > 1.8 * len(sent)  # pydeck's own (indented) JSON of the same deck
+    back = deck.backdrop(points, ["T"])
+    sent = deck.view_deck(points, hi, grid, ["T"], back=back).to_json()
+    spec = json.loads(sent)
+    image = spec["layers"][0]
+    assert image["@@type"] == "BitmapLayer" and image["image"].startswith("data:image/png;base64,")
+    png = base64.b64decode(image["image"].split(",", 1)[1])
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) == back.rasters[0].n_bytes
+    cells = spec["layers"][1]["data"]
+    _, whole = deck.fit(deck.bounds_of([points["T"]]), deck.VIEW_WIDTH_PX, 420)
+    cell = round(deck.HIT_PX / 2 ** whole)
+    squares = {(x // cell, y // cell) for x, y in points["T"].rows.tolist()}
+    assert len(cells) == len(squares) < 10_000  # one per non-empty square
+    assert "\n" not in sent and len(sent) < 0.4 * len(deck.points_json(points["T"]))
+    assert len(sent) < back.n_bytes() + 3000  # the rest of the deck is small
 
 
 def _deck_dict(view) -> dict:
     return json.loads(view.to_json())
 
 
-def test_highlighted_rows_on_top_and_the_picked_token_last():
+def test_image_then_click_cells_then_highlighted_rows_the_picked_token_last():
     pts = [(0.0, 0.0), (1.0, 1.0), (2.0, 0.5), (4.0, 2.0)]
     coords = _coords({"I": pts, "T": pts, "O": pts}).assign(shown=lambda d: "tok" + d["token"].astype(str))
     grid = deck.grid_of(coords)
     points = deck.view_points(coords, grid)
     hi = coords[coords["token"].isin([1, 2, 3])].assign(role=lambda d: np.where(d["token"] == 2, "picked", "neighbour"))
     spec = _deck_dict(deck.view_deck(points, hi, grid, ["T"]))
-    assert [layer["id"] for layer in spec["layers"]] == ["points-T", "highlight", "label"]  # later layers on top
-    rows = spec["layers"][1]["data"]
+    assert [layer["id"] for layer in spec["layers"]] == ["image-0", "points-T", "highlight"]  # later layers on top
+    assert spec["layers"][0]["pickable"] is False
+    rows = spec["layers"][2]["data"]
     assert [(r["t"], r["r"]) for r in rows] == [(1, 0), (3, 0), (2, 1)]  # neighbours, then the picked token
     assert rows[-1]["p"] == points["T"].rows[2].tolist() and rows[-1]["s"] == "tok2"
-    assert spec["layers"][1]["getFillColor"] == deck.rgba(charts.HIGHLIGHT)
-    assert spec["layers"][1]["getLineColor"] == [0, 0, 0, 255] and spec["layers"][1]["stroked"] is True
-    assert spec["layers"][2]["data"] == [{**rows[-1], "a": "middle"}]  # only the picked token is labelled
-    # near the map's left edge a label runs rightwards (anchored at its start), near the right edge leftwards
-    for t, anchor in ((0, "start"), (3, "end")):
-        edge = coords[coords["token"] == t].assign(role="picked")
-        label = _deck_dict(deck.view_deck(points, edge, grid, ["T"]))["layers"][2]["data"]
-        assert [(r["t"], r["a"]) for r in label] == [(t, anchor)]
-    assert spec["layers"][0]["getFillColor"][:3] == deck.rgba(charts.PALETTE["T"])[:3]
-    assert spec["layers"][0]["data"] == points["T"].data
-    assert spec["layers"][0]["getPosition"] == "@@=" + deck.POSITION
+    assert spec["layers"][2]["getFillColor"] == deck.rgba(charts.HIGHLIGHT)
+    assert spec["layers"][2]["getLineColor"] == [0, 0, 0, 255] and spec["layers"][2]["stroked"] is True
+    hit = spec["layers"][1]
+    assert hit["getFillColor"] == [0, 0, 0, 0] and hit["pickable"] is True  # transparent, clickable
+    assert sorted(hit["data"]) == sorted(points["T"].data)  # four points far apart: a cell each
     assert spec["views"] == [{"@@type": "OrthographicView", "controller": True, "flipY": False}]
-    overlaid = _deck_dict(deck.view_deck(points, hi, grid, charts.PROJECTION_ORDER))
-    assert [layer["id"] for layer in overlaid["layers"]] == ["points-I", "points-T", "points-O", "highlight", "label"]
+    # centred: a sharper image of the window, its finer cells, and the picked token labelled
+    centred = _deck_dict(deck.view_deck(points, hi, grid, ["T"], focus=2))
+    assert [layer["id"] for layer in centred["layers"]] == ["image-0", "image-1", "points-T", "near-T", "highlight",
+                                                            "label"]
+    assert centred["layers"][-1]["data"] == [{**rows[-1], "a": "middle"}]  # only the picked token is labelled
+    overlaid = _deck_dict(deck.view_deck(points, hi, grid, charts.PROJECTION_ORDER, focus=2,
+                                         width_px=3 * deck.VIEW_WIDTH_PX))
+    assert [layer["id"] for layer in overlaid["layers"]] == ["image-0", "image-1", "points-I", "points-T", "points-O",
+                                                             "near-I", "near-T", "near-O", "highlight", "label"]
     labels = sorted(r["s"] for r in overlaid["layers"][-1]["data"])
     assert labels == ["tok2 (I)", "tok2 (O)", "tok2 (T)"]
 
@@ -128,15 +143,21 @@ def test_focus_centres_the_token_closer():
 
 
 def test_a_click_names_its_token_by_layer_and_row():
-    coords = _coords({"I": [(0, 0), (1, 1)], "T": [(0, 0), (1, 1)], "O": [(0, 0), (1, 1)]})
-    coords.loc[coords["matrix"] == "T", "token"] = [40, 41]
+    """A click cell's row is its token's grid position (the lowest id there); a highlighted row
+    names its token."""
+    coords = _coords({"I": [(0, 0), (1, 1)], "T": [(0, 0), (1, 1), (1, 1)], "O": [(0, 0), (1, 1)]})
+    coords.loc[coords["matrix"] == "T", "token"] = [40, 42, 41]
     points = deck.view_points(coords, deck.grid_of(coords))
-    assert deck.picked_token({"selection": {"indices": {"points-T": [1]}, "objects": {"points-T": [[9, 9]]}}},
+    p41 = points["T"].data[1]  # token 41 and 42 share a position: the lowest id
+    assert deck.picked_token({"selection": {"indices": {"points-T": [0]}, "objects": {"points-T": [p41]}}},
                              points) == 41
+    assert deck.picked_token({"selection": {"indices": {"near-T": [3]}, "objects": {"near-T": [0]}}}, points) == 40
     assert deck.picked_token({"selection": {"indices": {"highlight": [0]}, "objects": {"highlight": [{"t": 7}]}}},
                              points) == 7
     assert deck.picked_token({"selection": {"indices": {}, "objects": {}}}, points) is None
-    assert deck.picked_token({"selection": {"indices": {"points-T": [5]}}}, points) is None  # a stale row
+    assert deck.picked_token({"selection": {"indices": {"points-T": [0]}, "objects": {"points-T": [12345]}}},
+                             points) is None  # no token there (a stale row)
+    assert deck.picked_token({"selection": {"indices": {"points-T": [5]}}}, points) is None
     assert deck.picked_token(None, points) is None
 
 
@@ -168,14 +189,21 @@ def test_the_page_draws_vega_up_to_the_threshold_and_webgl_above(small, monkeypa
     at = _projection(small, monkeypatch, pair="synthetic")
     decks = _decks(at)
     assert len(decks) == 3 and not at.get("vega_lite_chart")
-    assert [len(d["layers"][0]["data"]) for d in decks] == [600, 600, 600]  # every token, no sample
+    assert [[layer["id"] for layer in d["layers"]] for d in decks] == [["image-0", f"points-{m}", "highlight"]
+                                                                       for m in charts.PROJECTION_ORDER]
+    png = base64.b64decode(decks[1]["layers"][0]["image"].split(",", 1)[1])  # an image of the view's points
+    assert png.startswith(b"\x89PNG")
+    # on the whole map the picked token is named above each view (labelled on the map only when centred)
+    assert len([m for m in at.markdown if " · picked: **" in m.value]) == 3
     caption = next(c.value for c in at.caption if "WebGL" in c.value)
     assert "all 600 projected tokens per view" in caption and "more than 500 tokens" in caption
-    assert re.search(r"sends [0-9.]+ kB: [0-9.]+ bytes a point", caption)  # 600 points: kilobytes
+    assert re.search(r"sends [0-9.]+ kB: its points drawn on the server into an image \([0-9.]+ kB of PNG\)", caption)
+    cells = len(decks[0]["layers"][1]["data"])
+    assert f"{cells:,} transparent click cells" in caption and 0 < cells <= 600
     assert (deck.size_text(1_520_000), deck.size_text(12_345), deck.size_text(800)) == ("1.5 MB", "12.3 kB", "800 bytes")
     assert not [s for s in at.get("select_slider") if s.key == "w_points"]  # no sampling slider
     at.radio(key="w_view").set_value("overlaid").run()
-    assert [len(d["layers"]) for d in _decks(at)] == [5]  # one view: three matrices, highlight, label
+    assert [len(d["layers"]) for d in _decks(at)] == [5]  # one view: its image, three matrices' cells, highlight
     at.toggle(key="w_density").set_value(True).run()  # density grids stay with Vega
     assert len(at.get("vega_lite_chart")) == 3 and not at.get("deck_gl_json_chart")
 
@@ -212,8 +240,8 @@ def in_chromium(test):
     return test
 
 
-CLICKABLE_TOKENS = 3_000
 SERVER_PID: dict[str, int] = {}
+SERVER_CACHE: dict[str, Path] = {}
 DRAW_TIMEOUT = 240  # generous: a shared, loaded machine; bench/bench_projection_webgl.py measures the time
 
 
@@ -223,17 +251,7 @@ def large_server(tmp_path_factory):
     build_large_projection_cache(d, "large", n_tokens=152_000)
     proc, url = webgl.serve(d)
     SERVER_PID[url] = proc.pid  # to measure that the server rests
-    yield url
-    proc.terminate()
-    proc.wait(10)
-
-
-@pytest.fixture(scope="module")
-def clickable_server(tmp_path_factory):
-    """A vocabulary whose software pick fits deck.gl's tap (see test_a_click_picks_a_token)."""
-    d = tmp_path_factory.mktemp("webgl-clickable")
-    build_large_projection_cache(d, "large", n_tokens=CLICKABLE_TOKENS)
-    proc, url = webgl.serve(d)
+    SERVER_CACHE[url] = d / "large.duckdb"  # to check where a click lands
     yield url
     proc.terminate()
     proc.wait(10)
@@ -303,21 +321,20 @@ def test_a_search_centres_the_token_in_every_view_of_152k_tokens(large_server, c
 
 
 @in_chromium
-def test_a_click_picks_a_token(clickable_server, chromium):
-    """A click on a point of the T view (WebGL, chosen in the URL) picks that point's token: the
-    URL names it, every view centres on it and Neighbours opens on it.
+def test_a_click_picks_a_token(large_server, chromium):
+    """A click on a point of the T view of 152,000 tokens picks a token there: the URL names it,
+    every view centres on it and Neighbours opens on it.
 
-    Not on the 152,000-token cache: deck.gl picks at the pointer's press, synchronously, in one
-    drawing pass over the view's points, and counts a click only when the release comes within
-    250 ms. Drawn in software (SwiftShader) on these 2 cores that pass takes about 12 us a point
-    (measured: 1.8 s at 152,000 points, 0.35 s at 30,000), so the release always comes too late
-    there; on a graphics card it takes about a millisecond. 3,000 points pick in about 40 ms."""
+    deck.gl picks at the pointer's press, in one drawing pass over the pickable layers, and counts
+    a click only when the release comes within 250 ms. Over 152,000 points drawn in software
+    (SwiftShader) that pass took 1.8 s and a click was always lost; over the view's click cells
+    (a few thousand, explorer/deck.py) it takes about 0.1 s."""
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as EC
     from selenium.webdriver.support.ui import WebDriverWait
 
-    _open(chromium, clickable_server, "&renderer=webgl")
+    _open(chromium, large_server)
     first = _token(chromium)
     # a point of the T view well away from the centre (the highlighted tokens sit there): a pixel
     # painted, not yellow, inside a painted 5x5 block (so the click falls within the point's disc)
@@ -346,8 +363,19 @@ def test_a_click_picks_a_token(clickable_server, chromium):
     picked = wait_until(lambda: _token(chromium) not in (None, first) and _token(chromium), timeout=60,
                         what="a click picks another token")
     assert picked.isdigit()
-    # centred and 8x closer, a view of 3,000 points paints little more than the picked token and
-    # its neighbours: drawn when anything is painted, and the highlight under every centre
+    # the token is where the click was: in the clicked cell (HIT_PX pixels a side) or its edge
+    import duckdb
+
+    with duckdb.connect(str(SERVER_CACHE[large_server]), read_only=True) as con:
+        coords = con.execute("SELECT matrix, token, x, y FROM umap ORDER BY matrix, token").df()
+    grid = deck.grid_of(coords)
+    t = deck.view_points(coords, grid)["T"]
+    (cx, cy, _), zoom = deck.fit(deck.bounds_of([t]), deck.VIEW_WIDTH_PX, 420)
+    scale = 2 ** zoom  # screen pixels a grid step; the view's centre is the canvas's
+    at = (cx + (spot[0] - canvas.size["width"] / 2) / scale, cy - (spot[1] - canvas.size["height"] / 2) / scale)
+    where = t.rows[np.searchsorted(t.ids, int(picked))]
+    assert math.dist(where, at) * scale <= deck.HIT_PX * math.sqrt(2) + 2, (where, at)
+    # centred and 8x closer: drawn, and the highlight under every centre
     centred = wait_until(lambda: webgl.drawn(chromium, token=int(picked), fill=0.0), timeout=DRAW_TIMEOUT,
                          interval=0.5, what=f"three views drawn for token {picked}")
     assert all(webgl.is_highlight(v["centre"]) for v in centred), [v["centre"] for v in centred]

@@ -46,20 +46,19 @@ for (const el of document.querySelectorAll('[data-testid="stDeckGlJsonChart"]'))
 return out;
 """
 
-# Installed before the page's own scripts. It notes, by wrapping WebGL's instanced draw call,
-# each canvas that has been asked to draw a layer of at least MIN_POINTS points; once all three
-# deck canvases have, it reads their pixels (which waits for the drawing to finish) and, when each
-# is painted, notes the time (performance.now(): ms since the navigation began). Reading a WebGL
-# canvas's pixels is itself costly in software (measured: polling every canvas's pixels each 100 ms
-# took three quarters of the page's CPU), so the pixels are read only once the draws are issued.
+# Installed before the page's own scripts. It notes, by wrapping WebGL's draw calls, each canvas
+# that has been asked to draw; once all three deck canvases have, it reads their pixels every 50 ms
+# (copied small into a 2-D canvas, which waits for the drawing to finish) and, when each is painted,
+# notes the time (performance.now(): ms since the navigation began). A view's points arrive as an
+# image (explorer/deck.py), which deck.gl loads after its first drawing: the first frames hold the
+# highlighted tokens only, and a view counts as painted when DRAWN_FILL of it is.
 TIMING_JS = """
 window.__decks = {seen: null, issued: null, drawn: null, reads: 0};
 const drew = new WeakSet();
-for (const name of ['drawArraysInstanced', 'drawElementsInstanced']) {
+for (const name of ['drawArrays', 'drawElements', 'drawArraysInstanced', 'drawElementsInstanced']) {
   const own = WebGL2RenderingContext.prototype[name];
   WebGL2RenderingContext.prototype[name] = function (...args) {
-    const instances = args[args.length - 1];
-    if (instances >= MIN_POINTS) drew.add(this.canvas);
+    drew.add(this.canvas);
     return own.apply(this, args);
   };
 }
@@ -80,7 +79,7 @@ const timer = setInterval(() => {
   });
   if (painted) { window.__decks.drawn = performance.now(); clearInterval(timer); }
 }, 50);
-""".replace("DRAWN_FILL", str(DRAWN_FILL)).replace("MIN_POINTS", str(1000))
+""".replace("DRAWN_FILL", str(DRAWN_FILL))
 
 
 def free_port() -> int:

@@ -175,24 +175,36 @@ def draw_webgl() -> None:
     # a map is about as tall as wide, and a view a third of the page: taller would only add margins
     h = int(height * (1.15 if presentation else 1) * (1.25 if mode == "overlaid" else 1))
     hi = highlighted()
-    decks = [deck.view_deck(points, hi, grid, ms, focus=token if centred else None, height_px=h,
-                            width_px=deck.VIEW_WIDTH_PX * (3 if len(ms) > 1 else 1), presentation=presentation)
-             for ms in views]
-    sent = len(decks[0].to_json())
-    per_point = deck.bytes_per_point(points[charts.PROJECTION_ORDER[0]])
-    st.caption(f"Drawing {how}. The picked token (large, labelled) and its {k} nearest neighbours in each matrix "
-               "(small), yellow outlined in black, are drawn on top. **Click a point** to pick its token (every view "
-               "centres on it; Neighbours follows), or find one above; scroll to zoom, drag to pan. "
-               f"{'The view' if len(views) == 1 else 'Each view'} sends {deck.size_text(sent)}: {per_point:.1f} bytes "
-               f"a point, one integer, its x and y on a grid of {deck.BASE:,} steps (the colour is the layer's, the "
-               f"token the row's). Exports draw a sample of {deck.VEGA_MAX_TOKENS:,} with Vega.")
+    decks = []
+    for ms in views:
+        w = deck.VIEW_WIDTH_PX * (3 if len(ms) > 1 else 1)
+        centre = deck.centre_of(points, deck.highlight_rows(hi, grid, ms), ms, token if centred else None)
+        back = deck.backdrop_of(ref, tuple(ms), None if centre is None else (int(centre[0]), int(centre[1])), w, h,
+                                presentation)
+        decks.append((deck.view_deck(points, hi, grid, ms, focus=token if centred else None, height_px=h, width_px=w,
+                                     presentation=presentation, back=back), back))
+    sent = len(decks[0][0].to_json())
+    image = sum(r.n_bytes for r in decks[0][1].rasters)
+    cells = sum(len(c.ids) for c, _ in decks[0][1].hits.values())
+    st.caption(f"Drawing {how}. The picked token (large; named above the views, labelled when centred) and its "
+               f"{k} nearest neighbours in each matrix (small), yellow outlined in black, are drawn on top. **Click a "
+               "point** to pick its token (every view centres on it, drawn sharper around it; Neighbours follows), or "
+               "find one above; scroll to zoom, drag to pan. "
+               f"{'The view' if len(views) == 1 else 'Each view'} sends {deck.size_text(sent)}: its points drawn on the "
+               f"server into an image ({deck.size_text(image)} of PNG), which the browser draws as one picture, and "
+               f"{cells:,} transparent click cells ({deck.HIT_PX} pixels a side) that each name the token nearest their "
+               f"centre. Exports draw a sample of {deck.VEGA_MAX_TOKENS:,} with Vega.")
     cols = [st.container()] if len(views) == 1 else st.columns(3)
     n = focus.get("n", 0)
-    for col, ms, d in zip(cols, views, decks):
+    # the picked token is named here; on the map it is labelled only when centred (explorer/deck.py LABEL_LAYER)
+    picked = "" if centred else f" · picked: **{data.escape_markdown(str(toks.at[token, 'shown']))}**"
+    for col, ms, (d, _) in zip(cols, views, decks):
         with col:
             name = "all" if len(ms) > 1 else ms[0]
             if len(ms) == 1:
-                st.markdown(f"**{ms[0]}** ({MATRIX_NAMES[ms[0]]})")
+                st.markdown(f"**{ms[0]}** ({MATRIX_NAMES[ms[0]]}){picked}")
+            elif picked:
+                st.markdown("P" + picked.removeprefix(" · p"))
             key = f"deck_{name}_{token}_{n}"
             st.pydeck_chart(d, height=h, key=key, on_select=lambda key=key: on_deck_pick(key),
                             selection_mode="single-object",
