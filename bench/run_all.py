@@ -162,10 +162,11 @@ def parse_projection_webgl(out: str):
     m = re.search(rf"^three views drawn, median s\s+{NUM}\s+<= {NUM}\s+(yes|NO)", out, flags=re.M)
     if m:
         rows.append(("three WebGL views drawn, median s", _f(m.group(1)), f"<= {m.group(2)}", m.group(3) == "yes"))
-    for view, sent, per_point in re.findall(rf"^bytes per view (\w)\s+{NUM} \([0-9,]+ points, {NUM} bytes a point",
-                                            out, flags=re.M):
+    for view, sent, png, cells in re.findall(rf"^bytes per view (\w)\s+{NUM} \([0-9,]+ points: a PNG of {NUM} bytes, "
+                                             rf"{NUM} click cells", out, flags=re.M):
         rows.append((f"bytes per view {view}", _f(sent), "", None))
-        rows.append((f"bytes a point {view}", _f(per_point), "", None))
+        rows.append((f"PNG bytes {view}", _f(png), "", None))
+        rows.append((f"click cells {view}", _f(cells), "", None))
     return rows
 
 
