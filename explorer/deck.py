@@ -79,8 +79,14 @@ HIT_PX = 4
 nearest the centre of the cell it falls in."""
 HIT_CAP = 4_000
 """Most click cells in a centred view's window (each costs the browser as much as a drawn point)."""
-FOCUS_WINDOW = 1.5
-"""The window a centred view draws sharper: this many times the view's extent on each axis."""
+FOCUS_WINDOW = 2.0
+"""The window a centred view draws sharper: this many times the view's extent on each axis (a view
+wider than ``VIEW_WIDTH_PX``, on a wide screen, shows more of the map around it)."""
+WINDOW_MAX_PX = 2400
+"""Longest side of a window's image in pixels (the overlaid view's window is narrowed to fit)."""
+BLURRED_OPACITY = 0.3
+"""Opacity of the whole map's image in a centred view: magnified 8x it is blurred, so outside the
+sharp window it reads as a faint outline of the map rather than as points."""
 VIEW_WIDTH_PX = 300
 """The width a view is fitted to: the server does not know the column's width, and a column of
 three on a 1440-pixel screen is about 310 pixels wide (wider screens leave a margin)."""
@@ -324,9 +330,11 @@ def token_at(points: ViewPoints, packed: int) -> int | None:
 
 def focus_box(centre, whole: float, width_px: float, height_px: float) -> tuple[float, float, float, float]:
     """The window (grid steps) around a centred token that gets a sharper image and finer click
-    cells: ``FOCUS_WINDOW`` times the view's extent at the centred zoom on each axis."""
+    cells: ``FOCUS_WINDOW`` times the view's extent at the centred zoom on each axis, narrowed to
+    ``WINDOW_MAX_PX`` image pixels."""
     scale = 2 ** (whole + FOCUS_ZOOM)
-    hw, hh = FOCUS_WINDOW * width_px / 2 / scale, FOCUS_WINDOW * height_px / 2 / scale
+    side = min(1.0, WINDOW_MAX_PX / (RASTER_SCALE * FOCUS_WINDOW * max(width_px, height_px)))
+    hw, hh = side * FOCUS_WINDOW * width_px / 2 / scale, side * FOCUS_WINDOW * height_px / 2 / scale
     return float(centre[0]) - hw, float(centre[1]) - hh, float(centre[0]) + hw, float(centre[1]) + hh
 
 
@@ -383,7 +391,9 @@ def view_deck(points: dict[str, ViewPoints], highlight: pd.DataFrame, grid: Grid
     state, _ = view_state([points[m] for m in matrices], centre, width_px, height_px)
     if back is None:
         back = backdrop(points, matrices, centre, width_px=width_px, height_px=height_px, presentation=presentation)
-    layers = [pdk.Layer("BitmapLayer", id=f"{RASTER_LAYER}{i}", image=pdk.types.String(r.url), bounds=list(r.bounds), pickable=False)
+    faded = len(back.rasters) > 1  # centred: the whole map's image magnified, under the window's sharp one
+    layers = [pdk.Layer("BitmapLayer", id=f"{RASTER_LAYER}{i}", image=pdk.types.String(r.url), bounds=list(r.bounds),
+                        opacity=BLURRED_OPACITY if faded and i == 0 else 1.0, pickable=False)
               for i, r in enumerate(back.rasters)]
     layers += [pdk.Layer("ScatterplotLayer", data=cells.data, id=layer_id, get_position=cell_position(cell),
                          get_fill_color=[0, 0, 0, 0], get_radius=round(0.72 * cell, 2),

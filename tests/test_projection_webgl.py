@@ -120,6 +120,9 @@ def test_image_then_click_cells_then_highlighted_rows_the_picked_token_last():
     assert [layer["id"] for layer in centred["layers"]] == ["image-0", "image-1", "points-T", "near-T", "highlight",
                                                             "label"]
     assert centred["layers"][-1]["data"] == [{**rows[-1], "a": "middle"}]  # only the picked token is labelled
+    # the whole map's image, magnified and blurred there, fades under the window's sharp one
+    assert [centred["layers"][i]["opacity"] for i in (0, 1)] == [deck.BLURRED_OPACITY, 1.0]
+    assert spec["layers"][0]["opacity"] == 1.0
     overlaid = _deck_dict(deck.view_deck(points, hi, grid, charts.PROJECTION_ORDER, focus=2,
                                          width_px=3 * deck.VIEW_WIDTH_PX))
     assert [layer["id"] for layer in overlaid["layers"]] == ["image-0", "image-1", "points-I", "points-T", "points-O",
