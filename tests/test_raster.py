@@ -44,9 +44,22 @@ def test_overlapping_points_deepen_as_blending_would():
 
 def test_png_round_trips():
     rgba = raster.compose([((10, 20, 30), raster.counts(np.array([[1, 1], [3, 2]]), 5, 4, 1))], 0.5)
-    png = raster.png(rgba)
-    assert np.array_equal(np.asarray(Image.open(io.BytesIO(png))), rgba)
+    for colours in (0, 256):  # a few colours: the palette holds them exactly
+        png = raster.png(rgba, colours)
+        assert np.array_equal(np.asarray(Image.open(io.BytesIO(png)).convert("RGBA")), rgba)
     assert raster.data_url(png).startswith("data:image/png;base64,iVBORw0KGgo")
+
+
+def test_a_palette_image_is_close_keeps_clear_pixels_clear_and_is_smaller():
+    rng = np.random.default_rng(6)
+    pix = rng.normal(150, 40, (40000, 2))
+    rgba = raster.compose([((204, 121, 167), raster.counts(pix, 300, 300, 2)),
+                           ((0, 114, 178), raster.counts(pix * 0.8 + 40, 300, 300, 2))], 70 / 255)
+    full, palette = raster.png(rgba, 0), raster.png(rgba)
+    back = np.asarray(Image.open(io.BytesIO(palette)).convert("RGBA")).astype(int)
+    assert np.array_equal(back[..., 3] == 0, rgba[..., 3] == 0)  # nothing painted that was clear, or cleared
+    assert np.abs(back - rgba).max() <= 32 and np.abs(back - rgba).mean() < 3
+    assert len(palette) < 0.6 * len(full)
 
 
 def _points(xy, matrix="T", ids=None) -> deck.ViewPoints:
@@ -61,7 +74,7 @@ def test_a_raster_puts_each_point_where_its_bounds_say():
     p = _points([[100, 200], [900, 250], [500, 700]])
     k = 0.25  # image pixels a grid step
     r = deck.raster([p], deck.bounds_of([p]), k, 0)
-    img = np.asarray(Image.open(io.BytesIO(raster_png(r))))
+    img = np.asarray(Image.open(io.BytesIO(raster_png(r))).convert("RGBA"))
     left, bottom, right, top = r.bounds
     assert (right - left) * k == img.shape[1] and (top - bottom) * k == img.shape[0]
     ys, xs = np.nonzero(img[..., 3])
@@ -71,8 +84,8 @@ def test_a_raster_puts_each_point_where_its_bounds_say():
         assert abs(gx - x) <= 1 / k and abs(gy - y) <= 1 / k
     assert img[ys[0], xs[0], :3].tolist() == deck.rgba(deck.PALETTE["T"])[:3]
     # a hole leaves the window empty and the rest as it was
-    holed = np.asarray(Image.open(io.BytesIO(raster_png(deck.raster([p], deck.bounds_of([p]), k, 0,
-                                                                     hole=(400, 600, 600, 800))))))
+    holed = raster_png(deck.raster([p], deck.bounds_of([p]), k, 0, hole=(400, 600, 600, 800)))
+    holed = np.asarray(Image.open(io.BytesIO(holed)).convert("RGBA"))
     assert np.count_nonzero(holed[..., 3]) == 2
 
 
