@@ -275,6 +275,18 @@ def raster(points: list[ViewPoints], box: tuple[float, float, float, float], px_
     return Raster(rastering.data_url(png), (left, top - height / px_per_step, left + width / px_per_step, top), len(png))
 
 
+def _nearest_in_cell(rows: np.ndarray, tie: np.ndarray, cell: int) -> np.ndarray:
+    """Indices of ``rows`` (grid positions), one per non-empty cell of ``cell`` grid steps: the row
+    nearest the cell's centre, the lowest ``tie`` among equals."""
+    if not len(rows):
+        return np.zeros(0, dtype=np.int64)
+    corner = rows // cell
+    key = corner[:, 0].astype(np.int64) * (GRID // cell + 2) + corner[:, 1]
+    off = (rows - (corner * cell + cell / 2)).astype(np.float64)
+    order = np.lexsort((tie, (off ** 2).sum(axis=1), key))
+    return order[np.r_[True, key[order][1:] != key[order][:-1]]]
+
+
 def hit_cells(points: ViewPoints, cell: int, box: tuple[float, float, float, float] | None = None) -> ViewPoints:
     """One token per non-empty cell of ``cell`` x ``cell`` grid steps (inside ``box``, if given):
     the token nearest the cell's centre (the lowest id on a tie), so a click anywhere in the cell
@@ -284,11 +296,7 @@ def hit_cells(points: ViewPoints, cell: int, box: tuple[float, float, float, flo
         x0, y0, x1, y1 = box
         keep = (rows[:, 0] >= x0) & (rows[:, 0] <= x1) & (rows[:, 1] >= y0) & (rows[:, 1] <= y1)
         rows, ids = rows[keep], ids[keep]
-    cx, cy = rows[:, 0] // cell, rows[:, 1] // cell
-    key = cx.astype(np.int64) * (GRID // cell + 2) + cy
-    off = (rows - (np.stack([cx, cy], axis=1) * cell + cell / 2)).astype(np.float64)
-    order = np.lexsort((ids, (off ** 2).sum(axis=1), key))
-    first = order[np.r_[True, key[order][1:] != key[order][:-1]]] if len(order) else order
+    first = _nearest_in_cell(rows, ids, cell)
     first = first[np.argsort(ids[first], kind="stable")]
     rows, ids = rows[first], ids[first]
     packed = rows[:, 0].astype(np.int64) + BASE * rows[:, 1].astype(np.int64)
@@ -300,13 +308,9 @@ def one_per_cell(cells: list[ViewPoints], cell: int) -> dict[str, ViewPoints]:
     the matrices' tokens for a cell, the one nearest its centre (on a tie, the earlier matrix)."""
     if len(cells) == 1:
         return {cells[0].matrix: cells[0]}
-    rows = np.concatenate([c.rows for c in cells])
     which = np.concatenate([np.full(len(c.ids), i) for i, c in enumerate(cells)])
-    key = (rows[:, 0] // cell).astype(np.int64) * (GRID // cell + 2) + rows[:, 1] // cell
-    off = (rows - ((rows // cell) * cell + cell / 2)).astype(np.float64)
-    order = np.lexsort((which, (off ** 2).sum(axis=1), key))
-    best = np.zeros(len(rows), dtype=bool)
-    best[order[np.r_[True, key[order][1:] != key[order][:-1]]] if len(order) else order] = True
+    best = np.zeros(len(which), dtype=bool)
+    best[_nearest_in_cell(np.concatenate([c.rows for c in cells]), which, cell)] = True
     out, start = {}, 0
     for c in cells:
         keep = best[start:start + len(c.ids)]

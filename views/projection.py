@@ -197,14 +197,14 @@ def draw_webgl() -> None:
     cols = [st.container()] if len(views) == 1 else st.columns(3)
     n = focus.get("n", 0)
     # the picked token is named here; on the map it is labelled only when centred (explorer/deck.py LABEL_LAYER)
-    picked = "" if centred else f" · picked: **{data.escape_markdown(str(toks.at[token, 'shown']))}**"
+    picked = None if centred else f"**{data.escape_markdown(str(toks.at[token, 'shown']))}**"
     for col, ms, (d, _) in zip(cols, views, decks):
         with col:
             name = "all" if len(ms) > 1 else ms[0]
             if len(ms) == 1:
-                st.markdown(f"**{ms[0]}** ({MATRIX_NAMES[ms[0]]}){picked}")
+                st.markdown(f"**{ms[0]}** ({MATRIX_NAMES[ms[0]]})" + (f" · picked: {picked}" if picked else ""))
             elif picked:
-                st.markdown("P" + picked.removeprefix(" · p"))
+                st.markdown(f"Picked: {picked}")
             key = f"deck_{name}_{token}_{n}"
             st.pydeck_chart(d, height=h, key=key, on_select=lambda key=key: on_deck_pick(key),
                             selection_mode="single-object",
