@@ -45,12 +45,16 @@ QUICK = {"widths": [32, 64, 128], "seeds": 2, "steps": 100, "lr_grid": [3e-3]}
 FULL = {"widths": [32, 64, 128, 256], "seeds": 3, "steps": TwinSettings.steps, "lr_grid": [1e-3, 3e-3, 1e-2]}
 
 ARMS = {"tied": "tied", "untied": "untied", "tied_matched": "tied"}
-"""The models trained in every cell (arm -> the toy lab's variant): the twins, and a tied model
-deeper than them with as many parameters as the untied twin (:func:`S.matched_layers`)."""
+"""The models trained in every cell (arm -> the toy lab's variant): the twins, and a tied model of
+their depth and width whose feed-forward layers are widened to the untied twin's parameter count
+(:func:`S.matched_d_ff`)."""
 
-PROTOCOL = 2
-"""The sweep's protocol: 2 adds the matched arm, baselines, the budget, epochs and the learning-rate
-choice (issue 20); a cell of another protocol is trained again."""
+PROTOCOL = 3
+"""The sweep's protocol: 2 added the matched arm, baselines, the budget, epochs and the learning-rate
+choice (issue 20); 3 widens the matched arm's feed-forward layers instead of deepening it, stores
+every learning-rate probe (``lr_probe``), scores the probes on the validation split, and records
+the in-sample linear map, the untied input matrix's cosine to its start and the bigram's training
+tokens (issue 29). A cell of another protocol is trained again."""
 
 
 def _by_quick(key: str) -> str:
@@ -80,8 +84,9 @@ class SweepConfig(TwinSettings):
                                             "width (the arms of a cell read the same tokens); more than the corpus "
                                             "holds is read in epochs, printed and recorded")
     lr_grid: list[float] | None = option(None, shown=_by_quick("lr_grid"), help="peak learning rates to try per "
-                                         "width and arm on a validation split disjoint from the evaluation "
-                                         "windows (one value: no probes, that rate everywhere)")
+                                         "width and arm (probe runs of seed 0 scored on the validation split, the "
+                                         "last 5%% of the training tokens; disjoint from the evaluation windows; "
+                                         "one value: no probes, that rate everywhere)")
     lr_probe: float = option(0.25, help="share of a cell's steps each learning-rate probe run takes")
     executor: str | None = option(None, choices=("local", "slurm"), shown="none (train here, in this process)",
                                   help="run the grid as a job array through submitit, `--jobs` tasks each "
@@ -154,7 +159,7 @@ class SweepConfig(TwinSettings):
                if S.match_error(v, d, self.n_layers) > S.MATCH_TOLERANCE]
         if far:
             v, d = far[0]
-            raise UserError(f"--d-model {d}: no deeper tied model is within {S.MATCH_TOLERANCE:.0%} of the untied "
+            raise UserError(f"--d-model {d}: no widened tied model is within {S.MATCH_TOLERANCE:.0%} of the untied "
                             f"twin's parameters at vocabulary {v} (the width is too large for the vocabulary)")
 
     def training(self) -> dict:
@@ -198,7 +203,10 @@ def cell_row(cell: S.Cell, results: dict, cfg: SweepConfig, steps: int | None = 
     tied, untied = results["tied"], results["untied"]
     T = tied.checkpoints[max(tied.checkpoints)][0]
     I, O = untied.checkpoints[max(untied.checkpoints)]
+    from tying.toylab.train import mean_row_cosine
+
     m = compare_tied_to_twin(T, I, O, cell.seed, device=cfg.device)
+    I0 = untied.checkpoints[0][0]
     early = early_steps_for(steps)
     log = tied.log
     share = output_share(log["step"], log["grad_input_norm"], log["grad_output_norm"], early_steps=early)
@@ -207,6 +215,8 @@ def cell_row(cell: S.Cell, results: dict, cfg: SweepConfig, steps: int | None = 
     rows = tied.checkpoints[0][0].shape[0] * cell.d_model
     row = {"d_model": cell.d_model, "vocab_size": cell.vocab_size, "seed": cell.seed, "n_layers": cfg.n_layers,
            "steps": steps, "linear_o_t": m["O->T linear held-out"], "linear_i_t": m["I->T linear held-out"],
+           "linear_o_t_in": m["O->T linear in-sample"], "linear_i_t_in": m["I->T linear in-sample"],
+           "cos_start_input_untied": mean_row_cosine(I, I0), "d_ff": int(tied.settings["d_ff"] or 4 * cell.d_model),
            "overlap_t_o": m["overlap@10 T~O"], "overlap_t_i": m["overlap@10 T~I"],
            "output_share_early": share["early"], "output_share_early_proxy": proxy["early"],
            "eval_loss_tied": float(tied.eval_loss), "eval_loss_untied": float(untied.eval_loss),
@@ -217,6 +227,7 @@ def cell_row(cell: S.Cell, results: dict, cfg: SweepConfig, steps: int | None = 
     if matched is not None:
         row |= {"params_tied_matched": count_params(matched.model),
                 "n_layers_matched": int(matched.settings["n_layers"]),
+                "d_ff_matched": int(matched.settings["d_ff"] or 4 * cell.d_model),
                 "eval_loss_tied_matched": float(matched.eval_loss)}
     return row | dict(extra or {})
 
@@ -235,20 +246,21 @@ class SweepRun:
         self.work = Path(cfg.work_dir or Path(cfg.cache_dir) / "toylab" / cfg.name)
         self.cells = S.shard_cells(S.grid(cfg.widths, cfg.vocab_sizes, cfg.seeds), shard)
 
-    def arm_layers(self, n_vocab: int, d_model: int) -> dict[str, int]:
-        """Blocks of each arm: the twins' ``--n-layers``; the matched tied model's from the counts."""
-        L = self.cfg.n_layers
-        return {"tied": L, "untied": L, "tied_matched": S.matched_layers(n_vocab, d_model, L)}
+    def arm_shapes(self, n_vocab: int, d_model: int) -> dict[str, int]:
+        """Feed-forward width of each arm: the twins' 4 d; the matched tied model's from the counts
+        (every arm has the twins' ``--n-layers`` blocks)."""
+        return {"tied": 4 * d_model, "untied": 4 * d_model,
+                "tied_matched": S.matched_d_ff(n_vocab, d_model, self.cfg.n_layers)}
 
-    def _train(self, ids, n_vocab: int, d: int, arm: str, layers: int, steps: int, lr: float, seed: int,
+    def _train(self, ids, n_vocab: int, d: int, arm: str, d_ff: int, steps: int, lr: float, seed: int,
                progress=None):
         from tying.toylab.train import train_twins
 
         cfg = self.cfg
-        return train_twins(ids, variants=(ARMS[arm],), vocab_size=n_vocab, d_model=d, n_layers=layers,
-                           n_heads=cfg.n_heads, context=cfg.context, batch_size=cfg.batch_size, steps=steps, lr=lr,
-                           seed=seed, checkpoint_steps=[steps], device=cfg.device, order="epochs",
-                           num_threads=cfg.threads, progress=progress)[ARMS[arm]]
+        return train_twins(ids, variants=(ARMS[arm],), vocab_size=n_vocab, d_model=d, n_layers=cfg.n_layers,
+                           n_heads=cfg.n_heads, d_ff=d_ff, context=cfg.context, batch_size=cfg.batch_size,
+                           steps=steps, lr=lr, seed=seed, checkpoint_steps=[steps], device=cfg.device,
+                           order="epochs", num_threads=cfg.threads, progress=progress)[ARMS[arm]]
 
     def probe_steps(self, steps: int) -> int:
         return max(2, round(self.cfg.lr_probe * steps))
@@ -262,33 +274,49 @@ class SweepRun:
         for cell in todo:
             n_vocab, ids = tokens[cell.vocab_size]
             steps = cfg.cell_steps(cell.d_model, cell.vocab_size)
-            for arm, layers in self.arm_layers(n_vocab, cell.d_model).items():
+            for arm, d_ff in self.arm_shapes(n_vocab, cell.d_model).items():
                 key = (cell.vocab_size, cell.d_model, arm)
                 if key not in rate:
-                    rate[key] = self._train(ids, n_vocab, cell.d_model, arm, layers, 4, cfg.lr, 0).seconds / 4
+                    rate[key] = self._train(ids, n_vocab, cell.d_model, arm, d_ff, 4, cfg.lr, 0).seconds / 4
                 extra = n_grid * self.probe_steps(steps) if key not in probed else 0
                 probed.add(key)
                 total += rate[key] * (steps + extra)
         return total
 
-    def choose_lrs(self, ids, n_vocab: int, d: int, steps: int, log) -> dict[str, float]:
+    def probe_stage(self, vocab_size: int, d: int) -> str:
+        return f"sweep:lr:d{d}:v{vocab_size}"
+
+    def choose_lrs(self, ids, n_vocab: int, d: int, vocab_size: int, steps: int, log, writer=None,
+                   params: dict | None = None) -> dict[str, float]:
         """Each arm's peak learning rate at this width: the ``--lr-grid`` value with the lowest loss
         on the validation split after a probe run of ``--lr-probe`` x ``steps`` steps (seed 0).
 
-        The probes train on the training tokens less their last 5% and score that 5% (the
-        validation split); the evaluation windows lie after all of it (:func:`validation_split`)."""
+        The probes train on the training tokens less their last 5% and score that 5%, the
+        validation split (:func:`validation_split`; the bigram's smoothing is chosen on the same
+        tokens); the evaluation windows lie after all of it. With a ``writer`` every probe is
+        stored in the ``lr_probe`` table (stage ``sweep:lr:d<d>:v<V>``) and a rerun reads them back."""
         cfg = self.cfg
         if len(cfg.lr_grid) == 1:
             return dict.fromkeys(ARMS, cfg.lr_grid[0])
-        train, _ = validation_split(ids, cfg.context)
-        chosen = {}
-        for arm, layers in self.arm_layers(n_vocab, d).items():
-            losses = {lr: self._train(train, n_vocab, d, arm, layers, self.probe_steps(steps), lr, 0).eval_loss
-                      for lr in cfg.lr_grid}
-            ok = {lr: v for lr, v in losses.items() if np.isfinite(v)}
-            chosen[arm] = min(ok, key=ok.get) if ok else min(cfg.lr_grid)
-            edge = ok and chosen[arm] in (min(cfg.lr_grid), max(cfg.lr_grid))
-            log(f"  d={d} {arm}: validation loss " + ", ".join(f"{v:.3f} at {lr:g}" for lr, v in losses.items())
+        stage = self.probe_stage(vocab_size, d)
+        if writer is not None and params is not None and writer.is_done(stage, params_hash(params)):
+            probes = read_probes(writer.path, d, vocab_size)
+        else:
+            from tying.toylab.train import split_eval
+
+            train, _ = split_eval(ids, cfg.context)  # train_twins holds out its last 5%: the validation split
+            n = self.probe_steps(steps)
+            rows = [{"d_model": d, "vocab_size": vocab_size, "arm": arm, "lr": float(lr), "seed": 0, "steps": n,
+                     "loss": float(self._train(train, n_vocab, d, arm, d_ff, n, lr, 0).eval_loss)}
+                    for arm, d_ff in self.arm_shapes(n_vocab, d).items() for lr in cfg.lr_grid]
+            probes = pd.DataFrame(rows, columns=list(S.PROBE_COLUMNS))
+            if writer is not None and params is not None:
+                writer.write_cell(stage, params, "lr_probe", probes, {"d_model": d, "vocab_size": vocab_size},
+                                  seconds=0.0)
+        chosen = S.chosen_rates(probes)
+        for arm, g in probes.groupby("arm", sort=False):
+            edge = chosen[arm] in (min(cfg.lr_grid), max(cfg.lr_grid))
+            log(f"  d={d} {arm}: validation loss " + ", ".join(f"{v:.3f} at {lr:g}" for lr, v in zip(g["lr"], g["loss"]))
                 + f" -> lr {chosen[arm]:g}" + (" (the grid's edge: a better rate may lie beyond it; widen "
                                                  "--lr-grid)" if edge else ""))
         return chosen
@@ -305,7 +333,7 @@ class SweepRun:
         beta = S.fit_beta(fit, vprev, vtgt, n_vocab)
         prev, tgt = S.window_pairs(held, cfg.context)
         return {"unigram_loss": S.unigram_loss(train, tgt, n_vocab), "bigram_loss": S.bigram_loss(
-            train, prev, tgt, n_vocab, beta), "bigram_beta": beta}
+            train, prev, tgt, n_vocab, beta), "bigram_beta": beta, "bigram_train_tokens": int(len(train))}
 
     def run(self, on_cell=None) -> Path:
         """Train every cell not yet in the cache; ``on_cell(cell)`` is called after each is written.
@@ -316,9 +344,10 @@ class SweepRun:
         from tying.toylab.train import split_eval
 
         log = lambda msg: tqdm.write(msg, file=sys.stderr)
-        stale = not cfg.force and self.path.is_file() and not has_columns(self.path, S.EXTRA_METRICS)
+        stale = not cfg.force and self.path.is_file() and not has_columns(self.path, S.THIRD_METRICS)
         if stale:
-            log(f"{self.path} was written by an earlier protocol (no parameter-matched arm): starting it afresh")
+            log(f"{self.path} was written by an earlier protocol (no widened matched arm, no stored probes): "
+                "starting it afresh")
         writer = CacheWriter(self.path, force=cfg.force or stale, meta={"kind": "sweep", "name": self.name,
                                                                 "command": cfg.command, "sweep": asdict(cfg)})
         text = load_corpus(cfg.corpus, cfg.max_chars)
@@ -340,11 +369,11 @@ class SweepRun:
                 steps = cfg.cell_steps(d, v)
                 seen = steps * cfg.batch_size * cfg.context
                 epochs = seen / (((n_train - 1) // cfg.context) * cfg.context)
-                layers = self.arm_layers(tokens[v][0], d)
+                d_ff = self.arm_shapes(tokens[v][0], d)
                 log(f"  d={d}: {steps} steps x {cfg.batch_size * cfg.context} = {seen:,} tokens per arm, "
                     f"{epochs:.2f} epoch(s) of the training text"
                     + (" (read again: more tokens than the corpus holds)" if epochs > 1 else "")
-                    + f"; matched tied model: {layers['tied_matched']} blocks")
+                    + f"; matched tied model: d_ff {d_ff['tied_matched']} (the twins' {d_ff['tied']})")
         eta = self.estimate(todo, tokens)
         log(f"estimated training time: about {_fmt_time(eta)} for {len(todo)} cells (from timed 4-step runs)")
         work = {c: 3 * cfg.cell_steps(c.d_model, c.vocab_size) for c in todo}
@@ -356,12 +385,14 @@ class SweepRun:
                 d, v = cell.d_model, cell.vocab_size
                 steps = cfg.cell_steps(d, v)
                 if (v, d) not in lrs:
-                    lrs[(v, d)] = self.choose_lrs(ids, n_vocab, d, steps, log)
+                    probe_params = {"stage": self.probe_stage(v, d), "corpus_sha256": digest, **cfg.training(),
+                                    "d_model": d, "vocab_size": v}
+                    lrs[(v, d)] = self.choose_lrs(ids, n_vocab, d, v, steps, log, writer, probe_params)
                 bar.set_postfix_str(f"d={d} V={v} seed={cell.seed}")
                 t0 = time.perf_counter()
-                results = {arm: self._train(ids, n_vocab, d, arm, layers, steps, lrs[(v, d)][arm], cell.seed,
+                results = {arm: self._train(ids, n_vocab, d, arm, d_ff, steps, lrs[(v, d)][arm], cell.seed,
                                             progress=lambda *_: bar.update(1))
-                           for arm, layers in self.arm_layers(n_vocab, d).items()}
+                           for arm, d_ff in self.arm_shapes(n_vocab, d).items()}
                 settings = results["tied"].settings
                 extra = dict(base[v], tokens_seen=int(settings["tokens_seen"]), epochs=float(settings["epochs"]),
                              **{f"lr_{arm}": float(lr) for arm, lr in lrs[(v, d)].items()})
@@ -389,6 +420,16 @@ def has_columns(path: Path, columns) -> bool:
     finally:
         con.close()
     return set(columns) <= have
+
+
+def read_probes(path: Path, d_model: int, vocab_size: int) -> pd.DataFrame:
+    """The stored learning-rate probes of one width and vocabulary."""
+    con = open_cache(path)
+    try:
+        return query_df(con, "SELECT * FROM lr_probe WHERE d_model = ? AND vocab_size = ? ORDER BY arm, lr",
+                        [d_model, vocab_size])
+    finally:
+        con.close()
 
 
 def validation_split(ids: np.ndarray, context: int) -> tuple[np.ndarray, np.ndarray]:

@@ -86,7 +86,7 @@ def test_crossing_known_answers():
     assert c["x"] is None and "does not let one name" in c["why"]
     assert "never pays off in this range" in S.crossing([32, 64], [0.2, 0.1], [0.05, 0.05])["why"]
     assert "1 of 2 points" in S.crossing([32, 64], [-0.2, -0.1], [0.05, 0.5])["why"]
-    assert S.half_width(1.0, 3) == pytest.approx(4.303 / np.sqrt(3)) and S.half_width(1.0, 1) == np.inf
+    assert S.half_width(1.0, 3) == pytest.approx(4.302653 / np.sqrt(3), rel=1e-6) and S.half_width(1.0, 1) == np.inf
 
 
 def test_by_cell_means_spreads_and_gaps():
@@ -96,7 +96,7 @@ def test_by_cell_means_spreads_and_gaps():
     c = S.by_cell(r).iloc[0]
     assert c["n"] == 3 and c["bias_linear"] == pytest.approx(0.3) and c["bias_linear_std"] == pytest.approx(0.1)
     assert c["loss_gap"] == pytest.approx(0.2) and c["loss_gap_std"] == pytest.approx(0.2)
-    assert c["loss_gap_half"] == pytest.approx(4.303 * 0.2 / np.sqrt(3))  # the 95% t-interval over 3 seeds
+    assert c["loss_gap_half"] == pytest.approx(4.302653 * 0.2 / np.sqrt(3), rel=1e-6)  # the 95% t-interval over 3 seeds
     assert S.by_cell(r.iloc[:1]).iloc[0]["bias_linear_half"] == np.inf  # one seed: no interval
 
 
@@ -111,7 +111,21 @@ def test_two_cells_two_seeds_end_to_end(corpus, tmp_path, capsys):
     assert len(got) == 4 and sorted(set(zip(got["d_model"], got["seed"]))) == [(20, 0), (20, 1), (40, 0), (40, 1)]
     # the parameter-matched arm, the baselines, the budget and the learning rates of every row
     assert (abs(got["params_tied_matched"] - got["params_untied"]) <= 0.02 * got["params_untied"]).all()
-    assert (got["n_layers_matched"] > got["n_layers"]).all() and got["eval_loss_tied_matched"].notna().all()
+    # the matched arm keeps the twins' depth and width and widens its feed-forward layers (issue 29)
+    assert (got["n_layers_matched"] == got["n_layers"]).all() and (got["d_ff_matched"] > got["d_ff"]).all()
+    assert (got["d_ff"] == 4 * got["d_model"]).all() and got["eval_loss_tied_matched"].notna().all()
+    # the in-sample map, how far I moved, the bigram's training tokens
+    for col in ("linear_o_t_in", "linear_i_t_in", "cos_start_input_untied"):
+        assert got[col].between(-1, 1).all() and got[col].notna().all(), col
+    assert (got["bigram_train_tokens"] > got["tokens_seen"]).all()
+    # every probe stored: 3 rates (the default grid) x 3 arms per width, the chosen rate the probe minimum
+    con = duckdb.connect(str(tmp_path / "sweep.duckdb"), read_only=True)
+    probes = con.execute("SELECT * FROM lr_probe").df()
+    con.close()
+    assert len(probes) == 2 * 3 * 3 and set(probes["arm"]) == {"tied", "untied", "tied_matched"}
+    for (d, arm), g in probes.groupby(["d_model", "arm"]):
+        lr = got.loc[got["d_model"] == d, f"lr_{arm}"].iloc[0]
+        assert lr == g.loc[g["loss"].idxmin(), "lr"], (d, arm)
     assert (got["unigram_loss"] > got["bigram_loss"]).all() and (got["bigram_loss"] > 0).all()
     assert (got["tokens_seen"] == 12 * 4 * 16).all() and (got["epochs"] > 0).all()
     lrs = got[["d_model", "lr_tied", "lr_untied", "lr_tied_matched"]]
@@ -248,14 +262,21 @@ def test_the_matched_tied_model_has_the_untied_parameter_count_within_two_percen
     from tying.toylab.model import build_twins
 
     for d in sorted(set(FULL["widths"]) | set(QUICK["widths"])):
-        layers = S.matched_layers(4096, d, 4)
-        untied, matched = S.llama_params(4096, d, 4, tied=False), S.llama_params(4096, d, layers)
-        assert layers > 4 and abs(matched - untied) <= 0.02 * untied, d
-    assert [S.matched_layers(4096, d, 4) for d in (32, 64, 128, 256)] == [12, 8, 6, 5]
-    # the formula counts what torch counts (a tied matrix once)
+        f = S.matched_d_ff(4096, d, 4)
+        untied, matched = S.llama_params(4096, d, 4, tied=False), S.llama_params(4096, d, 4, d_ff=f)
+        # the twins' depth, wider feed-forward layers; the nearest integer misses by at most 1.5 d L
+        assert f > 4 * d and abs(matched - untied) <= 1.5 * d * 4, d
+        assert S.match_error(4096, d, 4) <= 0.02
+        # the brute-force nearest over every feed-forward width
+        assert f == min(range(4 * d, 4 * d + 4096), key=lambda g: abs(S.llama_params(4096, d, 4, d_ff=g) - untied))
+    assert [S.matched_d_ff(4096, d, 4) for d in (32, 64, 128, 256)] == [469, 597, 853, 1365]  # 4d + 4096/12
+    # the formula counts what torch counts (a tied matrix once), a widened feed-forward layer too
     m = build_twins({"vocab_size": 300, "d_model": 16, "n_layers": 2, "n_heads": 2, "context": 16}, 0)
     assert sum(p.numel() for p in m["tied"].parameters()) == S.llama_params(300, 16, 2)
     assert sum(p.numel() for p in m["untied"].parameters()) == S.llama_params(300, 16, 2, tied=False)
+    w = build_twins({"vocab_size": 300, "d_model": 16, "n_layers": 2, "n_heads": 2, "context": 16, "d_ff": 99}, 0,
+                    variants=("tied",))
+    assert sum(p.numel() for p in w["tied"].parameters()) == S.llama_params(300, 16, 2, d_ff=99)
 
 
 def test_validation_windows_and_evaluation_windows_do_not_overlap():
@@ -314,3 +335,54 @@ def test_executor_local_runs_the_cli_path(corpus, tmp_path):
                          timeout=600, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert out.returncode == 0, out.stderr[-2000:]
     assert "submitted 2 tasks" in out.stderr and len(rows(tmp_path / "sweep.duckdb")) == 2
+
+
+def test_the_probes_score_the_validation_split_and_are_stored(tmp_path, monkeypatch):
+    """The learning-rate probes train on the training tokens less the validation split and are scored
+    on it (train_twins holds out the last 5% of what it is given); every probe lands in lr_probe and
+    a rerun reads them back instead of training again."""
+    from types import SimpleNamespace
+
+    from precompute.sweep import SweepConfig, SweepRun, validation_split
+    from tying.cache.store import CacheWriter
+    from tying.toylab.train import split_eval
+
+    cfg = SweepConfig(cache_dir=str(tmp_path), widths=[32], seeds=1, lr_grid=[1e-3, 3e-3, 1e-2], context=16)
+    run = SweepRun(cfg)
+    seen = []
+
+    def fake_train(ids, n_vocab, d, arm, d_ff, steps, lr, seed, progress=None):
+        seen.append(ids)
+        return SimpleNamespace(eval_loss={1e-3: 5.0, 3e-3: 4.0, 1e-2: 4.5}[lr] + (arm == "untied") * 0.1)
+
+    monkeypatch.setattr(run, "_train", fake_train)
+    ids = np.arange(50_000)
+    writer = CacheWriter(run.path)
+    params = {"stage": run.probe_stage(4096, 32), "x": 1}
+    chosen = run.choose_lrs(ids, 4096, 32, 4096, 100, lambda _: None, writer, params)
+    assert chosen == {"tied": 3e-3, "untied": 3e-3, "tied_matched": 3e-3} and len(seen) == 9
+    _, valid = validation_split(ids, 16)
+    assert all(np.array_equal(split_eval(s, 16)[1], valid) for s in seen)
+    con = duckdb.connect(str(run.path), read_only=True)
+    probes = con.execute("SELECT * FROM lr_probe ORDER BY arm, lr").df()
+    con.close()
+    assert len(probes) == 9 and set(probes["steps"]) == {25}  # --lr-probe 0.25 of 100 steps
+    seen.clear()
+    again = SweepRun(cfg)
+    monkeypatch.setattr(again, "_train", fake_train)
+    assert again.choose_lrs(ids, 4096, 32, 4096, 100, lambda _: None, CacheWriter(again.path), params) == chosen
+    assert not seen  # read back, not trained again
+
+
+def test_lr_sensitivity_known_answers():
+    import pandas as pd
+
+    probes = pd.DataFrame([{"arm": a, "lr": lr, "loss": loss} for a, losses in
+                           (("tied", {1: 5.0, 2: 4.0, 3: 4.4}), ("untied", {1: 4.9, 2: 3.8, 3: 4.0}))
+                           for lr, loss in losses.items()])
+    assert S.chosen_rates(probes) == {"tied": 2.0, "untied": 2.0}
+    band = S.lr_sensitivity(probes)
+    # chosen gap 3.8 - 4.0 = -0.2; moves: untied to 1 or 3 (+0.9, +0.0), tied to 1 or 3 (-1.2, -0.6)
+    assert band["gap"] == pytest.approx(-0.2)
+    assert band["low"] == pytest.approx(-1.2 + 0.2) and band["high"] == pytest.approx(0.9 + 0.2)
+    assert S.lr_sensitivity(probes[probes["lr"] == 2.0]) is None  # one rate: no neighbours

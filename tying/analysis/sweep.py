@@ -25,6 +25,11 @@ METRICS = ("linear_o_t", "linear_i_t", "overlap_t_o", "overlap_t_i", "output_sha
 EXTRA_METRICS = ("params_tied_matched", "n_layers_matched", "eval_loss_tied_matched", "unigram_loss", "bigram_loss",
                  "bigram_beta", "tokens_seen", "epochs", "lr_tied", "lr_untied", "lr_tied_matched")
 
+# per-cell numbers of the third protocol (issue 29): the matched arm's shape, the in-sample linear
+# map (the paper's protocol), how far the untied input matrix moved, the bigram's training tokens
+THIRD_METRICS = ("d_ff", "d_ff_matched", "linear_o_t_in", "linear_i_t_in", "cos_start_input_untied",
+                 "bigram_train_tokens")
+
 MATCH_TOLERANCE = 0.02
 """How far the parameter-matched tied model's count may be from the untied twin's (relative)."""
 
@@ -114,27 +119,30 @@ def llama_params(vocab_size: int, d_model: int, n_layers: int, *, d_ff: int | No
     return (1 if tied else 2) * vocab_size * d + n_layers * (4 * d * d + 3 * d * f + 2 * d) + d
 
 
-def matched_layers(vocab_size: int, d_model: int, n_layers: int) -> int:
-    """Depth of the parameter-matched tied model: the tied model with this many blocks (same
-    width) comes nearest to the untied twin's parameter count.
+def matched_d_ff(vocab_size: int, d_model: int, n_layers: int) -> int:
+    """Feed-forward width of the parameter-matched tied model: the tied model with the twins'
+    depth, width and V x d matrix whose SwiGLU layers are widened until its parameter count
+    comes nearest the untied twin's.
 
-    Deeper rather than wider: a deeper tied model keeps the width, so its tied matrix has the
-    same shape (V x d) as the twins' and the comparison changes only the body; a wider one would
-    change the very matrix the sweep studies. Each extra block adds about 16 d^2 parameters and
-    the untied twin's extra matrix is V d, so the nearest depth misses by at most 8 d^2, under
-    2% of the untied count whenever d <= V / 4 or so (every width of the default grid; see
-    :func:`match_error`). The deeper model does more work per token than the twins (the twins'
-    FLOPs per token are equal: the untied matrix's extra rows are looked up, not multiplied).
+    Wider feed-forward layers rather than more blocks (the second protocol's deeper model):
+    at a few hundred steps a deeper model trains worse than the twins for reasons of depth
+    alone, so its gap measured depth, not parameters. Widening keeps the depth, the residual
+    width and the tied matrix (V x d) of the twins. Each extra unit of d_ff adds 3 d
+    parameters per block and the untied twin's extra matrix is V d, so d_ff grows by about
+    V / (3 L) at every width; the nearest integer misses by at most 1.5 d L parameters.
     """
+    base = 4 * int(d_model)
     target = llama_params(vocab_size, d_model, n_layers, tied=False)
-    return min(range(n_layers, 4 * n_layers + vocab_size // max(1, d_model) + 2),
-               key=lambda k: abs(llama_params(vocab_size, d_model, k) - target))
+    guess = base + round(vocab_size / (3 * n_layers))
+    return min(range(max(1, guess - 2), guess + 3),
+               key=lambda f: abs(llama_params(vocab_size, d_model, n_layers, d_ff=f) - target))
 
 
 def match_error(vocab_size: int, d_model: int, n_layers: int) -> float:
     """Relative distance of the matched tied model's parameter count from the untied twin's."""
     target = llama_params(vocab_size, d_model, n_layers, tied=False)
-    return abs(llama_params(vocab_size, d_model, matched_layers(vocab_size, d_model, n_layers)) - target) / target
+    got = llama_params(vocab_size, d_model, n_layers, d_ff=matched_d_ff(vocab_size, d_model, n_layers))
+    return abs(got - target) / target
 
 
 def budget_steps(tokens: float, batch_size: int, context: int) -> int:
@@ -195,14 +203,14 @@ def fit_beta(train: np.ndarray, prev: np.ndarray, targets: np.ndarray, vocab_siz
     return min(BETAS, key=lambda b: bigram_loss(train, prev, targets, vocab_size, b))
 
 
-PLOTTED = ("bias_linear", "bias_overlap", "loss_gap", "loss_gap_matched", "eval_loss_tied", "eval_loss_untied",
+PLOTTED = ("bias_linear", "bias_linear_in", "bias_overlap", "loss_gap", "loss_gap_matched", "eval_loss_tied", "eval_loss_untied",
            "eval_loss_tied_matched")
 
 
 def by_cell(rows: pd.DataFrame) -> pd.DataFrame:
     """Mean, sample std and count over seeds per (d_model, vocab_size), with the two biases
-    (linear O->T minus I->T; overlap T~O minus T~I) and the loss gap (untied minus tied)
-    computed per seed first, and the 95% half-width of each :data:`PLOTTED` mean
+    (linear O->T minus I->T, held-out and, from the third protocol, in-sample ``bias_linear_in``;
+    overlap T~O minus T~I) and the loss gap (untied minus tied) computed per seed first, and the 95% half-width of each :data:`PLOTTED` mean
     (``<col>_half``; inf with one seed). With the second protocol's columns also the gap
     against the parameter-matched tied model (``loss_gap_matched``: untied minus matched
     tied); columns a cache lacks are left out."""
@@ -211,8 +219,10 @@ def by_cell(rows: pd.DataFrame) -> pd.DataFrame:
                     loss_gap=rows["eval_loss_untied"] - rows["eval_loss_tied"])
     if "eval_loss_tied_matched" in d:
         d["loss_gap_matched"] = d["eval_loss_untied"] - d["eval_loss_tied_matched"]
-    cols = [c for c in ("bias_linear", "bias_overlap", "loss_gap", "loss_gap_matched", *METRICS, *EXTRA_METRICS)
-            if c in d]
+    if "linear_o_t_in" in d:
+        d["bias_linear_in"] = d["linear_o_t_in"] - d["linear_i_t_in"]
+    cols = [c for c in ("bias_linear", "bias_linear_in", "bias_overlap", "loss_gap", "loss_gap_matched", *METRICS,
+                        *EXTRA_METRICS, *THIRD_METRICS) if c in d]
     d = d.assign(**{c: pd.to_numeric(d[c], errors="coerce").astype(float) for c in cols})  # NULL counts: NaN
     g = d.groupby(["vocab_size", "d_model"], sort=True)[cols]
     mean, std, n = g.mean(), g.std(ddof=1), g.size()
@@ -222,14 +232,19 @@ def by_cell(rows: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-T_95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228}
+def t_quantile(n: int, level: float = 0.95) -> float:
+    """The two-sided ``level`` quantile of Student's t with ``n - 1`` degrees of freedom (the
+    multiplier of std / sqrt(n) in a t-interval of a mean over ``n`` values), for every n >= 2."""
+    from scipy.stats import t
+
+    return float(t.ppf(0.5 + level / 2, int(n) - 1))
 
 
 def half_width(std: float, n: int) -> float:
     """Half-width of a 95% t-interval of a mean over ``n`` seeds (inf with one seed)."""
     if n < 2 or std is None or not np.isfinite(std):
         return math.inf
-    return T_95.get(n - 1, 1.96) * std / math.sqrt(n)
+    return t_quantile(n) * std / math.sqrt(n)
 
 
 def crossing(x: Sequence[float], mean: Sequence[float], half: Sequence[float], *, log_x: bool = True) -> dict:
@@ -266,3 +281,50 @@ def crossing(x: Sequence[float], mean: Sequence[float], half: Sequence[float], *
     else:
         why = "the mean gap changes sign, but the spread over seeds does not let one name where"
     return {"x": None, "between": None, "why": why}
+
+
+# -- the learning-rate probes ----------------------------------------------------------------------
+
+PROBE_COLUMNS = ("d_model", "vocab_size", "arm", "lr", "seed", "steps", "loss")
+"""Columns of the ``lr_probe`` table: one row per probe run (validation loss in nats)."""
+
+
+def chosen_rates(probes: pd.DataFrame) -> dict[str, float]:
+    """Each arm's rate: the probe minimum (mean over the probe seeds), a finite loss only; an arm
+    whose every probe diverged gets the grid's smallest rate."""
+    out = {}
+    for arm, g in probes.groupby("arm", sort=False):
+        mean = g.groupby("lr")["loss"].mean()
+        ok = mean[np.isfinite(mean)]
+        out[str(arm)] = float(ok.idxmin()) if len(ok) else float(mean.index.min())
+    return out
+
+
+def _neighbours(rates: Sequence[float], rate: float) -> list[float]:
+    """The grid rates next to ``rate`` (one below, one above where the grid has them)."""
+    r = sorted(rates)
+    i = r.index(rate)
+    return [r[j] for j in (i - 1, i + 1) if 0 <= j < len(r)]
+
+
+def lr_sensitivity(probes: pd.DataFrame, a: str = "untied", b: str = "tied") -> dict | None:
+    """How the probes' loss gap (arm ``a`` minus arm ``b``) moves when one arm's rate moves one
+    step of the grid from its chosen rate, the other's kept.
+
+    ``probes``: the ``lr_probe`` rows of one cell (d_model, vocab_size). Returns {"gap": the probe
+    gap at the chosen rates, "low"/"high": the smallest and largest probe gap over the chosen
+    pair and each one-step move, as shifts from "gap" (low <= 0 <= high)}, or None when an arm
+    has no probes or one rate only. Added to a cell's mean gap it gives the page's sensitivity
+    band: how much the gap depends on the rate choice, in the probes' units (shorter runs)."""
+    if probes is None or not len(probes):
+        return None
+    by = {arm: g.groupby("lr")["loss"].mean() for arm, g in probes.groupby("arm")}
+    if a not in by or b not in by or len(by[a]) < 2 or len(by[b]) < 2:
+        return None
+    chosen = chosen_rates(probes)
+    la, lb = chosen[a], chosen[b]
+    gap = float(by[a][la] - by[b][lb])
+    moves = [float(by[a][x] - by[b][lb]) for x in _neighbours(list(by[a].index), la)]
+    moves += [float(by[a][la] - by[b][y]) for y in _neighbours(list(by[b].index), lb)]
+    moves = [m for m in moves if np.isfinite(m)]
+    return {"gap": gap, "low": min([gap, *moves]) - gap, "high": max([gap, *moves]) - gap}

@@ -19,7 +19,8 @@ K = 10
 
 
 def compare_tied_to_twin(T: np.ndarray, I: np.ndarray, O: np.ndarray, seed: int, device=None) -> dict[str, float]:
-    """Headline numbers of one seed: cosine of T to I and O (raw and centred identity, held-out linear), overlap@10.
+    """Headline numbers of one seed: cosine of T to I and O (raw and centred identity, linear held-out and
+    in-sample: the paper's protocol), overlap@10.
 
     ``T``, ``I``, ``O``: arrays of shape (n_tokens, d), rows in the same token order. ``seed``
     picks the held-out split of the linear map. Returns {metric name: mean over tokens}, the
@@ -36,6 +37,7 @@ def compare_tied_to_twin(T: np.ndarray, I: np.ndarray, O: np.ndarray, seed: int,
         out[f"{name} identity"] = float(np.mean(alignment_cosines(src, T, "identity", device=device)))
         out[f"{name} linear held-out"] = float(np.mean(
             alignment_cosines(src, T, "linear", fit_idx=fit, eval_idx=ev, device=device)))
+        out[f"{name} linear in-sample"] = float(np.mean(alignment_cosines(src, T, "linear", device=device)))
     ids = {k: knn(m, K, device=device)[0] for k, m in (("T", T), ("I", I), ("O", O))}
     for a, b in (("T", "I"), ("T", "O"), ("I", "O")):
         out[f"overlap@{K} {a}~{b}"] = float(np.mean(overlap_at_k(ids[a], ids[b], K)))

@@ -14,12 +14,16 @@ command that rebuilds them.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     # 3 (issue 19): the umap table holds every common token, fitted or placed; a version-2
     # cache's rows were all fitted (the column reads NULL there, and NULL means fitted)
     3: ("ALTER TABLE umap ADD COLUMN IF NOT EXISTS placed BOOLEAN",),
+    # 4 (issue 29): the sweep's third protocol; the lr_probe table is created with the others
+    4: tuple(f"ALTER TABLE sweep ADD COLUMN IF NOT EXISTS {col} {kind}" for col, kind in (
+        ("d_ff", "INTEGER"), ("d_ff_matched", "INTEGER"), ("linear_o_t_in", "DOUBLE"), ("linear_i_t_in", "DOUBLE"),
+        ("cos_start_input_untied", "DOUBLE"), ("bigram_train_tokens", "BIGINT"))),
 }
 """Version reached -> the SQL that brings a cache of the version before to it (added columns only)."""
 
@@ -244,10 +248,14 @@ TABLES: dict[str, str] = {
     # them in embedding rows (V*d tied, 2*V*d untied). Each cell is its own stage
     # ("sweep:d<d>:v<V>:s<seed>"), written atomically: a killed sweep resumes. From the second
     # protocol (issue 20; a cache written before lacks these columns, and readers say so):
-    # *_tied_matched: a deeper tied model with the untied twin's parameter count (within 2%);
+    # *_tied_matched: a tied model with the untied twin's parameter count (within 2%; deeper in protocol 2);
     # unigram_loss, bigram_loss: smoothed baselines on the same evaluation windows (bigram_beta:
     # the bigram's interpolation strength); tokens_seen and epochs per arm; lr_*: each arm's
-    # learning rate, chosen on a validation split.
+    # learning rate, chosen on a validation split. From the third protocol (issue 29): d_ff and
+    # d_ff_matched (the matched arm keeps the twins' depth and width and widens its feed-forward
+    # layers; n_layers_matched equals n_layers), linear_*_in (the linear map fitted and scored on
+    # every token: the paper's protocol), cos_start_input_untied (mean cosine of the untied input
+    # rows to their initialisation), bigram_train_tokens (the tokens the baselines were fitted on).
     "sweep": """
         d_model INTEGER,
         vocab_size INTEGER,
@@ -277,7 +285,26 @@ TABLES: dict[str, str] = {
         epochs DOUBLE,
         lr_tied DOUBLE,
         lr_untied DOUBLE,
-        lr_tied_matched DOUBLE
+        lr_tied_matched DOUBLE,
+        d_ff INTEGER,
+        d_ff_matched INTEGER,
+        linear_o_t_in DOUBLE,
+        linear_i_t_in DOUBLE,
+        cos_start_input_untied DOUBLE,
+        bigram_train_tokens BIGINT
+    """,
+    # the sweep's learning-rate probes (third protocol, issue 29): one row per probe run of an
+    # arm (tied | untied | tied_matched) at a rate of --lr-grid, trained on the training tokens
+    # less the validation split and scored on it (loss: nats per token); the chosen rate of an
+    # arm is the probe minimum. Stage "sweep:lr:d<d>:v<V>" per width and vocabulary.
+    "lr_probe": """
+        d_model INTEGER,
+        vocab_size INTEGER,
+        arm VARCHAR,
+        lr DOUBLE,
+        seed INTEGER,
+        steps INTEGER,
+        loss DOUBLE
     """,
 }
 
