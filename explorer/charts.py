@@ -510,6 +510,34 @@ def output_share(df: pd.DataFrame, window: int = 10) -> alt.Chart:
     return (line + _half_line()).properties(width="container", height=240)
 
 
+def output_share_band(df: pd.DataFrame, window: int = 10, early_steps: int | None = None) -> alt.LayerChart:
+    """The output side's share per step over several seeds of one tied model: the mean over seeds
+    of each seed's rolling mean (``window`` steps) as a line, the seeds' range (min to max) as a
+    band, the 0.5 line, and the early steps a verdict averages (``early_steps``) shaded.
+
+    ``df``: run, step, output_share, one run per seed."""
+    d = df.sort_values(["run", "step"]).copy()
+    d["share"] = d.groupby("run")["output_share"].transform(lambda s: s.rolling(window, min_periods=1).mean())
+    g = d.groupby("step")["share"].agg(["mean", "min", "max", "count"]).reset_index()
+    n = int(d["run"].nunique())
+    label = f"mean of {n} seeds" if n > 1 else "one run"
+    y = alt.Y("mean:Q", title=f"output share (rolling {window})", scale=alt.Scale(domain=[0, 1]))
+    layers = []
+    if early_steps:
+        early = pd.DataFrame({"x0": [0], "x1": [early_steps], "label": [f"early: steps ≤ {early_steps:,}"]})
+        layers += [alt.Chart(early).mark_rect(color=NEUTRAL, opacity=0.15).encode(x="x0:Q", x2="x1:Q"),
+                   alt.Chart(early).mark_text(align="left", dx=4, dy=10, baseline="top", color="#555").encode(
+                       x="x0:Q", y=alt.value(0), text="label:N")]
+    if n > 1:
+        layers.append(alt.Chart(g).mark_area(color=PALETTE["T"], opacity=0.25).encode(
+            x="step:Q", y=alt.Y("min:Q", scale=alt.Scale(domain=[0, 1])), y2="max:Q"))
+    line = alt.Chart(g.assign(series=label)).mark_line(color=PALETTE["T"], strokeWidth=2.5).encode(
+        x=alt.X("step:Q", title="optimiser step"), y=y,
+        tooltip=["step", alt.Tooltip("mean:Q", format=".3f"), alt.Tooltip("min:Q", format=".3f", title="lowest seed"),
+                 alt.Tooltip("max:Q", format=".3f", title="highest seed")])
+    return alt.layer(*layers, line, _half_line()).properties(width="container", height=240)
+
+
 def _matrix_colour(d: pd.DataFrame) -> alt.Color:
     mats = _present(["T", "I", "O"], d["matrix"]) or ["T", "I", "O"]
     return alt.Color("matrix:N", scale=_scale(mats), legend=legend("matrix", mats))
@@ -610,13 +638,16 @@ SWEEP_X = {"d_model": ("width d_model (log scale)", "log"),
 
 
 def sweep_lines(df: pd.DataFrame, series: dict[str, str], *, x: str = "d_model", title: str = "",
-                y_title: str = "", crossings: pd.DataFrame | None = None) -> alt.LayerChart:
+                y_title: str = "", crossings: pd.DataFrame | None = None,
+                bands: pd.DataFrame | None = None) -> alt.LayerChart:
     """Mean over seeds against width (or embedding share) with 95% whiskers, a zero line, and
     a dashed rule at each named crossing.
 
     ``df``: one row per grid point with vocab_size, ``x``, and for each column ``c`` of
     ``series`` (column -> legend label) ``c`` (mean) and ``c_half`` (95% half-width; inf or
-    NaN: no whisker). ``crossings``: vocab_size, x (the crossing's position), label.
+    NaN: no whisker). ``crossings``: vocab_size, x (the crossing's position), label. ``bands``:
+    vocab_size, d_model, series (a label), lo, hi: a shaded band per series (the learning-rate
+    sensitivity), in the series' colour.
     """
     rows = []
     for col, label in series.items():
@@ -628,8 +659,13 @@ def sweep_lines(df: pd.DataFrame, series: dict[str, str], *, x: str = "d_model",
     d["hi"] = np.where(finite, d["mean"] + d["half"], np.nan)
     d["vocabulary"] = d["vocab_size"].map(lambda v: f"V={v:,}")
     x_title, x_type = SWEEP_X[x]
+    lo_x, hi_x = float(df[x].min()), float(df[x].max())
+    # a margin on both sides, so the first and last points and their whiskers sit inside the frame
+    domain = ([lo_x / 1.25, hi_x * 1.25] if x_type == "log" else
+              [lo_x - 0.06 * ((hi_x - lo_x) or abs(lo_x) or 1), hi_x + 0.06 * ((hi_x - lo_x) or abs(hi_x) or 1)])
     xenc = alt.X(f"{x}:Q", title=x_title,
-                 scale=alt.Scale(type="log", base=2, nice=False) if x_type == "log" else alt.Scale(zero=False),
+                 scale=alt.Scale(type="log", base=2, nice=False, domain=domain) if x_type == "log"
+                 else alt.Scale(zero=False, domain=domain),
                  axis=alt.Axis(format=".0%") if x == "embedding_share_tied" else alt.Axis(values=sorted(df[x].unique())))
     labels = list(series.values())
     palette = [COLOURS["O"], COLOURS["T"], COLOURS["I"], NEUTRAL]
@@ -646,6 +682,13 @@ def sweep_lines(df: pd.DataFrame, series: dict[str, str], *, x: str = "d_model",
         y="lo:Q", y2="hi:Q", **enc)
     zero = alt.Chart(pd.DataFrame({"y": [0.0]})).mark_rule(color=NEUTRAL, strokeDash=[4, 4]).encode(y="y:Q")
     layers = [zero, whiskers, line]
+    if bands is not None and len(bands):
+        b = bands.merge(df[["vocab_size", "d_model", x]].drop_duplicates() if x != "d_model" else
+                        df[["vocab_size", "d_model"]].drop_duplicates(), on=["vocab_size", "d_model"])
+        b["vocabulary"] = b["vocab_size"].map(lambda v: f"V={v:,}")
+        layers.insert(0, alt.Chart(b).mark_area(opacity=0.18).encode(
+            y="lo:Q", y2="hi:Q", tooltip=["series", alt.Tooltip("lo:Q", format=".3f", title="band low"),
+                                          alt.Tooltip("hi:Q", format=".3f", title="band high")], **enc))
     if crossings is not None and len(crossings):
         cr = crossings.rename(columns={"x": x})
         layers.append(alt.Chart(cr).mark_rule(color=NEUTRAL, strokeDash=[6, 3], size=2).encode(

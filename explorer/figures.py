@@ -98,6 +98,12 @@ def _tied_runs(log: pd.DataFrame) -> list[str]:
 def output_share(ref):
     log = data.table(ref, "train_log")
     side = "proxy" if log["grad_input_proxy_norm"].notna().any() else "exact"
+    runs = sorted(log["run"].unique())
+    seeds = [r for r in runs if r.startswith("tied/seed")]
+    if len(seeds) > 1:  # the toy lab's seeds: their mean with the seeds' range, the verdict's early steps shaded
+        sub = tables.provenance_view(log[log["run"].isin(seeds)], side)
+        prov = (data.summary(ref).get("gradient_provenance") or {}).get(seeds[0]) or {}
+        return charts.output_share_band(sub, window=10, early_steps=prov.get("early_steps")), sub
     sub = tables.provenance_view(log[log["run"].isin(_tied_runs(log))], side)
     window = max(10, int(sub.groupby("run").size().max()) // 100) if len(sub) else 10
     return charts.output_share(sub, window=window), sub
@@ -148,13 +154,15 @@ def sweep_gap(ref):
     s = data.summary(ref)
     points = tables.sweep_points(s["sweep_cells"])
     crossings, _ = tables.sweep_crossings(points, "d_model")
-    return charts.sweep_lines(points, tables.sweep_series(points, "gaps"), x="d_model", y_title="loss gap (nats)",
-                              crossings=crossings), points
+    series = tables.sweep_series(points, "gaps")
+    probes = data.table(ref, "lr_probe") if data.has_rows(ref, "lr_probe") else None
+    return charts.sweep_lines(points, series, x="d_model", y_title="loss gap (nats)", crossings=crossings,
+                              bands=tables.sweep_lr_bands(points, probes, series)), points
 
 
 def sweep_bias(ref):
     points = tables.sweep_points(data.summary(ref)["sweep_cells"])
-    return charts.sweep_lines(points, tables.SWEEP_SERIES["bias"], x="d_model",
+    return charts.sweep_lines(points, tables.sweep_bias_series(points), x="d_model",
                               y_title="bias (mean over seeds)"), points
 
 
@@ -185,7 +193,8 @@ FIGURES: tuple[Figure, ...] = (
            norm_frequency, lambda ref, s: bool(data.norm_frequency_correlation(ref))),
     Figure("figure4-output-share", "Output share of the gradient (Figure 4)",
            "Share of the gradient reaching the tied matrix that comes through the output projection, per step "
-           "(smoothed); above one half the output side dominates.", output_share, _has("train_log")),
+           "(smoothed; for a several-seed toy lab the mean over seeds, the band their range, the early steps the "
+           "verdict averages shaded); above one half the output side dominates.", output_share, _has("train_log")),
     Figure("figure3-evolution", "Embedding evolution (Figure 3)",
            "Mean per-token cosine of each matrix to its initial value over training: O moves more and faster than "
            "I, and the tied T moves like O.", evolution, _has("evolution")),
@@ -200,7 +209,8 @@ FIGURES: tuple[Figure, ...] = (
            "harder to read.", lens_kl, _has("lens_kl")),
     Figure("sweep-loss-gap", "Untied minus tied loss against width (sweep)",
            "Loss gap per width with 95% intervals over seeds; below zero the untied twin is ahead. Beside it the "
-           "gap against a deeper tied model with the untied twin's parameter count.", sweep_gap, _kind("sweep")),
+           "gap against a tied model with the untied twin's parameter count; shaded: the gap's learning-rate "
+           "sensitivity.", sweep_gap, _kind("sweep")),
     Figure("sweep-bias", "Output-likeness against width (sweep)",
            "Bias (O→T minus I→T alignment, and overlap) per width: positive means the tied matrix stays "
            "output-like.", sweep_bias, _kind("sweep")),

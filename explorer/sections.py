@@ -24,10 +24,7 @@ def across_seeds(s: dict[str, Any], intro: str | None = None) -> None:
         frame.table(d)
 
 
-VERDICT_STYLE = {  # colour and sign: the sign carries the verdict for readers who do not tell the colours apart
-    claims_mod.HOLDS: ("#1a7f37", "✓"), claims_mod.MIXED: ("#9a6700", "~"), claims_mod.FAILS: ("#cf222e", "✗"),
-    claims_mod.NO_CLAIM: ("#57606a", "–"), claims_mod.NO_DATA: ("#57606a", "–"),
-}
+VERDICT_STYLE = claims_mod.VERDICT_STYLE
 
 
 def verdict_badge(verdict: str) -> str:

@@ -116,7 +116,7 @@ PARAMS: dict[str, Param] = {
     "runs": Param(_names),
     "evo_runs": Param(_names),
     "axis": Param(_text, "d_model"),
-    "step": Param(_int_in(1, 9), 1),  # the tour's step (explorer/tour.py has nine)
+    "step": Param(_int_in(1, 10), 1),  # the tour's step (explorer/tour.py has ten)
 }
 # What belongs to one cache: a change of pair leaves these out of the URL.
 PER_CACHE = ("token", "k", "layer", "model", "sample", "runs", "evo_runs")

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from tying.analysis.share import step_share
-from tying.analysis.sweep import PLOTTED, crossing
+from tying.analysis.sweep import PLOTTED, chosen_rates, crossing, lr_sensitivity
 
 # the Lens page's convergence lines: below the data layer, which caches them; re-exported with the page tables
 from tying.cache import reference, summary
@@ -44,18 +44,61 @@ def _quoted(x: float | None) -> str:
     return "—" if x is None else f"{x:.3f}"
 
 
+SEED_METRICS = {("linear", "held_out"): "{c} linear held-out", ("linear", "in_sample"): "{c} linear in-sample",
+                ("identity", "in_sample"): "{c} identity", ("identity_raw", "in_sample"): "{c} identity (raw rows)"}
+"""The per-seed metric (seed_metrics) of a map and split, ``{c}`` the comparison ("O->T")."""
+
+
+def seed_stat(s: dict[str, Any], metric: str) -> tuple[float, float, int] | None:
+    """(mean, sample std, seeds) of one per-seed metric of a toy lab with more than one seed, else None."""
+    v = (s.get("seeds") or {}).get(metric)
+    if not v or v.get("n", 0) < 2 or v.get("mean") is None:
+        return None
+    return v["mean"], v.get("std") or 0.0, v["n"]
+
+
+def seed_text(stat: tuple[float, float, int] | None) -> str | None:
+    """'0.865 ± 0.009' (mean ± sample std over seeds), or None."""
+    return None if stat is None else f"{stat[0]:.3f} ± {stat[1]:.3f}"
+
+
+def n_seeds(s: dict[str, Any]) -> int:
+    """The seeds a toy lab's per-seed table holds (1 when it holds none)."""
+    return max([v.get("n", 1) for v in (s.get("seeds") or {}).values()] or [1])
+
+
+def one_seed_note(s: dict[str, Any], shown: dict[str, str]) -> str | None:
+    """Where a page shows seed 0's twins of a several-seed toy lab: one sentence naming the seed and
+    giving the mean over seeds beside it (the figure the Overview and the tour show). ``shown``:
+    label -> per-seed metric; None when the cache has one seed or none of the metrics."""
+    parts = [f"{label} {seed_text(seed_stat(s, m))}" for label, m in shown.items() if seed_stat(s, m)]
+    if not parts:
+        return None
+    return (f"These are seed 0's twins (the pair the per-token views show). Mean ± sample std over the "
+            f"{n_seeds(s)} seeds, the figure the Overview and the tour show: " + ", ".join(parts) + ".")
+
+
 def table1(s: dict[str, Any]) -> pd.DataFrame:
-    """Table 1, one row per comparison and map: in-sample, held-out, and the paper's value (as text)."""
+    """Table 1, one row per comparison and map: in-sample, held-out, and the paper's value (as
+    text). A several-seed toy lab's rows are seed 0's twins; the mean ± std over its seeds follows
+    as text where the seeds were measured with that map and split."""
     paper = (s.get("paper") or {}).get("table1") or {}
     label = paper_label(s)
+    seeded = n_seeds(s) > 1
+    tag = " (seed 0)" if seeded else ""
     rows = []
     for comp in TABLE1_COMPARISONS:
         for meth in TABLE1_METHODS:
             cell = (s.get("alignment") or {}).get(comp, {}).get(meth)
             if cell is None:
                 continue
-            row = {"comparison": display_comparison(comp), "map": METHOD_LABELS[meth], "in-sample": cell.get("in_sample"),
-                   "held-out": cell.get("held_out")}
+            row = {"comparison": display_comparison(comp), "map": METHOD_LABELS[meth],
+                   f"in-sample{tag}": cell.get("in_sample"), f"held-out{tag}": cell.get("held_out")}
+            if seeded:
+                for split, name in (("in_sample", "in-sample"), ("held_out", "held-out")):
+                    key = SEED_METRICS.get((meth, split))
+                    row[f"{name}, mean ± std of {n_seeds(s)} seeds"] = (
+                        seed_text(seed_stat(s, key.format(c=comp))) if key else None) or ""
             if paper:
                 row[label] = _quoted(paper.get(comp, {}).get(meth))
             rows.append(row)
@@ -63,13 +106,17 @@ def table1(s: dict[str, Any]) -> pd.DataFrame:
 
 
 def table5(s: dict[str, Any]) -> pd.DataFrame:
-    """overlap@10 per matrix pair with the paper's value (Table 5)."""
+    """overlap@10 per matrix pair with the paper's value (Table 5); a several-seed toy lab's
+    figure is seed 0's, with the mean ± std over its seeds beside it."""
     paper = (s.get("paper") or {}).get("table5") or {}
     label = paper_label(s)
+    seeded = n_seeds(s) > 1
     rows = []
     for a, b in MATRIX_PAIRS:
         p = pair_label(a, b)
-        row = {"matrices": p, "overlap@10": (s.get("overlap_at_10") or {}).get(p)}
+        row = {"matrices": p, "overlap@10" + (" (seed 0)" if seeded else ""): (s.get("overlap_at_10") or {}).get(p)}
+        if seeded:
+            row[f"mean ± std of {n_seeds(s)} seeds"] = seed_text(seed_stat(s, f"overlap@10 {p}")) or ""
         if paper:
             row[label] = paper.get(p)
         rows.append(row)
@@ -318,15 +365,63 @@ def share_by_fraction(frames: dict[str, pd.DataFrame], window_fraction: float = 
         columns=["source", "step", "fraction", "share"])
 
 
-SWEEP_SERIES = {"bias": {"bias_linear": "O→T minus I→T (linear, held-out)",
+SWEEP_SERIES = {"bias": {"bias_linear_in": "O→T minus I→T (linear, in-sample)",
+                         "bias_linear": "O→T minus I→T (linear, held-out)",
                          "bias_overlap": "T~O minus T~I (overlap@10)"},
                 "loss": {"loss_gap": "untied minus tied eval loss"},
                 "gaps": {"loss_gap": "untied minus tied eval loss",
                          "loss_gap_matched": "untied minus parameter-matched tied"},
                 "losses": {"eval_loss_tied": "tied", "eval_loss_untied": "untied",
-                           "eval_loss_tied_matched": "tied, parameter-matched (deeper)"}}
+                           "eval_loss_tied_matched": "tied, parameter-matched"}}
 """The sweep page's series per chart (column -> legend label); a column a cache lacks (one
 written before the parameter-matched arm) is left out: :func:`sweep_series`."""
+
+
+def sweep_bias_series(points: pd.DataFrame) -> dict[str, str]:
+    """The bias chart's series: the linear bias the sweep_bias verdict is decided on (in-sample,
+    the paper's protocol; held-out for a cache without it) and the overlap bias."""
+    have = sweep_series(points, "bias")
+    if "bias_linear_in" in have:
+        have.pop("bias_linear")
+    return have
+
+
+def sweep_lr_bands(points: pd.DataFrame, probes: pd.DataFrame, series: dict[str, str]) -> pd.DataFrame:
+    """The learning-rate sensitivity of each plotted loss gap: per grid point the mean gap plus the
+    shift of the probes' gap when one arm's rate moves one step of the grid
+    (:func:`tying.analysis.sweep.lr_sensitivity`). Columns vocab_size, d_model, series (the label),
+    lo, hi; empty without probes."""
+    arms = {"loss_gap": "tied", "loss_gap_matched": "tied_matched"}
+    rows = []
+    if probes is None or not len(probes):
+        return pd.DataFrame(rows, columns=["vocab_size", "d_model", "series", "lo", "hi"])
+    for _, p in points.iterrows():
+        cell = probes[(probes["d_model"] == p["d_model"]) & (probes["vocab_size"] == p["vocab_size"])]
+        for col, label in series.items():
+            band = lr_sensitivity(cell, "untied", arms.get(col, "tied"))
+            if band is not None and pd.notna(p.get(col)):
+                rows.append({"vocab_size": p["vocab_size"], "d_model": p["d_model"], "series": label,
+                             "lo": p[col] + band["low"], "hi": p[col] + band["high"]})
+    return pd.DataFrame(rows, columns=["vocab_size", "d_model", "series", "lo", "hi"])
+
+
+def lr_probe_table(probes: pd.DataFrame) -> pd.DataFrame:
+    """The stored learning-rate probes as a table: a row per width and arm, a column per rate
+    (validation loss, nats), the chosen (lowest) one marked with an asterisk."""
+    if probes is None or not len(probes):
+        return pd.DataFrame()
+    rows = []
+    for (v, d, arm), g in probes.groupby(["vocab_size", "d_model", "arm"], sort=True):
+        chosen = chosen_rates(g)[arm]
+        row = {"vocabulary": int(v), "d_model": int(d), "arm": SWEEP_ARM_NAMES.get(arm, arm),
+               "probe steps": int(g["steps"].max())}
+        for lr, loss in g.groupby("lr")["loss"].mean().items():
+            row[f"lr {lr:g}"] = f"{loss:.3f}" + (" *" if lr == chosen else "")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+SWEEP_ARM_NAMES = {"tied": "tied", "untied": "untied", "tied_matched": "parameter-matched tied"}
 
 SWEEP_ARMS = {"eval_loss_tied": "tied", "eval_loss_untied": "untied", "eval_loss_tied_matched": "parameter-matched tied"}
 
@@ -392,16 +487,20 @@ def sweep_behind_bigram(points: pd.DataFrame) -> list[str]:
 
 
 SWEEP_TABLE_PARTS = {
-    "bias": ["vocabulary", "d_model", "seeds", "embedding share (tied)", "O→T linear",
-             "I→T linear", "T~O overlap", "T~I overlap", "output share early (proxy)", "output share early (exact)"],
+    "bias": ["vocabulary", "d_model", "seeds", "embedding share (tied)", "O→T linear in-sample",
+             "I→T linear in-sample", "T~O overlap", "T~I overlap", "I cosine to start", "output share early (proxy)"],
     "loss": ["vocabulary", "d_model", "seeds", "eval loss tied", "eval loss untied", "eval loss matched",
              "bigram", "loss gap", "gap vs matched"],
     "budget": ["vocabulary", "d_model", "parameters (tied)", "parameters (untied)", "parameters (matched)",
-               "tokens seen", "epochs", "lr tied", "lr untied", "lr matched"],
+               "d_ff (twins / matched)", "lr tied", "lr untied", "lr matched"],
+    "second": ["vocabulary", "d_model", "O→T linear", "I→T linear", "output share early (exact)", "tokens seen",
+               "epochs"],
 }
 """The sweep's cell table in parts, each narrow enough for a laptop's width: the bias side
-(alignment and overlap), the loss side and the budget (every arm's parameter count, tokens and
-learning rates), each with the cell's vocabulary and width. Text cells read mean ± sample std
+(the in-sample map the verdict reads, overlap, how far I moved), the loss side, the budget
+(every arm's parameter count, feed-forward width and learning rate) and the second figures
+(the held-out map, the exact-norm share, the tokens each arm read), each with the cell's
+vocabulary and width. Text cells read mean ± sample std
 over seeds (the spread of the seeds, not the 95% interval of the mean)."""
 
 
@@ -421,6 +520,9 @@ def sweep_table(cells: list[dict[str, Any]], part: str | None = None) -> pd.Data
                          "parameters (matched)": num(c, "params_tied_matched", ",.0f"),
                          "embedding share (tied)": f"{c['embedding_share_tied']:.1%}",
                          "O→T linear": pm(c, "linear_o_t"), "I→T linear": pm(c, "linear_i_t"),
+                         "O→T linear in-sample": pm(c, "linear_o_t_in"), "I→T linear in-sample": pm(c, "linear_i_t_in"),
+                         "I cosine to start": pm(c, "cos_start_input_untied"),
+                         "d_ff (twins / matched)": f"{num(c, 'd_ff', '.0f')} / {num(c, 'd_ff_matched', '.0f')}",
                          "T~O overlap": pm(c, "overlap_t_o"), "T~I overlap": pm(c, "overlap_t_i"),
                          "output share early (proxy)": pm(c, "output_share_early_proxy"),  # the paper's
                          "output share early (exact)": pm(c, "output_share_early"),

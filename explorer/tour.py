@@ -9,10 +9,12 @@ needs (the toy lab, the authors' published measurements, or the sweep).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import altair as alt
+import numpy as np
 import pandas as pd
 
 from explorer import data, figures
@@ -48,8 +50,9 @@ STEPS: tuple[Step, ...] = (
          "The three matrices mapped jointly to 2-D so one token sits in comparable places; the circled token and "
          "its 10 nearest neighbours: in T they gather as in O, not as in I.", "projection", "toylab"),
     Step(5, "gradient", "Why: output-side gradients dominate early", "gradient", "figure4-output-share",
-         "The line is the output side's share of the gradient reaching the tied matrix at each step; above the "
-         "dashed one-half line the output side dominates, and it does most at the start.", "dynamics", "toylab"),
+         "The line is the output side's share of the gradient reaching the tied matrix at each step (the mean over "
+         "seeds, the band their range); above the dashed one-half line the output side dominates. The shaded "
+         "early steps are the ones the verdict averages.", "dynamics", "toylab"),
     Step(6, "scaling", "A causal test: scale the input-side gradient", "scaling", "figure-scaling",
          "Each point is the tied matrix's mean cosine to untied I or O after training with the input-side "
          "gradient multiplied by the factor on the x-axis: towards I up, towards O down.", "dynamics", "toylab"),
@@ -60,9 +63,13 @@ STEPS: tuple[Step, ...] = (
     Step(8, "published", "Real models: the authors' measurements", "published", "figure3-evolution",
          "Each line is a matrix's mean per-token cosine to its own start over released checkpoints: O ("
          "vermillion) falls faster and further than I (blue) in every model.", "dynamics", "published"),
-    Step(9, "sweep", "Beyond the paper: when does untying pay off?", "sweep", "sweep-loss-gap",
-         "Each point is untied minus tied eval loss at one width, whiskers 95% intervals over seeds; below zero "
-         "the untied twin is ahead, and only intervals clear of zero support a claim.", "sweep", "sweep"),
+    Step(9, "sweep-bias", "Beyond the paper: T output-like at every width?", "sweep_bias", "sweep-bias",
+         "Each point is a bias at one width, the mean over seeds, whiskers 95% intervals: O→T minus I→T and T~O "
+         "minus T~I. Above zero T is output-like; only intervals clear of zero support a claim.", "sweep", "sweep"),
+    Step(10, "sweep-gap", "Beyond the paper: does untying pay off?", "sweep_gap", "sweep-loss-gap",
+         "Each point is a loss gap at one width, the mean over seeds, whiskers 95% intervals: untied minus tied, "
+         "and untied minus a tied model with as many parameters. Below zero the untied model is ahead; only "
+         "intervals clear of zero support a claim.", "sweep", "sweep"),
 )
 BY_SLUG = {s.slug: s for s in STEPS}
 
@@ -170,10 +177,18 @@ def fit_height(chart, frame_data, height: int = SLIDE_PLOT_HEIGHT):
 # -- the example token ----------------------------------------------------------------------------
 
 
-def example_token(ref: data.CacheRef, k: int = 10, min_count: int = 100) -> int | None:
-    """A token whose neighbours show the claim to a room: a frequent word-like token (seen at
-    least ``min_count`` times where the cache has corpus counts; letters, 3+ characters) whose
-    overlap@k T~O most exceeds T~I; the most frequent of the ties. None without neighbour lists."""
+@functools.lru_cache(maxsize=16)
+def example_token(ref: data.CacheRef, k: int = 10, min_count: int = 100, shortlist: int = 40) -> int | None:
+    """A token whose neighbours show the claim to a room, on the neighbours step and the map step
+    alike (the app and the static site call this one function).
+
+    Candidates: frequent word-like tokens (seen at least ``min_count`` times where the cache has
+    corpus counts; letters, 3+ characters), the ``shortlist`` whose overlap@k T~O most exceeds
+    T~I. Among them, where the cache has a map, the token whose own neighbours sit closest
+    around it in T's and O's views and farthest in I's (the mean distance from the token to its
+    k neighbours in each view, over the view's spread): "in T they gather as in O, not as in I"
+    is then visible. Without a map, the largest overlap gap (the most frequent of the ties).
+    None without neighbour lists."""
     if not data.has_rows(ref, "neighbours"):
         return None
     toks = data.tokens(ref)
@@ -188,7 +203,36 @@ def example_token(ref: data.CacheRef, k: int = 10, min_count: int = 100) -> int 
         ok = pd.Series(True, index=toks.index)
     cand = pd.DataFrame({"token": toks["token"], "gap": gap[toks["token"].to_numpy()],
                          "freq": freq.fillna(0).to_numpy()})[ok.to_numpy()]
-    return int(cand.sort_values(["gap", "freq"], ascending=False)["token"].iloc[0])
+    cand = cand.sort_values(["gap", "freq"], ascending=False)
+    if not data.has_rows(ref, "umap"):
+        return int(cand["token"].iloc[0])
+    coords = data.umap(ref)
+    spread = {}
+    for m in ("T", "I", "O"):
+        view = coords[coords["matrix"] == m].set_index("token")[["x", "y"]]
+        scale = float(np.sqrt(view.var().sum())) or 1.0
+        ids = data.neighbour_ids(ref, m)[:, :k]
+        dist = []
+        for t in cand["token"].head(shortlist):
+            nb = [n for n in ids[t] if n in view.index]
+            if t not in view.index or not nb:
+                dist.append(np.nan)
+                continue
+            d = view.loc[nb].to_numpy() - view.loc[t].to_numpy()
+            dist.append(float(np.sqrt((d ** 2).sum(axis=1)).mean()) / scale)
+        spread[m] = np.asarray(dist)
+    score = spread["I"] - np.maximum(spread["T"], spread["O"])
+    if np.isnan(score).all():
+        return int(cand["token"].iloc[0])
+    return int(cand["token"].head(shortlist).iloc[int(np.nanargmax(score))])
+
+
+def step_figure(step: Step, ref: data.CacheRef, view_size: int = 300):
+    """A step's ``(chart, data)``: its figure from the registry, the map with the example token
+    circled (:func:`example_token`). The app and the static site draw the same."""
+    if step.figure == "projection-umap":
+        return figures.projection(ref, token=example_token(ref), view_size=view_size)
+    return figures.BY_NAME[step.figure].build(ref)
 
 
 def neighbour_lists(ref: data.CacheRef, token: int, n: int = 5) -> dict[str, list[str]]:

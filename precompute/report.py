@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from precompute.options import option
-from tying.cache import reference
+from tying.cache import claims, reference
 from tying.cache.schema import MATRIX_PAIRS, METHOD_LABELS, TABLE1_COMPARISONS, TABLE1_METHODS, pair_label
 from tying.cache.store import CACHE_SUFFIX, CacheError, open_cache
 from tying.cache.summary import (
@@ -56,6 +56,7 @@ def print_summary(path: Path, *, as_json: bool) -> None:
         s = summarize(con)
     finally:
         con.close()
+    s["claims"] = claims.as_json(s)
     print(json.dumps(s, indent=2, sort_keys=True, default=str, allow_nan=False) if as_json else format_summary(s))
 
 
@@ -91,7 +92,24 @@ def format_summary(s: dict[str, Any]) -> str:
     _format_lens(s, lines)
     _format_training(s, lines)
     _format_sweep(s, lines)
+    _format_claims(s, lines)
     return "\n".join(lines)
+
+
+def _format_claims(s: dict[str, Any], lines: list[str]) -> None:
+    """The paper's claims as a table: id, verdict, this cache's numbers (and the paper's), one row
+    each; claims the cache holds no data for are listed on one line."""
+    got = claims.claims(s)
+    shown = {k: c for k, c in got.items() if c.verdict != claims.NO_DATA}
+    lines.append("")
+    lines.append("Claims (verdicts computed from this cache; 'reported': the paper's printed value, not evidence)")
+    for k, c in shown.items():
+        lines.append(f"  {k:<11} {c.verdict:<14} {c.ours}")
+        if c.paper:
+            lines.append(f"  {'':<11} {'':<14} {c.paper}")
+    missing = [k for k in got if k not in shown]
+    if missing:
+        lines.append(f"  no data: {', '.join(missing)}")
 
 
 

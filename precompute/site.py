@@ -38,6 +38,7 @@ from precompute import site_assets
 from precompute.figures import quiet_readers
 from precompute.options import option
 from precompute.report import resolve_cache
+from tying.cache.claims import VERDICT_STYLE
 from tying.errors import UserError
 
 SEARCH_MAX_TOKENS = 10_000  # a cache with more tokens gets no token search (its data file would be large)
@@ -54,12 +55,6 @@ KIND_LABELS = {
     "published": "the paper's authors' published measurements of real models",
     "sweep": "the width sweep: tied and untied twins over a grid of widths and seeds",
     "pair": "a tied and an untied model",
-}
-
-# colour and sign, as the app's tour has them: the sign carries the verdict for readers who do not see colour
-VERDICT_STYLE = {
-    "holds": ("#1a7f37", "✓"), "mixed": ("#9a6700", "~"), "does not hold": ("#cf222e", "✗"),
-    "no claim": ("#57606a", "–"), "no data": ("#57606a", "–"),
 }
 
 
@@ -441,7 +436,7 @@ class _Builder:
             elif c is not None:
                 key, script = f"tour/{step.slug}", f"charts/{step.slug}.js"
                 try:
-                    chart, _ = figures.BY_NAME[step.figure].build(source)
+                    chart, _ = tour.step_figure(step, source)  # the app's example token on the map step
                     fits = self.chart_file(f"tour/{script}", key, chart, True)
                 except Exception as exc:
                     c.skipped[f"tour step {step.number}"] = f"{type(exc).__name__}: {exc}"

@@ -1,101 +1,253 @@
-"""The paper's claims with a cache's numbers and verdicts (tying/cache/claims.py): known answers."""
+"""The paper's claims with a cache's numbers and verdicts (tying/cache/claims.py): known answers.
+
+For every claim id: the paper's direction gives "holds", the reverse "does not hold", an
+interval around zero "no claim", seeds that split beyond their spread "mixed", and the
+paper's printed numbers "reported". The sweep's claims are also checked end to end on copies
+of the shipped sweep cache with their per-seed rows rewritten (`summary --json`).
+"""
 
 import copy
+import json
+import shutil
+from pathlib import Path
 
+import duckdb
+import numpy as np
 import pytest
 
+from precompute.cli import main
 from tying.cache import claims as C
 
+ROOT = Path(__file__).resolve().parent.parent
 
-def _toy(o_t=0.86, i_t=0.45, holds=(True, True, True)) -> dict:
+# per-seed differences: clearly positive, reversed, around zero, split beyond the spread (10 seeds)
+CLEAR, REVERSED, AROUND_ZERO = [0.40, 0.42, 0.38], [-0.40, -0.42, -0.38], [-0.05, 0.0, 0.05]
+SPLIT = [1.0] * 9 + [-0.1]
+
+
+def test_decide_known_answers():
+    d = C.decide(CLEAR)
+    assert d.verdict == C.HOLDS and d.mean == pytest.approx(0.4)
+    # the 95% t-interval with 2 degrees of freedom: 4.303 * sd / sqrt(3)
+    assert d.hi - d.mean == pytest.approx(4.302653 * np.std(CLEAR, ddof=1) / np.sqrt(3), rel=1e-5)
+    assert C.decide(REVERSED).verdict == C.FAILS
+    assert C.decide(AROUND_ZERO).verdict == C.NO_CLAIM
+    # the seeds all agree but the spread is too large to tell the mean from zero: no claim
+    assert C.decide([0.01, 0.5, 0.02]).verdict == C.NO_CLAIM
+    split = C.decide(SPLIT)
+    assert split.verdict == C.MIXED and "1 of 10 go the other way" in split.text
+    assert C.decide([0.3]).verdict == C.HOLDS and C.decide([-0.3]).verdict == C.FAILS
+    assert C.decide([0.0]).verdict == C.NO_CLAIM and C.decide([]).verdict == C.NO_DATA
+    assert C.decide([None, float("nan")]).verdict == C.NO_DATA
+    assert C.decide([0.2, 0.2]).verdict == C.HOLDS  # equal runs: a zero-width interval clear of zero
+
+
+def test_combine_known_answers():
+    assert C.combine([C.HOLDS, C.HOLDS]) == C.HOLDS
+    assert C.combine([C.FAILS, C.FAILS]) == C.FAILS
+    assert C.combine([C.HOLDS, C.FAILS]) == C.MIXED
+    assert C.combine([C.HOLDS, C.NO_CLAIM]) == C.NO_CLAIM  # "at every width" cannot be said while one is undecided
+    assert C.combine([C.HOLDS, C.MIXED, C.NO_CLAIM]) == C.MIXED
+    assert C.combine([C.NO_DATA, C.HOLDS]) == C.HOLDS and C.combine([]) == C.NO_DATA
+
+
+def _toy(align=CLEAR, overlap=CLEAR, share=CLEAR, to_i=CLEAR, from_o=CLEAR, spectral=(0.4, 0.6),
+         lens=(0.33, 0.21)) -> dict:
+    """A toy-lab summary whose per-seed differences are the given ones."""
+    n = len(align)
+    values = {
+        "O->T linear in-sample": {str(k): 0.5 + v for k, v in enumerate(align)},
+        "I->T linear in-sample": {str(k): 0.5 for k in range(n)},
+        "O->T linear held-out": {str(k): 0.45 + v for k, v in enumerate(align)},
+        "I->T linear held-out": {str(k): 0.45 for k in range(n)},
+        "overlap@10 T~O": {str(k): 0.45 + v / 2 for k, v in enumerate(overlap)},
+        "overlap@10 T~I": {str(k): 0.45 for k in range(len(overlap))},
+        "output share early (proxy input)": {str(k): 0.5 + v / 2 for k, v in enumerate(share)},
+        "output share early": {str(k): 0.5 + v / 2 for k, v in enumerate(share)},
+    }
+    table2 = {}
+    for k, (a, b) in enumerate(zip(to_i, from_o)):
+        table2[f"tied/seed{k}"] = {"I": 0.30, "O": 0.80, "input_grad_scale": 1.0}
+        table2[f"tied_scaled_x5/seed{k}"] = {"I": 0.30 + a / 10, "O": 0.80 - b / 10, "input_grad_scale": 5.0}
     return {
         "kind": "toylab",
-        "alignment": {"O->T": {"linear": {"held_out": o_t}}, "I->T": {"linear": {"held_out": i_t}}},
-        "directions": {"O->T above I->T (linear, held-out)": {"holds": list(holds), "all": all(holds)}},
-        "seeds": {"O->T linear held-out": {"mean": o_t, "std": 0.01, "n": len(holds)},
-                  "I->T linear held-out": {"mean": i_t, "std": 0.01, "n": len(holds)}},
-        "overlap_at_10": {"T~O": 0.3, "T~I": 0.02, "I~O": 0.01},
-        "spectral": {"T~O": 0.4, "T~I": 0.6},
+        "scale": {"n_params": 1_570_000, "n_params_untied": 2_100_000, "tokens": 256_000},
+        "seed_values": values,
+        "spectral": {"T~O": spectral[0], "T~I": spectral[1]},
         "gradient_provenance": {"tied/seed0": {"early": 0.85, "early_steps": 25,
-                                               "beside_paper": {"early": 0.87, "input": "proxy"}},
-                                "untied/seed0": {"early": 0.1, "early_steps": 25}},
-        "lens": {"gap": {"layers": 2, "tied": 0.33, "untied": 0.21}},
-        "table2": {"procrustes in-sample": {
-            "tied/seed0": {"I": 0.30, "O": 0.80, "input_grad_scale": 1.0},
-            "tied_scaled_x5/seed0": {"I": 0.35, "O": 0.70, "input_grad_scale": 5.0},
-            "tied/seed1": {"I": 0.31, "O": 0.81, "input_grad_scale": 1.0},
-            "tied_scaled_x5/seed1": {"I": 0.36, "O": 0.71, "input_grad_scale": 5.0}}},
+                                               "beside_paper": {"early": 0.87, "input": "proxy"}}},
+        "lens": {"gap": {"layers": 2, "tied": lens[0], "untied": lens[1]}},
+        "table2": {"procrustes in-sample": table2},
+        "paper": {"preset": "olmo", "table1": {"O->T": {"linear": 0.719}, "I->T": {"linear": 0.525}},
+                  "table5": {"T~O": 0.733, "T~I": 0.496}, "output_share": {"early": 0.7033, "early_steps": 1000},
+                  "tuned_lens_kl": {"tied": [8.86, 9.61], "untied": [7.01, 6.64]}},
     }
 
 
-def test_a_toy_cache_that_shows_the_paper_holds_everywhere():
-    got = C.claims(_toy())
-    for key in ("alignment", "overlap", "map", "gradient", "scaling", "lens"):
-        assert got[key].verdict == C.HOLDS, key
-    assert got["alignment"].ours == "O→T 0.860 vs I→T 0.450 (mean of 3 seeds)"
-    assert got["alignment"].headline.endswith(": holds")
-    assert got["scaling"].ours.startswith("to I 0.305 → 0.355, to O 0.805 → 0.705 (x5)")  # means over 2 seeds
-    assert got["gradient"].ours.startswith("output share 87.0%")  # the proxy figure, the paper's quantity
-    assert got["published"].verdict == got["sweep"].verdict == C.NO_DATA
-    assert got["published"].needs == "published" and got["sweep"].needs == "sweep"
+SEEDED = {"alignment": "align", "overlap": "overlap", "gradient": "share"}
 
 
-def test_reversed_numbers_do_not_hold_and_seed_splits_are_mixed():
-    assert C.alignment(_toy(o_t=0.40, i_t=0.70, holds=(False, False, False))).verdict == C.FAILS
-    mixed = C.alignment(_toy(holds=(True, False, True)))
-    assert mixed.verdict == C.MIXED and "in 2 of 3" in mixed.ours
+@pytest.mark.parametrize("key", ["alignment", "overlap", "gradient"])
+@pytest.mark.parametrize("diffs, verdict", [(CLEAR, C.HOLDS), (REVERSED, C.FAILS), (AROUND_ZERO, C.NO_CLAIM),
+                                            (SPLIT, C.MIXED)])
+def test_per_seed_claims_follow_their_seeds(key, diffs, verdict):
+    s = _toy(**{SEEDED[key]: diffs})
+    c = C.CLAIMS[key](s)
+    assert c.verdict == verdict, (key, c)
+    assert c.ours.startswith("toy (1.57M/2.10M parameters, 0.26M training tokens)")  # a toy line says so
+    assert f"mean of {len(diffs)} seeds" in c.ours
+
+
+def test_the_lines_show_the_quantity_their_verdict_is_decided_on():
     s = _toy()
-    s["spectral"] = {"T~O": 0.7, "T~I": 0.5}
-    assert C.spectral_map(s).verdict == C.FAILS
-    s["lens"]["gap"] = {"layers": 2, "tied": 0.1, "untied": 0.2}
-    assert C.lens(s).verdict == C.FAILS
-    s["table2"]["procrustes in-sample"]["tied_scaled_x5/seed0"]["I"] = 0.2  # seed 0 moves away from I
-    assert C.scaling(s).verdict == C.MIXED
-
-
-def test_a_single_seed_cache_reads_its_own_numbers():
-    s = _toy()
-    del s["directions"], s["seeds"]
     a = C.alignment(s)
-    assert a.verdict == C.HOLDS and "seeds" not in a.ours
-    s["alignment"]["O->T"]["linear"]["held_out"] = 0.2
+    # in-sample linear (the paper's protocol) beside the paper's; held-out as a labelled second figure
+    assert "O→T 0.900 vs I→T 0.500 (linear, in-sample, mean of 3 seeds); held-out: O→T 0.850 vs I→T 0.450" in a.ours
+    assert "(linear, in-sample)" in a.paper and "in-sample" in a.note
+    # the gradient line shows the proxy share and its verdict is decided on it: proxy reversed, exact not
+    s = _toy(share=CLEAR)
+    s["seed_values"]["output share early (proxy input)"] = {"0": 0.3, "1": 0.31, "2": 0.29}
+    g = C.gradient(s)
+    assert g.verdict == C.FAILS and "output share 30.0%" in g.ours and "authors' input proxy" in g.ours
+    # the lens line says on the same line that the paper's numbers are of another indexing
+    lens = C.lens(_toy())
+    assert "shifted indexing" in lens.paper and "not the same quantity" in lens.paper
+
+
+@pytest.mark.parametrize("kwargs, verdict", [
+    ({}, C.HOLDS),
+    ({"to_i": REVERSED, "from_o": REVERSED}, C.FAILS),
+    ({"to_i": AROUND_ZERO}, C.NO_CLAIM),
+    ({"to_i": REVERSED}, C.MIXED),  # towards I reversed while away from O holds: one part of two
+    ({"to_i": SPLIT, "from_o": [0.4] * 10}, C.MIXED),
+])
+def test_scaling_decides_both_moves(kwargs, verdict):
+    assert C.scaling(_toy(**kwargs)).verdict == verdict
+
+
+@pytest.mark.parametrize("values, verdict", [((0.4, 0.6), C.HOLDS), ((0.7, 0.5), C.FAILS), ((0.5, 0.5), C.NO_CLAIM)])
+def test_one_run_claims_read_their_sign(values, verdict):
+    c = C.spectral_map(_toy(spectral=values))
+    assert c.verdict == verdict and "one run" in c.ours and "no interval" in c.note
+    assert C.lens(_toy(lens=(values[1], values[0]))).verdict == verdict
+
+
+def test_a_single_pair_without_seeds_reads_its_own_in_sample_numbers():
+    s = {"kind": "pair", "alignment": {"O->T": {"linear": {"in_sample": 0.8, "held_out": 0.7}},
+                                       "I->T": {"linear": {"in_sample": 0.5, "held_out": 0.4}}},
+         "overlap_at_10": {"T~O": 0.3, "T~I": 0.1}}
+    a = C.alignment(s)
+    assert a.verdict == C.HOLDS and a.ours.startswith("O→T 0.800 vs I→T 0.500 (linear, in-sample, one run)")
+    assert not a.ours.startswith("toy")  # a real pair is not called a toy
+    s["alignment"]["O->T"]["linear"]["in_sample"] = 0.2
     assert C.alignment(s).verdict == C.FAILS
 
 
 def test_no_data_names_the_cache_kind_that_has_it():
-    empty = {"kind": "pair"}
-    got = C.claims(empty)
-    assert all(c.verdict == C.NO_DATA for c in got.values())
-    assert got["alignment"].needs == "toylab" and got["sweep"].needs == "sweep"
+    got = C.claims({"kind": "pair"})
+    assert tuple(got) == C.IDS and all(c.verdict == C.NO_DATA for c in got.values())
+    assert got["alignment"].needs == "toylab" and got["sweep_bias"].needs == got["sweep_gap"].needs == "sweep"
+    assert got["published"].needs == "published"
 
 
-def _cells(gaps: dict[int, tuple[float, float]], bias=0.4, bias_half=0.05):
-    return [{"d_model": d, "vocab_size": 4096, "bias_linear": bias, "bias_linear_half": bias_half,
-             "loss_gap_matched": m, "loss_gap_matched_half": h} for d, (m, h) in gaps.items()]
-
-
-def test_the_sweep_claims_only_what_its_intervals_show():
-    s = {"kind": "sweep", "sweep_cells": _cells({32: (0.05, 0.10), 64: (-0.02, 0.10)})}
-    c = C.sweep(s)
-    assert "every 95% interval includes zero, no claim" in c.ours
-    assert c.verdict == C.HOLDS  # T stays output-like: bias 0.4 ± 0.05 above zero at both widths
-    s = {"kind": "sweep", "sweep_cells": _cells({32: (-0.2, 0.05), 64: (0.01, 0.10), 128: (0.3, 0.1)})}
-    c = C.sweep(s)
-    assert "untied ahead of the parameter-matched tied model at d = 32" in c.ours and "behind it at d = 128" in c.ours
-    s = {"kind": "sweep", "sweep_cells": _cells({32: (0.0, 0.1)}, bias=0.02, bias_half=0.05)}
-    assert C.sweep(s).verdict == C.FAILS  # the bias interval includes zero: not shown output-like
-
-
-def test_the_published_cache_reads_the_printed_tables_and_released_curves():
-    s = {"kind": "published", "paper": {}, "evolution": {
-        "m1": {"I": {"cos_init": [1.0, 0.9]}, "O": {"cos_init": [1.0, 0.5]}},
-        "m2": {"I": {"cos_init": [1.0, 0.6]}, "O": {"cos_init": [1.0, 0.7]}}}}
-    assert C.alignment(s).ours == "O→T 0.719 vs I→T 0.525"  # the paper's Table 1 (reference.TABLE1)
-    p = C.published(s)
+def test_the_published_cache_reports_the_printed_tables_and_decides_on_released_curves():
+    s = {"kind": "published", "paper": {"tuned_lens_kl": {"tied": [8.86, 9.61], "untied": [7.01, 6.64]}},
+         "table2": {"paper": {"Table 2 x1": {"input_grad_scale": 1.0, "I": 0.216, "O": 0.384},
+                              "Table 2 x5": {"input_grad_scale": 5.0, "I": 0.222, "O": 0.369}}},
+         "evolution": {"m1": {"I": {"cos_init": [1.0, 0.9]}, "O": {"cos_init": [1.0, 0.5]}},
+                       "m2": {"I": {"cos_init": [1.0, 0.6]}, "O": {"cos_init": [1.0, 0.7]}}}}
+    got = C.claims(s)
+    for key in ("alignment", "overlap", "scaling", "lens"):
+        assert got[key].verdict == C.REPORTED, key
+        assert "not evidence" in got[key].note
+    assert got["alignment"].ours == "O→T 0.719 vs I→T 0.525"  # the paper's Table 1 (reference.TABLE1)
+    p = got["published"]
     assert p.verdict == C.MIXED and "in 1 of 2 models" in p.ours
     one = copy.deepcopy(s)
     del one["evolution"]["m2"]
     assert C.published(one).verdict == C.HOLDS
+    one["evolution"]["m1"]["O"]["cos_init"] = [1.0, 0.95]
+    assert C.published(one).verdict == C.FAILS
+
+
+# -- the sweep's two claims ------------------------------------------------------------------------
+
+def _rows(bias: dict[int, list[float]], gap: dict[int, list[float]] | None = None) -> list[dict]:
+    """Sweep rows: per width the per-seed in-sample bias and matched-minus-untied loss gap."""
+    rows = []
+    for d, biases in bias.items():
+        for seed, b in enumerate(biases):
+            g = (gap or {}).get(d, [0.1] * len(biases))[seed]
+            rows.append({"d_model": d, "vocab_size": 4096, "seed": seed, "linear_o_t_in": 0.5 + b,
+                         "linear_i_t_in": 0.5, "linear_o_t": 0.5 + b, "linear_i_t": 0.5, "eval_loss_untied": 5.0,
+                         "eval_loss_tied": 5.05, "eval_loss_tied_matched": 5.0 + g, "bigram_loss": 4.0,
+                         "params_tied": 200_000, "params_untied": 330_000, "tokens_seen": 330_752,
+                         "cos_start_input_untied": 0.9, "d_ff_matched": 469})
+    return rows
+
+
+@pytest.mark.parametrize("bias, verdict", [
+    ({32: CLEAR, 64: CLEAR}, C.HOLDS), ({32: REVERSED, 64: REVERSED}, C.FAILS),
+    ({32: AROUND_ZERO, 64: AROUND_ZERO}, C.NO_CLAIM), ({32: CLEAR, 64: REVERSED}, C.MIXED),
+    ({32: CLEAR, 64: AROUND_ZERO}, C.NO_CLAIM), ({32: SPLIT}, C.MIXED)])
+def test_sweep_bias_known_answers(bias, verdict):
+    c = C.sweep_bias({"kind": "sweep", "sweep": _rows(bias)})
+    assert c.verdict == verdict
+    assert c.ours.startswith("toy sweep (0.20M-0.33M parameters, 0.33M training tokens per arm)")
+    assert "in-sample" in c.ours and "0.90" in c.note  # how far I moved from its start
+
+
+@pytest.mark.parametrize("gap, verdict", [
+    ({32: CLEAR, 64: CLEAR}, C.HOLDS), ({32: REVERSED, 64: REVERSED}, C.FAILS),
+    ({32: AROUND_ZERO, 64: AROUND_ZERO}, C.NO_CLAIM), ({32: CLEAR, 64: REVERSED}, C.MIXED)])
+def test_sweep_gap_known_answers_and_the_loss_gap_decides_it(gap, verdict):
+    c = C.sweep_gap({"kind": "sweep", "sweep": _rows({32: CLEAR, 64: CLEAR}, gap)})
+    assert c.verdict == verdict
+    assert "parameter-matched" in c.ours and "above the smoothed bigram" in c.note
+
+
+def _rewritten_sweep(tmp_path, sql: str) -> dict:
+    path = tmp_path / "sweep.duckdb"
+    shutil.copyfile(ROOT / "cache" / "sweep.duckdb", path)
+    con = duckdb.connect(str(path))
+    try:
+        con.execute(sql)
+    finally:
+        con.close()
+    return path
+
+
+@pytest.mark.parametrize("sql, key, verdict", [
+    # an output bias of mean zero at every width (-0.05, 0, +0.05 over the seeds): no claim
+    ("UPDATE sweep SET linear_o_t = linear_i_t + 0.05 * (seed - 1), "
+     "linear_o_t_in = coalesce(linear_i_t_in, 0) + 0.05 * (seed - 1)", "sweep_bias", C.NO_CLAIM),
+    # a reversed bias: I and O swapped in every row
+    ("UPDATE sweep SET linear_o_t = linear_i_t, linear_i_t = linear_o_t, linear_o_t_in = linear_i_t_in, "
+     "linear_i_t_in = linear_o_t_in", "sweep_bias", C.FAILS),
+    # loss gaps of mean zero against the matched arm
+    ("UPDATE sweep SET eval_loss_tied_matched = eval_loss_untied + 0.02 * (seed - 1)", "sweep_gap", C.NO_CLAIM),
+])
+def test_summary_json_reads_rewritten_copies_of_the_shipped_sweep(tmp_path, capsys, sql, key, verdict):
+    path = _rewritten_sweep(tmp_path, sql)
+    assert main(["summary", str(path), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)["claims"]
+    assert set(got) == set(C.IDS)
+    assert got[key]["verdict"] == verdict
+    assert set(got[key]) >= {"verdict", "ours", "paper", "note"}
+
+
+def test_summary_json_of_the_shipped_paper_cache_reports_the_printed_numbers(capsys):
+    assert main(["summary", str(ROOT / "cache" / "paper.duckdb"), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)["claims"]
+    for key in ("alignment", "overlap", "scaling", "lens"):
+        assert got[key]["verdict"] == C.REPORTED, key
+
+
+def test_summary_text_prints_the_claims_as_a_table(capsys):
+    assert main(["summary", str(ROOT / "cache" / "demo.duckdb")]) == 0
+    out = capsys.readouterr().out
+    table = out[out.index("Claims"):]
+    assert "alignment   holds" in table and "no data: published, sweep_bias, sweep_gap" in table
 
 
 @pytest.mark.parametrize("verdict", C.VERDICTS)

@@ -243,7 +243,7 @@ def test_shipped_caches_make_a_complete_site(shipped_site):
         for files in c["downloads"].values():
             assert all((shipped_site / c["folder"] / f).is_file() for f in files)
     assert "figure-scaling" in by_name["demo"]["charts"] and "sweep-loss-gap" in by_name["sweep"]["charts"]
-    assert len(manifest["tour"]) == 9 and "class='missing'>No cache" not in "".join(
+    assert len(manifest["tour"]) == 10 and "class='missing'>No cache" not in "".join(
         (shipped_site / p).read_text() for p in manifest["tour"])
 
 

@@ -1,4 +1,5 @@
-"""The Sweep page on a cache of the second protocol (parameter-matched arm, baselines, budget)."""
+"""The Sweep page on a cache of the third protocol (a widened parameter-matched arm, baselines, budget,
+stored learning-rate probes) and on an older cache."""
 
 from pathlib import Path
 
@@ -20,17 +21,25 @@ def build(cache_dir, losses: dict[int, tuple[float, float, float]], bigram: floa
         for seed, e in enumerate((-0.01, 0.0, 0.01)):
             cell = S.Cell(d, 4096, seed)
             pt, pu = S.llama_params(4096, d, 4), S.llama_params(4096, d, 4, tied=False)
-            layers = S.matched_layers(4096, d, 4)
+            f = S.matched_d_ff(4096, d, 4)
             row = {m: 0.5 for m in S.METRICS} | {
                 "d_model": d, "vocab_size": 4096, "seed": seed, "n_layers": 4, "steps": 100,
                 "linear_o_t": 0.8, "linear_i_t": 0.4, "overlap_t_o": 0.3, "overlap_t_i": 0.05,
+                "linear_o_t_in": 0.85 + e, "linear_i_t_in": 0.45, "cos_start_input_untied": 0.9,
                 "eval_loss_tied": lt + e, "eval_loss_untied": lu + e, "eval_loss_tied_matched": lm - e,
-                "params_tied": pt, "params_untied": pu, "params_tied_matched": S.llama_params(4096, d, layers),
-                "n_layers_matched": layers, "embedding_share_tied": 4096 * d / pt, "unigram_loss": 7.0,
-                "bigram_loss": bigram, "bigram_beta": 10.0, "tokens_seen": 102_400, "epochs": 0.4, "lr_tied": 3e-3,
-                "lr_untied": 3e-3, "lr_tied_matched": 1e-3, "seconds": 1.0}
+                "params_tied": pt, "params_untied": pu, "params_tied_matched": S.llama_params(4096, d, 4, d_ff=f),
+                "n_layers_matched": 4, "d_ff": 4 * d, "d_ff_matched": f, "embedding_share_tied": 4096 * d / pt,
+                "unigram_loss": 7.0, "bigram_loss": bigram, "bigram_beta": 10.0, "bigram_train_tokens": 500_000,
+                "tokens_seen": 102_400, "epochs": 0.4, "lr_tied": 3e-3, "lr_untied": 3e-3, "lr_tied_matched": 1e-3,
+                "seconds": 1.0}
             w.write_cell(cell.stage, {"stage": cell.stage}, "sweep", pd.DataFrame([row]),
                          {"d_model": d, "vocab_size": 4096, "seed": seed}, seconds=1.0)
+        probes = pd.DataFrame([{"d_model": d, "vocab_size": 4096, "arm": arm, "lr": lr, "seed": 0, "steps": 25,
+                                "loss": 6.0 + abs(lr - best) * 10}
+                               for arm, best in (("tied", 3e-3), ("untied", 3e-3), ("tied_matched", 1e-3))
+                               for lr in (1e-3, 3e-3, 1e-2)])
+        w.write_cell(f"sweep:lr:d{d}:v4096", {"d": d}, "lr_probe", probes, {"d_model": d, "vocab_size": 4096},
+                     seconds=0.0)
 
 
 def page(cache_dir, monkeypatch):
@@ -62,6 +71,17 @@ def test_the_page_draws_the_matched_gap_the_baselines_and_every_arm_s_parameters
     assert list(budget["lr matched"]) == ["0.001"] * 3
     loss = next(df.value for df in at.dataframe if "gap vs matched" in df.value.columns)
     assert loss["gap vs matched"].iloc[0] == "-0.100 ± 0.020"
+    # the verdicts drawn above their charts, decided on the drawn quantities
+    html = "\n".join(str(h.proto.body) for h in at.get("html"))
+    assert "✓ holds" in html and "O→T minus I→T (linear, in-sample)" in html
+    assert "feed-forward layers" in t and "deeper" not in t.split("Every cell")[0]
+    # how far I moved, the bigram's training tokens, the probes and their sensitivity band
+    assert "d=32 0.90" in t and "all 500,000 training tokens, 4.88x the 102,400" in t
+    assert "learning-rate sensitivity" in t
+    probes = next(df.value for df in at.dataframe if "probe steps" in df.value.columns)
+    assert len(probes) == 9 and list(probes.columns[-3:]) == ["lr 0.001", "lr 0.003", "lr 0.01"]
+    matched = probes[(probes["arm"] == "parameter-matched tied") & (probes["d_model"] == 32)].iloc[0]
+    assert matched["lr 0.001"].endswith(" *") and not matched["lr 0.003"].endswith("*")
 
 
 def test_an_old_cache_says_what_it_lacks(tmp_path, monkeypatch):

@@ -36,7 +36,7 @@ def test_the_url_knows_every_step():
     assert [s.number for s in tour.STEPS] == list(range(1, len(tour.STEPS) + 1))
 
 
-@pytest.mark.parametrize("pair,steps", [("demo", range(1, 10)), ("paper", range(1, 10)), ("sweep", range(1, 10))])
+@pytest.mark.parametrize("pair,steps", [("demo", range(1, 11)), ("paper", range(1, 11)), ("sweep", range(1, 11))])
 def test_every_step_renders_on_the_shipped_caches(monkeypatch, pair, steps):
     for n in steps:
         at = _tour(SHIPPED, monkeypatch, pair=pair, step=n)
@@ -51,26 +51,28 @@ def test_every_step_renders_on_the_shipped_caches(monkeypatch, pair, steps):
 def test_a_step_borrows_the_cache_that_holds_its_data(monkeypatch):
     at = _tour(SHIPPED, monkeypatch, pair="demo", step=8)  # the authors' measurements: the paper cache
     assert "From the cache 'paper'" in _text(at) and "✓ holds" in _html(at)
-    at = _tour(SHIPPED, monkeypatch, pair="demo", step=9)  # the sweep
-    assert "From the cache 'sweep'" in _text(at)
+    for n in (9, 10):  # the sweep's two claims, each its own step, verdict and chart
+        at = _tour(SHIPPED, monkeypatch, pair="demo", step=n)
+        assert "From the cache 'sweep'" in _text(at)
+        assert tour.step_at(n).claim in ("sweep_bias", "sweep_gap")
 
 
 def test_a_bad_step_falls_back_to_step_one_with_a_note(monkeypatch):
     at = _tour(SHIPPED, monkeypatch, pair="demo", step="12")
     assert not at.exception
-    assert "Step 1 of 9" in _html(at)
+    assert "Step 1 of 10" in _html(at)
     assert any("ignored the link's step='12'" in c.value for c in at.caption)
 
 
 def test_next_and_previous_write_the_step_to_the_url(monkeypatch):
     at = _tour(SHIPPED, monkeypatch, pair="demo", step=3)
     at.button(key="tour_next").click().run()
-    assert at.query_params["step"] == "4" and "Step 4 of 9" in _html(at)
+    assert at.query_params["step"] == "4" and "Step 4 of 10" in _html(at)
     at.button(key="tour_prev").click().run()
     at.button(key="tour_prev").click().run()
     assert at.query_params["step"] == "2"
     at.button(key="tour_prev").click().run()
-    assert "step" not in at.query_params and "Step 1 of 9" in _html(at)  # step 1 is the default: not written
+    assert "step" not in at.query_params and "Step 1 of 10" in _html(at)  # step 1 is the default: not written
     assert at.button(key="tour_prev").disabled
 
 
@@ -94,6 +96,33 @@ def test_a_cache_where_the_claim_fails_says_so(failing, monkeypatch):
     assert "✗ does not hold" in _html(at)
     at = _tour(failing, monkeypatch, pair="failing", step=3)  # its neighbours were not swapped
     assert "✓ holds" in _html(at)
+
+
+def test_toy_numbers_beside_the_paper_name_their_scale(monkeypatch):
+    """Every step that sets toy numbers beside the paper's says on the same screen that they come
+    from toys and at what scale (parameters, training tokens)."""
+    for n in (2, 3, 5, 6, 7):
+        html = _html(_tour(SHIPPED, monkeypatch, pair="demo", step=n))
+        assert "toy (1.57M/2.10M parameters, 0.26M training tokens)" in html, n
+    assert "toy sweep (" in _html(_tour(SHIPPED, monkeypatch, pair="demo", step=10))
+
+
+def test_the_example_token_shows_the_claim_on_the_map():
+    """Step 4's token: its T neighbours close to O's (overlap), spread in I's view of the map; the
+    app and the static site both call tour.example_token."""
+    from explorer import data, frame
+
+    ref = next(frame._ref(c) for c in data.caches(str(SHIPPED)) if c.name == "demo")
+    tok = tour.example_token(ref)
+    lists = tour.neighbour_lists(ref, tok, 10)
+    assert len(set(lists["T"]) & set(lists["O"])) > len(set(lists["T"]) & set(lists["I"]))
+    coords = data.umap(ref)
+    def spread(m):
+        view = coords[coords["matrix"] == m].set_index("token")[["x", "y"]]
+        nb = [t for t in data.neighbour_ids(ref, m)[tok, :10] if t in view.index]
+        scale = float((view.var().sum()) ** 0.5)
+        return float((((view.loc[nb] - view.loc[tok]) ** 2).sum(axis=1) ** 0.5).mean()) / scale
+    assert spread("I") > max(spread("T"), spread("O"))
 
 
 def test_the_overview_opens_on_the_verdicts(failing, monkeypatch):

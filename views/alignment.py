@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from explorer import charts, data, export, frame, state
+from explorer import charts, data, export, frame, state, tables
 from tying.cache.schema import DISPLAY_COMPARISONS, display_comparison
 
 ref = frame.current()
@@ -31,10 +31,17 @@ per_token = data.alignment(ref, method, split)
 if per_token.empty:
     st.stop()
 means = data.alignment_means(ref, method, split)
+s_all = data.summary(ref)
+seed_tag = " · seed 0" if tables.n_seeds(s_all) > 1 else ""
 cols = st.columns(3)
 for col, comp in zip(cols, DISPLAY_COMPARISONS):
     if comp in means:
-        col.metric(f"mean cosine {display_comparison(comp)}", f"{means[comp]:.3f}")
+        col.metric(f"mean cosine {display_comparison(comp)}{seed_tag}", f"{means[comp]:.3f}")
+metric = tables.SEED_METRICS.get((method, split))
+note = tables.one_seed_note(s_all, {display_comparison(c): metric.format(c=c) for c in ("O->T", "I->T")}
+                            if metric else {})
+if note:
+    st.caption(note)
 title = f"Per-token cosine, {state.METHOD_LABEL[method]} map, {split.replace('_', '-')}"
 export.show(lambda: (charts.cosine_histogram(per_token, title=title), per_token),
             f"alignment-{ref.name}-{method}-{split}", key="hist", spec_key=("hist", ref, method, split))

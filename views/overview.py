@@ -88,10 +88,13 @@ if s.get("overlap_at_10"):
     for col, (a, b) in zip(cols, MATRIX_PAIRS):
         p = pair_label(a, b)
         ref_val = (paper.get("table5") or {}).get(p)
-        col.metric(f"overlap@10 {p}", f"{s['overlap_at_10'].get(p) or 0:.3f}",
-                   help=f"{label}: {ref_val:.3f}" if ref_val is not None else None)
+        stat = tables.seed_stat(s, f"overlap@10 {p}")
+        seed0 = s['overlap_at_10'].get(p) or 0
+        # a several-seed toy lab: the mean over seeds (the claims' and the tour's figure), seed 0's beside it
+        col.metric(f"overlap@10 {p}" + (f" · mean of {stat[2]} seeds" if stat else ""),
+                   f"{stat[0] if stat else seed0:.3f}", help=f"{label}: {ref_val:.3f}" if ref_val is not None else None)
         caption = f"{label}: {ref_val:.3f}." if ref_val is not None else ""
-        caption += spread(f"overlap@10 {p}")
+        caption += f" ± {stat[1]:.3f} (sample std); seed 0's twins: {seed0:.3f}." if stat else ""
         if caption:
             col.caption(caption.strip())
     if label and (s.get("vocabulary") or {}).get("match") == "ids":

@@ -1,9 +1,12 @@
 """Sweep: when does untying pay off? The bias and the loss gap of matched twins against width."""
 
+import html
+
 import altair as alt
 import streamlit as st
 
-from explorer import charts, data, export, frame, state, tables
+from explorer import charts, data, export, frame, sections, state, tables
+from tying.cache import claims as claims_mod
 
 ref = frame.current_sweep()
 s = data.summary(ref)
@@ -13,11 +16,16 @@ st.title(f"Sweep · {ref.name}")
 st.markdown("The paper leaves open **when untying pays off**. Here tied and untied twins (same architecture, initial "
             "weights, batches and held-out text) are trained at several widths: does the tied matrix stay "
             "output-like, and where, if anywhere, does the untied twin reach a lower loss? The untied twin has "
-            "V x d more parameters than the tied one (at equal FLOPs per token), so a third arm, a deeper tied "
-            "model with the untied twin's parameter count, tells extra parameters from untying.")
+            "V x d more parameters than the tied one (at equal FLOPs per token), so a third arm, a tied model with "
+            "the untied twin's parameter count, tells extra parameters from untying"
+            + (": it keeps the twins' depth, width and V x d matrix and widens its feed-forward layers."
+               if s["sweep"] and s["sweep"][0].get("d_ff_matched") is not None else
+               " (in this cache, written before issue 29, a deeper tied model: its gap also measures what extra "
+               "depth does in a short run)."))
 seeds = max(c["n"] for c in cells)
 rows = s["sweep"]
-budget = (f"{min(r['tokens_seen'] for r in rows):,}-{max(r['tokens_seen'] for r in rows):,} tokens per arm"
+seen = sorted({int(r["tokens_seen"]) for r in rows if r.get("tokens_seen") is not None})
+budget = ((f"{seen[0]:,}" if len(seen) == 1 else f"{seen[0]:,}-{seen[-1]:,}") + " tokens per arm"
           if rows and rows[0].get("tokens_seen") is not None else
           f"{cfg.get('steps', '?')} steps x {(cfg.get('batch_size') or 0) * (cfg.get('context') or 0):,} tokens")
 st.caption(f"{len(rows)} runs: widths {', '.join(str(w) for w in sorted({c['d_model'] for c in cells}))}"
@@ -35,18 +43,43 @@ if matched:
     _, more = tables.sweep_crossings(points, x, "loss_gap_matched", "the parameter-matched tied model")
     sentences += more
 
-st.subheader("Does the tied matrix stay output-like?")
-st.markdown("Positive: T is closer to the untied **output** matrix than to the input matrix (the paper's bias).")
-export.show(lambda: (charts.sweep_lines(points, tables.SWEEP_SERIES["bias"], x=x, y_title="bias (mean over seeds)"),
-                     points), f"sweep-bias-{ref.name}-{x}", key="sweep_bias", spec_key=("sweep-bias", ref, x))
+verdicts = claims_mod.claims(s)
 
+
+def verdict_line(key: str) -> None:
+    c = verdicts[key]
+    st.html(f"<div style='line-height:1.45'>{sections.verdict_badge(c.verdict)} {html.escape(c.ours)}</div>")
+    st.caption(data.escape_markdown(c.note, entities=False))
+
+
+st.subheader("Does the tied matrix stay output-like?")
+st.markdown("Positive: T is closer to the untied **output** matrix than to the input matrix (the paper's bias). "
+            "The verdict is decided on the linear bias drawn here, per width, from its 95% interval.")
+verdict_line("sweep_bias")
+export.show(lambda: (charts.sweep_lines(points, tables.sweep_bias_series(points), x=x,
+                                        y_title="bias (mean over seeds)"), points),
+            f"sweep-bias-{ref.name}-{x}", key="sweep_bias", spec_key=("sweep-bias", ref, x))
+if "cos_start_input_untied" in points and points["cos_start_input_untied"].notna().any():
+    st.caption("How far the untied input matrix I moved from the initialisation it shares with T and O (mean "
+               "per-token cosine to its start; 1 = not moved): " + ", ".join(
+                   f"d={int(r.d_model)} {r.cos_start_input_untied:.2f}" for r in points.itertuples())
+               + ". Where I is still near its start, T being closer to O than to I says little about I.")
+
+probes = data.table(ref, "lr_probe") if data.has_rows(ref, "lr_probe") else None
+gap_series = tables.sweep_series(points, "gaps")
+bands = tables.sweep_lr_bands(points, probes, gap_series)
 st.subheader("Does untying pay off?")
 st.markdown("Loss gap = untied minus tied eval loss on the same held-out text. **Below zero, the untied twin is "
-            "ahead.**" + (" Beside it, the gap against the parameter-matched (deeper) tied model: below zero there, "
-                          "untying beats spending the same parameters on depth." if matched else ""))
-export.show(lambda: (charts.sweep_lines(points, tables.sweep_series(points, "gaps"), x=x, y_title="loss gap (nats)",
-                                        crossings=crossings), points),
-            f"sweep-loss-gap-{ref.name}-{x}", key="sweep_gap", spec_key=("sweep-gap", ref, x, matched))
+            "ahead.**" + (" Beside it, the gap against the parameter-matched tied model: below zero there, the "
+                          "untied twin is ahead of a tied model with as many parameters." if matched else ""))
+verdict_line("sweep_gap")
+export.show(lambda: (charts.sweep_lines(points, gap_series, x=x, y_title="loss gap (nats)", crossings=crossings,
+                                        bands=bands), points),
+            f"sweep-loss-gap-{ref.name}-{x}", key="sweep_gap", spec_key=("sweep-gap", ref, x, matched, len(bands)))
+if len(bands):
+    st.caption("Shaded: the learning-rate sensitivity of each gap: how far the probes' gap moves when one arm's rate "
+               "moves one step of the grid from its chosen rate (the probes are seed 0's shorter runs, so this is a "
+               "size, not an interval).")
 for line in sentences:
     st.markdown(line)
 st.caption("A crossing is named only between neighbouring points whose intervals both exclude zero on opposite "
@@ -75,6 +108,12 @@ if baselines:
 
     export.show(lambda: (loss_chart(), points), f"sweep-losses-{ref.name}-{x}", key="sweep_losses",
                 spec_key=("sweep-losses", ref, x))
+    fitted = [r.get("bigram_train_tokens") for r in rows if r.get("bigram_train_tokens")]
+    if fitted:
+        seen = max(r["tokens_seen"] for r in rows)
+        st.caption(f"The baselines are fitted on all {max(fitted):,} training tokens, {max(fitted) / seen:.2f}x the "
+                   f"{seen:,} each arm read: more text than the models saw, so a model above the bigram line is "
+                   "behind a baseline that read more.")
     behind = tables.sweep_behind_bigram(points)
     st.markdown("Not yet past bigram statistics (mean eval loss above the bigram's): " + "; ".join(behind) + "."
                 if behind else "Every arm's mean eval loss is below the bigram's at every width.")
@@ -82,11 +121,20 @@ if baselines:
 st.subheader("Every cell")
 st.caption("Table cells: mean ± sample standard deviation over seeds (the spread of the seeds, not the 95% interval "
            "of the mean that the charts and the sentences use). — : not in this cache.")
-st.markdown("**Bias**: does the tied matrix stay output-like? (Output share early: the output side's share of the "
-            "gradient over the first 10% of steps, with the authors' input proxy, the paper's quantity, and with the "
-            "exact input norm, a second figure.)")
+st.markdown("**Bias**: does the tied matrix stay output-like? (The linear map fitted and scored on every token, the "
+            "paper's protocol; I cosine to start: how far the untied input matrix moved from its initialisation; "
+            "output share early: the output side's share of the gradient over the first 10% of steps, with the "
+            "authors' input proxy, the paper's quantity.)")
 frame.table(tables.sweep_table(cells, "bias"), pin=2)  # vocabulary and width stay in view on a phone
 st.markdown("**Loss**: does untying pay off?")
 frame.table(tables.sweep_table(cells, "loss"), pin=2)
-st.markdown("**Budget**: every arm's parameters, the tokens each arm read and its learning rate")
+st.markdown("**Budget**: every arm's parameters, feed-forward width and learning rate")
 frame.table(tables.sweep_table(cells, "budget"), pin=2)
+st.markdown("**Second figures**: the linear map fitted on 80% of the tokens and scored on the rest, the output "
+            "share with the exact input norm, and the tokens each arm read")
+frame.table(tables.sweep_table(cells, "second"), pin=2)
+if probes is not None:
+    st.markdown("**Learning-rate probes**: each arm's validation loss (nats) after a probe run of seed 0 at every rate "
+                "of the grid; * the chosen rate, the probe minimum. The probes train on the training tokens less "
+                "their last 5% and score that 5% (the validation split); the evaluation windows lie after it.")
+    frame.table(tables.lr_probe_table(probes), pin=3)

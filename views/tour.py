@@ -70,7 +70,7 @@ else:
                         spec_key=("tour-setup",), downloads=False)
         else:
             fig = figures.BY_NAME[step.figure]
-            build = (lambda: figures.projection(source, token=example, view_size=205)) if fig.name == (
+            build = (lambda: tour.step_figure(step, source, view_size=205)) if fig.name == (
                 "projection-umap") else (lambda: tour.fit_height(*fig.build(source)))  # one slide, no scrolling
             export.show(build, f"{fig.name}-{source.name}", key="tour_chart",
                         spec_key=("tour", step.figure, source, example), downloads=False)

@@ -163,7 +163,9 @@ def build_synthetic_cache(cache_dir, name: str = "synthetic", *, n_tokens: int =
                                      "method": method, "mean_cosine": val + offset})
         seeds = [{"seed": seed_i, "metric": metric, "value": value + 0.01 * seed_i}
                  for seed_i in range(3)
-                 for metric, value in (("output share early", 0.62), ("O->T linear held-out", 0.8),
+                 for metric, value in (("output share early", 0.62), ("output share early (proxy input)", 0.64),
+                                       ("O->T linear in-sample", 0.85), ("I->T linear in-sample", 0.55),
+                                       ("O->T linear held-out", 0.8),
                                        ("I->T linear held-out", 0.5), ("overlap@10 T~O", 0.4),
                                        ("overlap@10 T~I", 0.1))]
         w.write_stage("training", {}, {"runs": pd.DataFrame(runs), "train_log": pd.concat(logs),

@@ -327,7 +327,10 @@ def training_summary(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
                        "FROM seed_metrics GROUP BY metric ORDER BY metric")
     out["seeds"] = {r["metric"]: {"n": int(r["n"]), "mean": _num(r["mean"]), "std": _num(r["std"])}
                     for r in sm.to_dict("records")}
-    out["directions"] = seed_directions(query_df(con, "SELECT seed, metric, value FROM seed_metrics"))
+    per_seed = query_df(con, "SELECT seed, metric, value FROM seed_metrics ORDER BY metric, seed")
+    out["seed_values"] = {m: {str(int(r.seed)): _num(r.value) for r in g.itertuples()}
+                          for m, g in per_seed.groupby("metric", sort=True)}
+    out["directions"] = seed_directions(per_seed)
     return out
 
 
@@ -338,8 +341,10 @@ def sweep_summary(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     rows = query_df(con, "SELECT * FROM sweep ORDER BY vocab_size, d_model, seed")
     if not len(rows):
         return {}
-    ints = ("d_model", "vocab_size", "seed", "n_layers", "steps", "params_tied", "params_untied")
-    return {"sweep": [{k: int(v) if k in ints else _num(v) for k, v in r.items()} for r in rows.to_dict("records")],
+    ints = ("d_model", "vocab_size", "seed", "n_layers", "steps", "params_tied", "params_untied",
+            "params_tied_matched", "n_layers_matched", "tokens_seen", "d_ff", "d_ff_matched", "bigram_train_tokens")
+    return {"sweep": [{k: int(v) if k in ints and v is not None and not pd.isna(v) else _num(v)
+                       for k, v in r.items()} for r in rows.to_dict("records")],
             "sweep_cells": sweep_cells(rows)}
 
 
