@@ -163,7 +163,7 @@ def setup_diagram(presentation: bool = False) -> alt.LayerChart:
         width="container", height=300, title="Which gradients reach the embedding matrices")
 
 
-SLIDE_PLOT_HEIGHT = 250  # a tour chart's plot height (presentation mode draws it 1.5x): one screen, no scrolling
+SLIDE_PLOT_HEIGHT = 225  # a tour chart's plot height (presentation mode draws it 1.5x): one screen, no scrolling
 
 
 def fit_height(chart, frame_data, height: int = SLIDE_PLOT_HEIGHT):

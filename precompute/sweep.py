@@ -85,7 +85,7 @@ class SweepConfig(TwinSettings):
                                             "holds is read in epochs, printed and recorded")
     lr_grid: list[float] | None = option(None, shown=_by_quick("lr_grid"), help="peak learning rates to try per "
                                          "width and arm (probe runs of seed 0 scored on the validation split, the "
-                                         "last 5%% of the training tokens; disjoint from the evaluation windows; "
+                                         "last 5 percent of the training tokens; disjoint from the evaluation windows; "
                                          "one value: no probes, that rate everywhere)")
     lr_probe: float = option(0.25, help="share of a cell's steps each learning-rate probe run takes")
     executor: str | None = option(None, choices=("local", "slurm"), shown="none (train here, in this process)",

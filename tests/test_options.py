@@ -167,13 +167,14 @@ def test_the_shipped_caches_stay_valid_for_the_default_commands():
     assert isinstance(demo, DemoConfig)
     assert DemoRun(demo).training_params(training["corpus_sha256"]) == training
     cell = recorded("sweep.duckdb", "sweep:d32:v4096:s0")
-    # the shipped sweep is the README's rebuild command (issue 20, protocol 2): that command gives
+    # the shipped sweep is the README's rebuild command (issue 29, protocol 3): that command gives
     # exactly the parameters its cells were recorded with, so a rerun of it trains nothing again
     sweep = parsed(["sweep", "--force", "--max-chars", "2100000", "--tokens", "330000",
-                    "--lr-grid", "1e-3,3e-3,1e-2,3e-2"])
+                    "--lr-grid", "1e-3,3e-3,1e-2,3e-2,1e-1"])
     assert isinstance(sweep, SweepConfig)
     now = cell_params(sweep, Cell(32, 4096, 0), cell["corpus_sha256"])
-    assert now == cell and now["protocol"] == 2
+    assert now == cell and now["protocol"] == 3
+    assert "--lr-grid 1e-3,3e-3,1e-2,3e-2,1e-1" in (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def test_markdown_tables_mark_required_options():

@@ -63,7 +63,7 @@ if step.claim is not None and source is None:
             f"toy lab with `{frame.DEMO_COMMAND}`" + (" or the sweep with `python -m precompute sweep`."
                                                      if step.needs == "sweep" else "."))
 else:
-    chart_col, verdict_col = st.columns([3, 1.15], gap="medium")
+    chart_col, verdict_col = st.columns([2.5, 1.4], gap="medium")
     with chart_col:
         if step.figure is None:
             export.show(lambda: (tour.setup_diagram(big), None), "tour-setup", key="tour_chart",
@@ -74,6 +74,8 @@ else:
                 "projection-umap") else (lambda: tour.fit_height(*fig.build(source)))  # one slide, no scrolling
             export.show(build, f"{fig.name}-{source.name}", key="tour_chart",
                         spec_key=("tour", step.figure, source, example), downloads=False)
+        # how to read the chart, under it: the verdict's column keeps the verdict and its numbers
+        st.html(f"<div class='tour-read'><b>How to read it.</b> {html.escape(step.read)}</div>")
     with verdict_col:
         if claim is not None:
             colour, sign = sections.VERDICT_STYLE[claim.verdict]
@@ -85,7 +87,6 @@ else:
                 st.caption(data.escape_markdown(claim.note, entities=False))
         else:
             st.markdown("T = tied matrix · I = untied input · O = untied output.")
-        st.html(f"<div class='tour-read'><b>How to read it.</b> {html.escape(step.read)}</div>")
         if example is not None and step.slug == "neighbours":
             lists = tour.neighbour_lists(source, example)
             shown = data.tokens(source).at[example, "shown"]
