@@ -360,9 +360,23 @@ def test_the_shipped_sweep_cache_renders_and_reads_as_the_readme_says(monkeypatc
     s = summarize(open_cache(root / "sweep.duckdb"))
     assert s["kind"] == "sweep" and {c["d_model"] for c in s["sweep_cells"]} >= {32, 64, 128, 256}
     assert all(c["n"] >= 3 for c in s["sweep_cells"])
-    # rebuilt with issue 20's protocol: every row has the matched arm within 2% and the baselines
+    # rebuilt with issue 29's protocol: every row has the matched arm within 2% (the twins' depth, wider
+    # feed-forward layers), the baselines and the keys of the third protocol
     assert all(abs(r["params_tied_matched"] - r["params_untied"]) <= 0.02 * r["params_untied"] for r in s["sweep"])
     assert all(r["bigram_loss"] < r["unigram_loss"] and r["tokens_seen"] > 0 for r in s["sweep"])
+    for r in s["sweep"]:
+        assert r["n_layers_matched"] == r["n_layers"] and r["d_ff_matched"] > r["d_ff"] == 4 * r["d_model"], r
+        assert r["cos_start_input_untied"] is not None and r["linear_o_t_in"] is not None
+        assert r["bigram_train_tokens"] > r["tokens_seen"]
+    # every probe stored: at least 3 rates per width and arm, the chosen rate the probe minimum
+    con = open_cache(root / "sweep.duckdb")
+    probes = con.execute("SELECT * FROM lr_probe").df()
+    con.close()
+    for (d, arm), g in probes.groupby(["d_model", "arm"]):
+        assert g["lr"].nunique() >= 3, (d, arm)
+        chosen = {r[f"lr_{arm}"] for r in s["sweep"] if r["d_model"] == d}
+        assert chosen == {float(g.loc[g["loss"].idxmin(), "lr"])}, (d, arm)
+    assert set(probes["arm"]) == {"tied", "untied", "tied_matched"}
     at = _app(root, monkeypatch, "sweep")
     assert not at.exception and not at.error and len(at.get("vega_lite_chart")) == 3  # bias, gaps, losses
     assert any(m.value.startswith("Vocabulary 4,096:") for m in at.markdown)
