@@ -421,7 +421,7 @@ class _Builder:
     # -- the tour
 
     def tour(self) -> None:
-        from explorer import figures, tour
+        from explorer import tour
 
         steps = tour.STEPS
         n = len(steps)

@@ -178,7 +178,7 @@ def test_a_cache_without_the_placed_column_reads_as_all_fitted(tmp_path):
     import duckdb
     import pandas as pd
 
-    from tying.cache.schema import TABLES
+    from tying.cache.schema import SCHEMA_VERSION, TABLES
     from tying.cache.store import CacheWriter, has_column, open_cache
     from tying.cache.summary import projection_text, summarize
 
@@ -212,7 +212,7 @@ def test_a_cache_without_the_placed_column_reads_as_all_fitted(tmp_path):
     try:
         assert has_column(con, "umap", "placed")
         u = summarize(con)["umap"]
-        assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "3"
+        assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
     finally:
         con.close()
     assert (u["n_fitted"], u["n_placed"]) == (4, 2)
