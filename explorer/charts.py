@@ -686,9 +686,13 @@ def sweep_lines(df: pd.DataFrame, series: dict[str, str], *, x: str = "d_model",
         b = bands.merge(df[["vocab_size", "d_model", x]].drop_duplicates() if x != "d_model" else
                         df[["vocab_size", "d_model"]].drop_duplicates(), on=["vocab_size", "d_model"])
         b["vocabulary"] = b["vocab_size"].map(lambda v: f"V={v:,}")
-        layers.insert(0, alt.Chart(b).mark_area(opacity=0.18).encode(
-            y="lo:Q", y2="hi:Q", tooltip=["series", alt.Tooltip("lo:Q", format=".3f", title="band low"),
-                                          alt.Tooltip("hi:Q", format=".3f", title="band high")], **enc))
+        band_enc = {k: v for k, v in enc.items() if k != "color"}  # no colour channel: the legend stays the lines'
+        for label, colour in zip(labels, palette):
+            sub = b[b["series"] == label]
+            if len(sub):
+                layers.insert(0, alt.Chart(sub).mark_area(opacity=0.18, color=colour).encode(
+                    y="lo:Q", y2="hi:Q", tooltip=["series", alt.Tooltip("lo:Q", format=".3f", title="band low"),
+                                                  alt.Tooltip("hi:Q", format=".3f", title="band high")], **band_enc))
     if crossings is not None and len(crossings):
         cr = crossings.rename(columns={"x": x})
         layers.append(alt.Chart(cr).mark_rule(color=NEUTRAL, strokeDash=[6, 3], size=2).encode(
