@@ -639,7 +639,7 @@ SWEEP_X = {"d_model": ("width d_model (log scale)", "log"),
 
 def sweep_lines(df: pd.DataFrame, series: dict[str, str], *, x: str = "d_model", title: str = "",
                 y_title: str = "", crossings: pd.DataFrame | None = None,
-                bands: pd.DataFrame | None = None) -> alt.LayerChart:
+                bands: pd.DataFrame | None = None, y_include=()) -> alt.LayerChart:
     """Mean over seeds against width (or embedding share) with 95% whiskers, a zero line, and
     a dashed rule at each named crossing.
 
@@ -647,7 +647,8 @@ def sweep_lines(df: pd.DataFrame, series: dict[str, str], *, x: str = "d_model",
     ``series`` (column -> legend label) ``c`` (mean) and ``c_half`` (95% half-width; inf or
     NaN: no whisker). ``crossings``: vocab_size, x (the crossing's position), label. ``bands``:
     vocab_size, d_model, series (a label), lo, hi: a shaded band per series (the learning-rate
-    sensitivity), in the series' colour.
+    sensitivity), in the series' colour. ``y_include``: more values the y range must hold
+    (reference lines a caller layers on).
     """
     rows = []
     for col, label in series.items():
@@ -674,8 +675,14 @@ def sweep_lines(df: pd.DataFrame, series: dict[str, str], *, x: str = "d_model",
     enc = dict(x=xenc, color=colour, detail="vocabulary:N")
     tip = ["series", "vocabulary", alt.Tooltip(f"{x}:Q", format=".3~g"), alt.Tooltip("mean:Q", format=".4f"),
            alt.Tooltip("half:Q", format=".4f", title="95% half-width")]
+    # the y range holds every mean, whisker, band and zero, with a margin: nothing sits on the frame
+    ys = [0.0, *d["mean"].dropna(), *d["lo"].dropna(), *d["hi"].dropna(), *y_include]
+    if bands is not None and len(bands):
+        ys += [*bands["lo"].dropna(), *bands["hi"].dropna()]
+    y_lo, y_hi = float(min(ys)), float(max(ys))
+    pad = 0.08 * ((y_hi - y_lo) or 1.0)
     line = alt.Chart(d).mark_line(point=alt.OverlayMarkDef(size=60)).encode(
-        y=alt.Y("mean:Q", title=y_title), tooltip=tip,
+        y=alt.Y("mean:Q", title=y_title, scale=alt.Scale(domain=[y_lo - pad, y_hi + pad], nice=False)), tooltip=tip,
         **_runs_dashed("vocabulary", sorted(d["vocabulary"].unique(), key=lambda v: int(v[2:].replace(",", ""))),
                        "vocabulary"), **enc)
     whiskers = alt.Chart(d[d["lo"].notna()]).mark_rule(strokeWidth=2, opacity=0.7).encode(

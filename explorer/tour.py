@@ -68,8 +68,9 @@ STEPS: tuple[Step, ...] = (
          "minus T~I. Above zero T is output-like; only intervals clear of zero support a claim.", "sweep", "sweep"),
     Step(10, "sweep-gap", "Beyond the paper: does untying pay off?", "sweep_gap", "sweep-loss-gap",
          "Each point is a loss gap at one width, the mean over seeds, whiskers 95% intervals: untied minus tied, "
-         "and untied minus a tied model with as many parameters. Below zero the untied model is ahead; only "
-         "intervals clear of zero support a claim.", "sweep", "sweep"),
+         "and untied minus a tied model with as many parameters; shaded, how far a gap moves when one arm's "
+         "learning rate moves one step. Below zero the untied model is ahead; only intervals clear of zero "
+         "support a claim.", "sweep", "sweep"),
 )
 BY_SLUG = {s.slug: s for s in STEPS}
 

@@ -100,7 +100,8 @@ if baselines:
     refs["label"] = refs["baseline"].str.replace("_loss", "") + " " + refs["loss"].map("{:.2f}".format)
 
     def loss_chart():
-        lines = charts.sweep_lines(points, tables.sweep_series(points, "losses"), x=x, y_title="eval loss (nats)")
+        lines = charts.sweep_lines(points, tables.sweep_series(points, "losses"), x=x, y_title="eval loss (nats)",
+                                   y_include=list(refs["loss"]))
         rule = alt.Chart(refs).mark_rule(color="#888", strokeDash=[2, 2]).encode(y="loss:Q", tooltip=["label:N"])
         text = alt.Chart(refs).mark_text(align="left", dy=-6, color="#666").encode(
             y="loss:Q", x=alt.value(4), text="label:N")
