@@ -690,8 +690,8 @@ def sweep_lines(df: pd.DataFrame, series: dict[str, str], *, x: str = "d_model",
     zero = alt.Chart(pd.DataFrame({"y": [0.0]})).mark_rule(color=NEUTRAL, strokeDash=[4, 4]).encode(y="y:Q")
     layers = [zero, whiskers, line]
     if bands is not None and len(bands):
-        b = bands.merge(df[["vocab_size", "d_model", x]].drop_duplicates() if x != "d_model" else
-                        df[["vocab_size", "d_model"]].drop_duplicates(), on=["vocab_size", "d_model"])
+        b = bands.merge(df[list(dict.fromkeys(["vocab_size", "d_model", x]))].drop_duplicates(),
+                        on=["vocab_size", "d_model"])
         b["vocabulary"] = b["vocab_size"].map(lambda v: f"V={v:,}")
         band_enc = {k: v for k, v in enc.items() if k != "color"}  # no colour channel: the legend stays the lines'
         for label, colour in zip(labels, palette):

@@ -54,14 +54,11 @@ if s.get("kind") == "published":
 label = tables.paper_label(s)
 if s.get("scale"):
     st.info("**Scale.** " + s["scale"]["line"] + ". The toy lab shows the mechanism, not the paper's magnitudes.")
-seed_stats = s.get("seeds") or {}
 
 
 def spread(metric: str) -> str:
-    v = seed_stats.get(metric)
-    if not v or v["n"] < 2:
-        return ""
-    return f" Over {v['n']} seeds: {v['mean']:.3f} ± {v['std']:.3f} (mean ± sample std)."
+    stat = tables.seed_stat(s, metric)
+    return f" Over {stat[2]} seeds: {stat[0]:.3f} ± {stat[1]:.3f} (mean ± sample std)." if stat else ""
 
 
 if s.get("alignment"):
@@ -149,7 +146,7 @@ if prov:
     seed_metric = "output share early (proxy input)" if b["input"] == "proxy" else "output share early"
     st.markdown(text + spread(seed_metric).replace("Over", " Early share over"))
 
-if seed_stats and max(v["n"] for v in seed_stats.values()) > 1:
+if tables.n_seeds(s) > 1:
     sections.across_seeds(s, "Each seed trains its own twins (same settings, other initial weights and batches). "
                              "Mean and sample standard deviation over seeds, and whether each of the paper's "
                              "directions holds in every seed.")

@@ -99,13 +99,13 @@ class Decision:
         return base
 
 
-def t_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
-    """(mean, lo, hi): the two-sided t-interval of the mean of ``values`` (at least two)."""
-    from tying.analysis.sweep import t_quantile
+def t_interval(values: Sequence[float]) -> tuple[float, float, float]:
+    """(mean, lo, hi): the 95% t-interval of the mean of ``values`` (at least two), the sweep's
+    :func:`tying.analysis.sweep.half_width`."""
+    from tying.analysis.sweep import half_width
 
     x = np.asarray(values, dtype=float)
-    mean = float(x.mean())
-    half = t_quantile(len(x), level) * float(x.std(ddof=1)) / math.sqrt(len(x))
+    mean, half = float(x.mean()), half_width(float(x.std(ddof=1)), len(x))
     return mean, mean - half, mean + half
 
 
@@ -186,10 +186,9 @@ def _per_seed(s: dict, metric: str) -> dict[int, float]:
     return {int(k): v for k, v in ((s.get("seed_values") or {}).get(metric) or {}).items() if v is not None}
 
 
-def _paired(s: dict, big: str, small: str | float) -> tuple[list[float], dict[int, float], dict[int, float]]:
+def _paired(s: dict, big: str, small: str) -> tuple[list[float], dict[int, float], dict[int, float]]:
     """Per-seed differences big - small over the seeds that have both, and the two series."""
-    a = _per_seed(s, big)
-    b = _per_seed(s, small) if isinstance(small, str) else dict.fromkeys(a, float(small))
+    a, b = _per_seed(s, big), _per_seed(s, small)
     seeds = sorted(set(a) & set(b))
     return [a[k] - b[k] for k in seeds], {k: a[k] for k in seeds}, {k: b[k] for k in seeds}
 
@@ -292,8 +291,8 @@ def gradient(s: dict) -> Claim:
     ps = (s.get("paper") or {}).get("output_share")
     paper = f"{_paper_label(s)}: {ps['early']:.1%} over steps 1-{ps['early_steps']:,} (the authors' input proxy)" \
         if ps else ""
-    proxy, _, _ = _paired(s, "output share early (proxy input)", 0.0)
-    exact, _, _ = _paired(s, "output share early", 0.0)
+    proxy = list(_per_seed(s, "output share early (proxy input)").values())
+    exact = list(_per_seed(s, "output share early").values())
     prov = s.get("gradient_provenance") or {}
     run = _first_tied_run(prov)
     early_steps = (prov.get(run) or {}).get("early_steps", 0) if run else 0
