@@ -14,7 +14,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from explorer import data, frame, pack, state
+from explorer import data, frame, state
+from explorer.render import pack
 
 HERE = Path(__file__).resolve().parent
 

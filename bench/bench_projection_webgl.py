@@ -61,7 +61,8 @@ def sizes(cache: Path) -> dict:
     import duckdb
     import pydeck as pdk
 
-    from explorer import charts, deck
+    from explorer import deck
+    from explorer.render import charts
 
     con = duckdb.connect(str(cache), read_only=True)
     coords = con.execute("SELECT matrix, token, x, y FROM umap ORDER BY matrix, token").df()

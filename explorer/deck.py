@@ -51,8 +51,8 @@ import streamlit as st
 from pydeck.bindings.json_tools import default_serialize
 
 from explorer import data
-from explorer import raster as rastering
-from explorer.charts import HIGHLIGHT, PALETTE, PROJECTION_ORDER
+from explorer.render import raster as rastering
+from explorer.render.charts import HIGHLIGHT, PALETTE, PROJECTION_ORDER
 
 VEGA_MAX_TOKENS = 25_000
 """Most projected tokens the Projection page draws with Vega (and today's sampling slider);

@@ -7,7 +7,8 @@ from typing import Any
 
 import streamlit as st
 
-from explorer import frame, tables
+from explorer import frame
+from explorer.render import tables
 from tying.cache import claims as claims_mod
 
 

@@ -8,7 +8,6 @@ app's sidebar offers the same pack as a zip.
 
 from __future__ import annotations
 
-import logging
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,28 +43,10 @@ class FiguresConfig:
             raise UserError(f"--scale must be above 0, got {self.scale:g}")
 
 
-def _errors_only(record: logging.LogRecord) -> bool:
-    return record.levelno >= logging.ERROR
-
-
-def quiet_readers() -> None:
-    """Outside a Streamlit server the app's readers keep their caches in memory, and Streamlit says
-    so once per cached reader as the module is imported: no news to a command that renders a
-    cache. Call before importing ``explorer``. A filter (Streamlit resets its loggers' levels),
-    added once however many runs."""
-    from streamlit import logger
-
-    for name in ("streamlit.runtime.caching.cache_data_api", "streamlit.runtime.caching.cache_resource_api"):
-        log = logger.get_logger(name)
-        if _errors_only not in log.filters:
-            log.addFilter(_errors_only)
-
-
 def run_figures(cfg: FiguresConfig) -> None:
     from tqdm import tqdm
 
-    quiet_readers()
-    from explorer import pack
+    from explorer.render import pack
 
     ref = pack.open_ref(resolve_cache(cfg.cache, cfg.cache_dir))
     out = Path(cfg.out) if cfg.out else Path("figures") / ref.name

@@ -7,8 +7,8 @@ as an HTML table, the figure pack's files under ``<cache>/downloads/``, and for 
 most :data:`SEARCH_MAX_TOKENS` tokens a token search (``<cache>/tokens.html``: a token's
 nearest neighbours in T, I and O).
 
-The charts are the app's: the same builders (:mod:`explorer.figures`, :mod:`explorer.tour`)
-and the same styled spec (:func:`explorer.export.vega_lite_spec`). Everything a page needs
+The charts are the app's: the same builders (:mod:`explorer.render.figures`, :mod:`explorer.render.tour`)
+and the same styled spec (:func:`explorer.render.spec.vega_lite_spec`). Everything a page needs
 sits beside it: the Vega, Vega-Lite and vega-embed bundle that vl-convert ships, written once
 to ``assets/vega.js`` as a classic script (Chromium refuses module scripts and ``fetch()`` from
 ``file://``), and each chart's spec with its data in a ``.js`` file loaded by a ``<script
@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Any
 
 from precompute import site_assets
-from precompute.figures import quiet_readers
 from precompute.options import option
 from precompute.report import resolve_cache
 from tying.cache.claims import VERDICT_STYLE
@@ -98,8 +97,7 @@ def run_site(cfg: SiteConfig) -> None:
 
 def open_caches(caches: list[str], cache_dir: str) -> list:
     """The caches as the app's CacheRefs, each checked to open; a UserError names the first that does not."""
-    quiet_readers()
-    from explorer import pack
+    from explorer.render import pack
 
     refs = [pack.open_ref(resolve_cache(c, cache_dir), f" (give a cache file or a name in --cache-dir '{cache_dir}')")
             for c in caches]
@@ -248,9 +246,9 @@ class _Builder:
     def chart_file(self, rel: str, key: str, chart, presentation: bool) -> bool:
         """Write ``rel`` (.js) registering the chart's styled spec under ``key``; whether the chart
         fits its column's width (else it has a width of its own, e.g. side-by-side panels)."""
-        from explorer import export
+        from explorer.render.spec import vega_lite_spec
 
-        spec = json.loads(export.vega_lite_spec(chart, presentation=presentation))
+        spec = json.loads(vega_lite_spec(chart, presentation=presentation))
         spec["datasets"] = {name: _packed(rows) for name, rows in (spec.get("datasets") or {}).items()}
         fits = getattr(chart, "width", None) == "container"
         if fits:
@@ -263,7 +261,7 @@ class _Builder:
     # -- the whole site
 
     def build(self) -> dict[str, Any]:
-        from explorer import data
+        from explorer.render import read as data
         from tying.cache.claims import claims
 
         t0 = time.perf_counter()
@@ -304,7 +302,7 @@ class _Builder:
     # -- one cache
 
     def cache_figures(self, c: _Cache) -> None:
-        from explorer import figures
+        from explorer.render import figures
 
         c.figures = figures.available(c.ref)
         for fig in c.figures:
@@ -324,7 +322,7 @@ class _Builder:
         """The figure pack of this cache under ``<cache>/downloads/``, grouped by figure."""
         if not self.formats:
             return
-        from explorer.pack import write_pack
+        from explorer.render.pack import write_pack
 
         dest = self.root / c.folder / "downloads"
         pack = write_pack(c.ref, dest, formats=self.formats, scale=2.0, presentation=self.presentation)
@@ -372,7 +370,7 @@ class _Builder:
 
     def searchable(self, c: _Cache) -> bool:
         """Whether the cache gets a token search: neighbour lists of every token, at most SEARCH_MAX_TOKENS."""
-        from explorer import data
+        from explorer.render import read as data
         from tying.cache.schema import MATRICES
 
         try:
@@ -389,7 +387,7 @@ class _Builder:
 
     def token_search(self, c: _Cache) -> None:
         """``<cache>/tokens.html`` and its data file (the shown text of every token, its neighbour ids)."""
-        from explorer import data
+        from explorer.render import read as data
         from tying.cache.schema import MATRICES, MATRIX_NAMES
 
         toks = data.tokens(c.ref)
@@ -421,7 +419,7 @@ class _Builder:
     # -- the tour
 
     def tour(self) -> None:
-        from explorer import tour
+        from explorer.render import tour
 
         steps = tour.STEPS
         n = len(steps)
@@ -635,7 +633,7 @@ _NUMBER = re.compile(r"^[-−+]?[0-9][0-9.,]*( ± [0-9.,]+)?%?$")
 def _table_html(df) -> str:
     """A table as the figure pack writes its cells (explorer.pack.formatted: 3 decimals, whole
     numbers for a column of them, "—" for none), escaped; columns of numbers right-aligned."""
-    from explorer.pack import formatted
+    from explorer.render.pack import formatted
 
     cells = formatted(df)
     numeric = {c: all(v == "—" or _NUMBER.match(v) for v in cells[c]) and any(v != "—" for v in cells[c])

@@ -173,7 +173,7 @@ def test_error_states(tmp_path, monkeypatch, caches):
 def test_presentation_mode_enlarges_chart_fonts():
     import altair as alt
 
-    from explorer.charts import style
+    from explorer.render.charts import style
 
     chart = alt.Chart(pd.DataFrame({"x": [1]})).mark_point().encode(x="x")
     small = style(chart).to_dict()["config"]["axis"]["labelFontSize"]
@@ -183,7 +183,8 @@ def test_presentation_mode_enlarges_chart_fonts():
 
 def test_exports_render_png_svg(caches):
 
-    from explorer import charts, export
+    from explorer import export
+    from explorer.render import charts
 
     df = pd.DataFrame({"comparison": ["O->T"] * 50 + ["I->T"] * 50,
                        "cosine": np.r_[np.linspace(0.5, 1, 50), np.linspace(-0.1, 0.4, 50)]})
@@ -318,7 +319,7 @@ def test_density_is_side_by_side_and_says_so(caches, monkeypatch):
 
 
 def test_overlaid_projection_names_the_matrix_of_each_label():
-    from explorer import charts
+    from explorer.render import charts
 
     df = pd.DataFrame({"matrix": list("TIO"), "token": [1, 1, 1], "x": [0.0, 1.0, 2.0], "y": [0.0, 1.0, 2.0],
                        "shown": ["cat"] * 3})

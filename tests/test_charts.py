@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from explorer import charts, data, export, tables
+from explorer import data, export
+from explorer.render import charts, tables
 
 CACHE = Path(__file__).resolve().parent.parent / "cache"
 LEGEND_CHANNELS = ("color", "strokeDash", "shape")

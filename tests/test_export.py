@@ -8,6 +8,7 @@ import pandas as pd
 import pyarrow as pa
 
 from explorer import export
+from explorer.render.spec import vega_lite_spec
 
 
 def _chart(df):
@@ -102,6 +103,6 @@ def test_a_chart_at_its_containers_width_keeps_its_plot_height_under_a_legend():
     assert spec["autosize"] == {"type": "fit-x", "contains": "padding"} and spec["height"] == 200
     # legends under the plot side by side, stacked on a narrow one (a phone): a signal of the width
     assert "width <" in spec["config"]["legend"]["layout"]["bottom"]["direction"]["signal"]
-    assert "layout" in json.loads(export.vega_lite_spec(_chart(df)))["config"]["legend"]  # the files too
+    assert "layout" in json.loads(vega_lite_spec(_chart(df)))["config"]["legend"]  # the files too
     fixed = export.wire_spec(_chart(df).properties(width=300))
     assert "autosize" not in fixed  # a fixed width: Streamlit's own sizing

@@ -18,7 +18,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from explorer import data, figures, pack
+from explorer import data
+from explorer.render import figures, pack
 from precompute.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -46,21 +46,10 @@ CHILD_PROCESSES = {
 """App modules that start the writer (precompute) as a child process, and why: not an
 import, but an edge from the reader to the writer all the same. A new one must be listed."""
 
-READ_SIDE_RENDERERS = {
-    "precompute.figures": "the figure pack (`python -m precompute figures`) draws every figure with the app's own "
-                          "registry and chart builders, so a file shows what a page shows; it reads a cache, "
-                          "writes no cache",
-    "precompute.site": "the static site (`python -m precompute site`) draws the same figures, read-side as well",
-}
-"""Writer modules that are read-side renderers and may import the app's figure code (only
-``APP_FIGURE_MODULES``), and why: an edge from the writer into the reader, listed like the
-child processes above. The app itself never imports them."""
-
-APP_FIGURE_MODULES = {"explorer", "explorer.figures", "explorer.pack", "explorer.tour", "explorer.export",
-                      "explorer.data"}
-"""What a read-side renderer may import from the app: the figure registry and the pack; the
-static site also the tour, the styled spec the pages draw (export) and the readers behind them
-(data: the caches it opens, the token search's neighbour lists)."""
+RENDER = "explorer.render"
+"""The render layer: the cache readers, chart builders, tables, figure registry, figure pack,
+spec export and tour, with no Streamlit. The app draws with it, and the writer's read-side
+commands (the figure pack, the static site) import it and nothing else of the app."""
 
 _LAUNCH_MODULES = ("subprocess", "multiprocessing", "runpy", "pty")
 _LAUNCH_OS = re.compile(r"^(system|popen|exec\w*|spawn\w*|posix_spawn\w*|fork\w*)$")
@@ -148,9 +137,22 @@ def test_layers_point_one_way():
             if top in APP:
                 assert dep_top != "precompute", f"the app's {name} imports the writer {dep}"
             if top == "precompute":
-                if name in READ_SIDE_RENDERERS and dep in APP_FIGURE_MODULES:
-                    continue  # a read-side renderer drawing with the app's figures (listed with its reason)
-                assert dep_top in ("tying", "precompute"), f"{name} imports {dep}"
+                assert dep_top in ("tying", "precompute") or _in_render(dep), f"{name} imports {dep}"
+            if _in_render(name):
+                assert dep_top == "tying" or _in_render(dep), f"the render layer's {name} imports {dep}"
+
+
+def _in_render(name: str) -> bool:
+    return name == RENDER or name.startswith(RENDER + ".")
+
+
+def test_the_render_layer_imports_no_streamlit():
+    """Every import of explorer.render (deferred ones too): no Streamlit, so a command that draws
+    figures runs without it."""
+    for name in _modules():
+        if _in_render(name):
+            found = [t for t in _imports(_tree(name)) if t.split(".")[0] == "streamlit"]
+            assert not found, f"{name} imports {found}"
 
 
 def _sub_package(name: str) -> str | None:

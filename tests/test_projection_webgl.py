@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from explorer import charts, deck
+from explorer import deck
+from explorer.render import charts
 from tests import webgl
 from tests.apppage import open_page
 from tests.waiting import wait_until

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from explorer import tables
+from explorer.render import tables
 from precompute.cli import main
 from precompute.published import read_evolution_json
 

@@ -6,7 +6,8 @@ import io
 import numpy as np
 from PIL import Image
 
-from explorer import deck, raster
+from explorer import deck
+from explorer.render import raster
 
 
 def test_a_disc_holds_the_pixels_within_its_radius():

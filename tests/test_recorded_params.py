@@ -148,7 +148,7 @@ def test_the_lens_page_states_each_models_own_budget():
     import numpy as np
     import pandas as pd
 
-    from explorer.convergence import lens_convergence
+    from explorer.render.convergence import lens_convergence
 
     steps = np.arange(20)
     curve = pd.concat([pd.DataFrame({"model": m, "step": steps, "layer": layer, "kl_bits": 1.0})

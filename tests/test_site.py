@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from explorer import tour
+from explorer.render import tour
 from precompute import site
 from precompute.cli import main
 from tests.test_browser import CHROMIUM, DRIVER
@@ -129,7 +129,7 @@ def test_site_pages_link_only_files_of_the_site(synthetic_site):
 
 
 def test_site_has_every_tour_step_with_its_keys(synthetic_site):
-    from explorer import tour
+    from explorer.render import tour
 
     steps = sorted((synthetic_site / "tour").glob("step-*.html"))
     assert len(steps) == len(tour.STEPS)

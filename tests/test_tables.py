@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from explorer import convergence, tables
+from explorer.render import convergence, tables
 from tying.cache.summary import paper_reference, seed_directions
 
 
@@ -66,7 +66,7 @@ def test_lens_convergence_lines():
 
 
 def test_figure1_bars_stand_on_the_axis_and_name_comparisons_as_the_page_does():
-    from explorer import charts
+    from explorer.render import charts
 
     df = pd.DataFrame({"comparison": ["O->T"] * 50 + ["I->T"] * 50, "cosine": np.linspace(-0.1, 1, 100)})
     spec = charts.cosine_histogram(df).to_dict()
@@ -76,7 +76,7 @@ def test_figure1_bars_stand_on_the_axis_and_name_comparisons_as_the_page_does():
 
 
 def test_evolution_axis_ends_at_the_last_step():
-    from explorer import charts
+    from explorer.render import charts
 
     e = pd.DataFrame({"run": "r", "step": [0, 10, 250], "label": ["0", "10", "250"], "matrix": "O",
                       "cos_init": [1.0, 0.9, 0.4], "cos_prev": [np.nan, 0.9, 0.5]})
@@ -85,7 +85,7 @@ def test_evolution_axis_ends_at_the_last_step():
 
 
 def test_one_seed_shows_no_spread_column_and_readable_lens_charts():
-    from explorer import charts
+    from explorer.render import charts
 
     one = tables.seeds({"seeds": {"x": {"n": 1, "mean": 0.5, "std": None}}})
     assert list(one.columns) == ["metric", "mean", "seeds"]

@@ -7,7 +7,8 @@ import duckdb
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from explorer import state, tour
+from explorer import state
+from explorer.render import tour
 from tests.apppage import open_page
 from tying.cache.fixtures import build_synthetic_cache
 

@@ -2,7 +2,8 @@
 
 import streamlit as st
 
-from explorer import charts, data, export, frame, state, tables
+from explorer import data, export, frame, state
+from explorer.render import charts, tables
 from tying.cache.schema import DISPLAY_COMPARISONS, display_comparison
 
 ref = frame.current()

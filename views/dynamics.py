@@ -4,7 +4,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from explorer import charts, data, export, frame, sections, state, tables
+from explorer import data, export, frame, sections, state
+from explorer.render import charts, tables
 from tying.cache import reference
 
 ref = frame.current()

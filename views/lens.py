@@ -3,7 +3,8 @@
 import pandas as pd
 import streamlit as st
 
-from explorer import charts, data, export, frame, live, state, tables
+from explorer import data, export, frame, live, state
+from explorer.render import charts, tables
 from tying.cache import reference
 from tying.errors import UserError, first_line
 

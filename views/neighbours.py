@@ -4,7 +4,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from explorer import charts, data, export, frame, state, tables
+from explorer import data, export, frame, state
+from explorer.render import charts, tables
 from tying.cache import summary as summary_text
 from tying.cache.schema import MATRIX_NAMES, MATRIX_PAIRS, pair_label
 

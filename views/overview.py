@@ -5,7 +5,8 @@ import json
 import pandas as pd
 import streamlit as st
 
-from explorer import data, frame, sections, state, tables
+from explorer import data, frame, sections, state
+from explorer.render import tables
 from tying.cache import reference
 from tying.cache.schema import MATRIX_PAIRS, pair_label
 from tying.cache.summary import (

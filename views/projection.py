@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from explorer import charts, data, deck, export, frame, state
+from explorer import data, deck, export, frame, state
+from explorer.render import charts
 from tying.cache.schema import MATRIX_NAMES
 from tying.cache.summary import projection_text
 

@@ -5,7 +5,8 @@ import html
 import altair as alt
 import streamlit as st
 
-from explorer import charts, data, export, frame, sections, state, tables
+from explorer import data, export, frame, sections, state
+from explorer.render import charts, tables
 from tying.cache import claims as claims_mod
 
 ref = frame.current_sweep()

@@ -10,8 +10,9 @@ import html
 
 import streamlit as st
 
-from explorer import data, export, figures, frame, sections, state, tour
-from explorer.charts import PALETTE
+from explorer import data, export, frame, sections, state
+from explorer.render import figures, tour
+from explorer.render.charts import PALETTE
 from tying.cache import claims as claims_mod
 
 N = len(tour.STEPS)

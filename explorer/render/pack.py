@@ -2,8 +2,8 @@
 
 ``python -m precompute figures CACHE`` writes it to a folder (:func:`write_pack`); the app's
 sidebar offers the same pack as one zip (:func:`pack_zip`). Both draw with the registry of
-:mod:`explorer.figures` (the pages' own chart builders) and the exports' styling
-(:func:`explorer.export.vega_lite_spec`: one palette, one font, large fonts with
+:mod:`explorer.render.figures` (the pages' own chart builders) and the exports' styling
+(:func:`explorer.render.spec.vega_lite_spec`: one palette, one font, large fonts with
 ``presentation``). Per registry entry:
 
 * a figure: ``<name>.svg|pdf|png`` (the asked formats), ``<name>.json`` (the Vega-Lite spec
@@ -42,11 +42,12 @@ from pathlib import Path
 import altair as alt
 import pandas as pd
 
-from explorer import data, export, figures
-from explorer.charts import NEUTRAL, style
+from explorer.render import figures, read
+from explorer.render.charts import NEUTRAL, style
+from explorer.render.spec import vega_lite_spec
 from tying.errors import UserError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FORMATS = ("svg", "pdf", "png")
 MANIFEST = "manifest.json"
 FOOTER_GAP = 16  # pixels between a plot (or its legends) and its caption
@@ -158,7 +159,7 @@ def _where_from(s: dict) -> str:
     return ""
 
 
-def source_line(ref: data.CacheRef, s: dict, name: str, commit: str) -> str:
+def source_line(ref: read.CacheRef, s: dict, name: str, commit: str) -> str:
     """Where a figure comes from: the cache, its models (or data), this repository's commit and
     the parameters of the stages behind it."""
     parts = [f"weight-tying explorer @ {commit}, cache '{ref.name}' ({s.get('kind') or 'pair'})"]
@@ -242,7 +243,7 @@ def with_footer(spec: dict, caption: str, source: str, *, presentation: bool) ->
 
 def figure_spec(chart: alt.TopLevelMixin, caption: str, source: str, *, presentation: bool) -> dict:
     """The spec of a figure as written: the pages' chart, styled for files, with its caption."""
-    return with_footer(json.loads(export.vega_lite_spec(chart, presentation=presentation)), caption, source,
+    return with_footer(json.loads(vega_lite_spec(chart, presentation=presentation)), caption, source,
                        presentation=presentation)
 
 
@@ -413,7 +414,7 @@ def check_formats(formats) -> tuple[str, ...]:
 Progress = Callable[[int, int, str], None]
 
 
-def build_pack(ref: data.CacheRef, emit: Callable[[str, bytes], None], *, formats=FORMATS, scale: float = 2.0,
+def build_pack(ref: read.CacheRef, emit: Callable[[str, bytes], None], *, formats=FORMATS, scale: float = 2.0,
                presentation: bool = False, progress: Progress | None = None) -> dict:
     """Draw every figure and table of the cache, handing each file to ``emit(name, bytes)``,
     the manifest last; returns the manifest. ``progress(done, total, figure)`` after each entry.
@@ -421,7 +422,7 @@ def build_pack(ref: data.CacheRef, emit: Callable[[str, bytes], None], *, format
     formats = check_formats(formats)
     if not scale > 0:
         raise UserError(f"the scale must be above 0, got {scale}")
-    s = data.summary(ref)
+    s = read.summary(ref)
     commit = git_commit()
     entries = figures.available(ref)
     files = []
@@ -458,13 +459,13 @@ def build_pack(ref: data.CacheRef, emit: Callable[[str, bytes], None], *, format
     return manifest
 
 
-def open_ref(path: Path, hint: str = "") -> data.CacheRef:
+def open_ref(path: Path, hint: str = "") -> read.CacheRef:
     """The cache at ``path`` to draw from; UserError (one line) when it is missing or does not open."""
     path = Path(path)
     if not path.is_file():
         raise UserError(f"no cache at '{path}'{hint}")
-    ref = data.CacheRef.of(path)
-    err = data.open_error(ref)
+    ref = read.CacheRef.of(path)
+    err = read.open_error(ref)
     if err is not None:
         raise UserError(err.message + (f"; rebuild with: {err.rebuild}" if err.rebuild else ""))
     return ref
@@ -477,7 +478,7 @@ def _check_out(out: Path) -> None:
         raise UserError(f"{out} holds files that are not a figure pack (no {MANIFEST}); choose another --out")
 
 
-def write_pack(ref: data.CacheRef, out: Path, formats=FORMATS, scale: float = 2.0, presentation: bool = False,
+def write_pack(ref: read.CacheRef, out: Path, formats=FORMATS, scale: float = 2.0, presentation: bool = False,
                progress: Progress | None = None) -> dict:
     """Write the pack to the folder ``out`` and return its manifest. The pack is built in a
     temporary folder beside ``out`` and renamed into place, replacing an earlier pack there:
@@ -509,7 +510,7 @@ _ZIP_LOCK = threading.Lock()
 ZIPS_KEPT = 4
 
 
-def pack_zip(ref: data.CacheRef, formats=FORMATS, scale: float = 2.0, presentation: bool = False) -> bytes:
+def pack_zip(ref: read.CacheRef, formats=FORMATS, scale: float = 2.0, presentation: bool = False) -> bytes:
     """The pack as one zip (its files in a folder ``<cache>-figures/``), for the app's download.
     Built once per cache version and settings (the last few kept), one at a time."""
     key = (ref, tuple(formats), float(scale), bool(presentation))

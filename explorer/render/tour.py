@@ -17,8 +17,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from explorer import data, figures
-from explorer.charts import PALETTE
+from explorer.render import figures, read
+from explorer.render.charts import PALETTE
 from tying.cache import claims as claims_mod
 
 
@@ -79,9 +79,9 @@ def step_at(number: int) -> Step:
     return STEPS[number - 1]
 
 
-def holds_data(step: Step, ref: data.CacheRef) -> bool:
+def holds_data(step: Step, ref: read.CacheRef) -> bool:
     """Whether ``ref`` holds what ``step`` shows: its claim has numbers and its figure is available."""
-    s = data.summary(ref)
+    s = read.summary(ref)
     if step.claim is not None and claims_mod.CLAIMS[step.claim](s).verdict == claims_mod.NO_DATA:
         return False
     if step.figure is not None:
@@ -89,7 +89,7 @@ def holds_data(step: Step, ref: data.CacheRef) -> bool:
     return True
 
 
-def source_for(step: Step, refs: Sequence[data.CacheRef], picked: data.CacheRef | None = None) -> data.CacheRef | None:
+def source_for(step: Step, refs: Sequence[read.CacheRef], picked: read.CacheRef | None = None) -> read.CacheRef | None:
     """The cache that holds ``step``'s data: ``picked`` if it does, else the first of ``refs`` that does
     (the set-up step needs no data: it takes ``picked`` or the first)."""
     ordered = ([picked] if picked is not None else []) + [r for r in refs if r != picked]
@@ -104,8 +104,8 @@ def source_for(step: Step, refs: Sequence[data.CacheRef], picked: data.CacheRef 
     return None
 
 
-def claim_for(step: Step, ref: data.CacheRef) -> claims_mod.Claim | None:
-    return None if step.claim is None else claims_mod.CLAIMS[step.claim](data.summary(ref))
+def claim_for(step: Step, ref: read.CacheRef) -> claims_mod.Claim | None:
+    return None if step.claim is None else claims_mod.CLAIMS[step.claim](read.summary(ref))
 
 
 # -- the set-up diagram ------------------------------------------------------------------------
@@ -179,7 +179,7 @@ def fit_height(chart, frame_data, height: int = SLIDE_PLOT_HEIGHT):
 
 
 @functools.lru_cache(maxsize=16)
-def example_token(ref: data.CacheRef, k: int = 10, min_count: int = 100, shortlist: int = 40) -> int | None:
+def example_token(ref: read.CacheRef, k: int = 10, min_count: int = 100, shortlist: int = 40) -> int | None:
     """A token whose neighbours show the claim to a room, on the neighbours step and the map step
     alike (the app and the static site call this one function).
 
@@ -190,10 +190,10 @@ def example_token(ref: data.CacheRef, k: int = 10, min_count: int = 100, shortli
     k neighbours in each view, over the view's spread): "in T they gather as in O, not as in I"
     is then visible. Without a map, the largest overlap gap (the most frequent of the ties).
     None without neighbour lists."""
-    if not data.has_rows(ref, "neighbours"):
+    if not read.has_rows(ref, "neighbours"):
         return None
-    toks = data.tokens(ref)
-    table = data.overlap_table(ref, min(k, data.max_k(ref)))
+    toks = read.tokens(ref)
+    table = read.overlap_table(ref, min(k, read.max_k(ref)))
     gap = (table["T~O"] - table["T~I"]).to_numpy()
     text = toks["text"].fillna("").str.strip()
     ok = text.str.len().ge(3) & text.str.isalpha()
@@ -205,14 +205,14 @@ def example_token(ref: data.CacheRef, k: int = 10, min_count: int = 100, shortli
     cand = pd.DataFrame({"token": toks["token"], "gap": gap[toks["token"].to_numpy()],
                          "freq": freq.fillna(0).to_numpy()})[ok.to_numpy()]
     cand = cand.sort_values(["gap", "freq"], ascending=False)
-    if not data.has_rows(ref, "umap"):
+    if not read.has_rows(ref, "umap"):
         return int(cand["token"].iloc[0])
-    coords = data.umap(ref)
+    coords = read.umap(ref)
     spread = {}
     for m in ("T", "I", "O"):
         view = coords[coords["matrix"] == m].set_index("token")[["x", "y"]]
         scale = float(np.sqrt(view.var().sum())) or 1.0
-        ids = data.neighbour_ids(ref, m)[:, :k]
+        ids = read.neighbour_ids(ref, m)[:, :k]
         dist = []
         for t in cand["token"].head(shortlist):
             nb = [n for n in ids[t] if n in view.index]
@@ -228,7 +228,7 @@ def example_token(ref: data.CacheRef, k: int = 10, min_count: int = 100, shortli
     return int(cand["token"].head(shortlist).iloc[int(np.nanargmax(score))])
 
 
-def step_figure(step: Step, ref: data.CacheRef, view_size: int = 300):
+def step_figure(step: Step, ref: read.CacheRef, view_size: int = 300):
     """A step's ``(chart, data)``: its figure from the registry, the map with the example token
     circled (:func:`example_token`). The app and the static site draw the same."""
     if step.figure == "projection-umap":
@@ -236,7 +236,7 @@ def step_figure(step: Step, ref: data.CacheRef, view_size: int = 300):
     return figures.BY_NAME[step.figure].build(ref)
 
 
-def neighbour_lists(ref: data.CacheRef, token: int, n: int = 5) -> dict[str, list[str]]:
+def neighbour_lists(ref: read.CacheRef, token: int, n: int = 5) -> dict[str, list[str]]:
     """The token's ``n`` nearest neighbours in T, I and O, as shown text."""
-    nb = data.neighbours_of(ref, token, n)
+    nb = read.neighbours_of(ref, token, n)
     return {m: nb[nb["matrix"] == m].sort_values("rank")["shown"].tolist() for m in ("T", "I", "O")}

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import altair as alt
 import pandas as pd
 
-from explorer import charts, data, tables
+from explorer.render import charts, read, tables
 from tying.cache import reference
 from tying.cache.schema import MATRIX_NAMES
 
@@ -27,19 +27,19 @@ class Figure:
     name: str  # file stem, the paper's numbering first: "figure1-alignment", "table1"
     title: str  # a short title
     caption: str  # what it shows and how to read it, one or two sentences
-    build: Callable[[data.CacheRef], tuple[alt.TopLevelMixin | None, pd.DataFrame]]
-    available: Callable[[data.CacheRef, dict], bool]
+    build: Callable[[read.CacheRef], tuple[alt.TopLevelMixin | None, pd.DataFrame]]
+    available: Callable[[read.CacheRef, dict], bool]
 
     @property
     def is_table(self) -> bool:
         return self.name.startswith("table")
 
 
-def _has(table: str) -> Callable[[data.CacheRef, dict], bool]:
-    return lambda ref, s: data.has_rows(ref, table)
+def _has(table: str) -> Callable[[read.CacheRef, dict], bool]:
+    return lambda ref, s: read.has_rows(ref, table)
 
 
-def _kind(*kinds: str) -> Callable[[data.CacheRef, dict], bool]:
+def _kind(*kinds: str) -> Callable[[read.CacheRef, dict], bool]:
     return lambda ref, s: s.get("kind") in kinds
 
 
@@ -47,33 +47,33 @@ def _kind(*kinds: str) -> Callable[[data.CacheRef, dict], bool]:
 
 
 def alignment_histogram(ref):
-    per_token = data.alignment(ref, "linear", "held_out")
+    per_token = read.alignment(ref, "linear", "held_out")
     return charts.cosine_histogram(per_token, title="Per-token cosine, linear map, held-out tokens"), per_token
 
 
 def table1(ref):
-    s = data.summary(ref)
+    s = read.summary(ref)
     return None, (tables.paper_table1_all() if s.get("kind") == "published" else tables.table1(s))
 
 
 def table5(ref):
-    s = data.summary(ref)
+    s = read.summary(ref)
     return None, (tables.paper_table5_all() if s.get("kind") == "published" else tables.table5(s))
 
 
 def overlap_curve(ref):
-    curve = data.overlap_curve(ref)
-    paper = (data.summary(ref).get("paper") or {}).get("table5")
+    curve = read.overlap_curve(ref)
+    paper = (read.summary(ref).get("paper") or {}).get("table5")
     return charts.overlap_curve(curve, paper, 10), curve
 
 
 def projection(ref, token: int | None = None, view_size: int = 300):
-    toks = data.tokens(ref)
+    toks = read.tokens(ref)
     if token is None:
-        token = data.default_token(toks, among=data.projected_tokens(ref))
-    shown = data.umap_sample(ref, 5000)
-    coords = data.umap_shown(ref)
-    nb = (data.neighbours_of(ref, token, 10) if data.has_rows(ref, "neighbours")
+        token = read.default_token(toks, among=read.projected_tokens(ref))
+    shown = read.umap_sample(ref, 5000)
+    coords = read.umap_shown(ref)
+    nb = (read.neighbours_of(ref, token, 10) if read.has_rows(ref, "neighbours")
           else pd.DataFrame(columns=["neighbour", "matrix"]))
     parts = []
     for m in charts.PROJECTION_ORDER:
@@ -85,7 +85,7 @@ def projection(ref, token: int | None = None, view_size: int = 300):
 
 
 def norm_frequency(ref):
-    norms = data.norms(ref)
+    norms = read.norms(ref)
     return charts.norm_vs_frequency(norms), norms
 
 
@@ -96,13 +96,13 @@ def _tied_runs(log: pd.DataFrame) -> list[str]:
 
 
 def output_share(ref):
-    log = data.table(ref, "train_log")
+    log = read.table(ref, "train_log")
     side = "proxy" if log["grad_input_proxy_norm"].notna().any() else "exact"
     runs = sorted(log["run"].unique())
     seeds = [r for r in runs if r.startswith("tied/seed")]
     if len(seeds) > 1:  # the toy lab's seeds: their mean with the seeds' range, the verdict's early steps shaded
         sub = tables.provenance_view(log[log["run"].isin(seeds)], side)
-        prov = (data.summary(ref).get("gradient_provenance") or {}).get(seeds[0]) or {}
+        prov = (read.summary(ref).get("gradient_provenance") or {}).get(seeds[0]) or {}
         return charts.output_share_band(sub, window=10, early_steps=prov.get("early_steps")), sub
     sub = tables.provenance_view(log[log["run"].isin(_tied_runs(log))], side)
     window = max(10, int(sub.groupby("run").size().max()) // 100) if len(sub) else 10
@@ -110,7 +110,7 @@ def output_share(ref):
 
 
 def evolution(ref):
-    evo = data.table(ref, "evolution")
+    evo = read.table(ref, "evolution")
     runs = sorted(evo["run"].unique())
     pick = [r for r in runs if r.endswith("seed0") and not r.startswith("tied_scaled")] or runs[:4]
     sub = evo[evo["run"].isin(pick)]
@@ -118,7 +118,7 @@ def evolution(ref):
 
 
 def scaling(ref):
-    sc = data.table(ref, "scaling")
+    sc = read.table(ref, "scaling")
     method = tables.scaling_methods(sc["method"].unique())[0]
     g = (sc[sc["method"] == method].groupby(["input_grad_scale", "target"])["mean_cosine"]
          .agg(["mean", "std", "count"]).reset_index())
@@ -126,10 +126,10 @@ def scaling(ref):
 
 
 def table2(ref):
-    s = data.summary(ref)
+    s = read.summary(ref)
     if s.get("kind") == "published":
         return None, tables.paper_scaling()
-    sc = data.table(ref, "scaling")
+    sc = read.table(ref, "scaling")
     method = tables.scaling_methods(sc["method"].unique())[0]
     g = (sc[sc["method"] == method].groupby(["input_grad_scale", "target"])["mean_cosine"]
          .agg(["mean", "std", "count"]).reset_index())
@@ -146,28 +146,28 @@ def table2(ref):
 
 
 def lens_kl(ref):
-    kl = data.table(ref, "lens_kl").sort_values(["model", "lens", "layer"])
+    kl = read.table(ref, "lens_kl").sort_values(["model", "lens", "layer"])
     return charts.kl_curves(kl, None), kl
 
 
 def sweep_gap(ref):
-    s = data.summary(ref)
+    s = read.summary(ref)
     points = tables.sweep_points(s["sweep_cells"])
     crossings, _ = tables.sweep_crossings(points, "d_model")
     series = tables.sweep_series(points, "gaps")
-    probes = data.table(ref, "lr_probe") if data.has_rows(ref, "lr_probe") else None
+    probes = read.table(ref, "lr_probe") if read.has_rows(ref, "lr_probe") else None
     return charts.sweep_lines(points, series, x="d_model", y_title="loss gap (nats)", crossings=crossings,
                               bands=tables.sweep_lr_bands(points, probes, series)), points
 
 
 def sweep_bias(ref):
-    points = tables.sweep_points(data.summary(ref)["sweep_cells"])
+    points = tables.sweep_points(read.summary(ref)["sweep_cells"])
     return charts.sweep_lines(points, tables.sweep_bias_series(points), x="d_model",
                               y_title="bias (mean over seeds)"), points
 
 
 def sweep_table(ref):
-    return None, tables.sweep_table(data.summary(ref)["sweep_cells"])
+    return None, tables.sweep_table(read.summary(ref)["sweep_cells"])
 
 
 FIGURES: tuple[Figure, ...] = (
@@ -190,7 +190,7 @@ FIGURES: tuple[Figure, ...] = (
            "its 10 nearest neighbours in each matrix.", projection, _has("umap")),
     Figure("figure5-norm-frequency", "Norm against frequency (Figure 5)",
            "Each token's L2 norm against its corpus frequency, per matrix: T's pattern follows O's.",
-           norm_frequency, lambda ref, s: bool(data.norm_frequency_correlation(ref))),
+           norm_frequency, lambda ref, s: bool(read.norm_frequency_correlation(ref))),
     Figure("figure4-output-share", "Output share of the gradient (Figure 4)",
            "Share of the gradient reaching the tied matrix that comes through the output projection, per step "
            "(smoothed; for a several-seed toy lab the mean over seeds, the band their range, the early steps the "
@@ -203,7 +203,7 @@ FIGURES: tuple[Figure, ...] = (
            "I and O: mean per-token cosine.", table2, _has("scaling")),
     Figure("figure-scaling", "Input-gradient scaling",
            "Cosine of the tied matrix to untied I and O against the input-gradient factor, mean over seeds.",
-           scaling, lambda ref, s: data.has_rows(ref, "scaling") and s.get("kind") != "published"),
+           scaling, lambda ref, s: read.has_rows(ref, "scaling") and s.get("kind") != "published"),
     Figure("figure-lens-kl", "Layerwise tuned-lens KL",
            "KL(final ‖ lens) in bits at each hidden state, tied against untied: higher in early layers means "
            "harder to read.", lens_kl, _has("lens_kl")),
@@ -220,9 +220,9 @@ FIGURES: tuple[Figure, ...] = (
 BY_NAME = {f.name: f for f in FIGURES}
 
 
-def available(ref: data.CacheRef) -> list[Figure]:
+def available(ref: read.CacheRef) -> list[Figure]:
     """The figures and tables this cache has the data for, in the registry's order."""
-    s = data.summary(ref)
+    s = read.summary(ref)
     out = []
     for f in FIGURES:
         try:
