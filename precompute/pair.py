@@ -7,7 +7,6 @@ are unchanged): load -> alignment -> neighbours -> spectral -> umap.
 from __future__ import annotations
 
 import hashlib
-import json
 import platform
 import shlex
 import sys
@@ -17,23 +16,18 @@ from dataclasses import InitVar, asdict, dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 from tqdm.auto import tqdm
 
-from precompute.lens import LensOptions, lens_tables, lens_text, resolve_budget
+from precompute.lens import LensOptions, lens_text, resolve_budget
 from precompute.options import check_positive, internal, nested, option
 from tying.cache import reference
-from tying.cache.schema import MATRICES, MATRIX_PAIRS, PAIR_STAGES, pair_label
 from tying.cache.store import CacheWriter, cache_path, check_name, default_name, params_hash
 from tying.errors import UserError
 from tying.loading.vocab import common_vocabulary
+from tying.registry import BY_NAME, OPTIONAL_STAGES, PAIR_STAGES
 
 STAGES = PAIR_STAGES
-OPTIONAL_STAGES = ("alignment", "neighbours", "spectral", "umap", "lens")
 MATCH_MODES = ("strings", "ids")
-PLACEMENT = "knn10-softmax"
-"""How the umap stage places the tokens it did not fit (part of its hash: a cache written before
-placement existed reruns the stage and gains every common token)."""
 
 
 @dataclass
@@ -131,32 +125,6 @@ def library_versions() -> dict[str, str]:
     return out
 
 
-def _sample(n: int, limit: int, seed: int) -> np.ndarray:
-    """Sorted row indices: all rows when n <= limit, else a seeded random sample of ``limit``."""
-    if n <= limit:
-        return np.arange(n)
-    rng = np.random.default_rng(seed)
-    return np.sort(rng.choice(n, size=limit, replace=False))
-
-
-def token_frequencies(tokenizer_dir: str, text_path: str, n_vocab: int) -> np.ndarray:
-    """Counts of each token id of a tokenizer over a text file; array of shape (n_vocab,)."""
-    from transformers import AutoTokenizer
-
-    tok = AutoTokenizer.from_pretrained(tokenizer_dir)
-    counts = np.zeros(n_vocab, dtype=np.int64)
-    with open(text_path, encoding="utf-8", errors="replace") as fh:
-        lines = fh.readlines()
-    for start in range(0, len(lines), 2000):
-        chunk = [ln for ln in lines[start:start + 2000] if ln.strip()]
-        if not chunk:
-            continue
-        ids = np.concatenate([np.asarray(x, dtype=np.int64) for x in tok(chunk, add_special_tokens=False)["input_ids"]] or [np.zeros(0, np.int64)])
-        ids = ids[ids < n_vocab]
-        counts += np.bincount(ids, minlength=n_vocab)
-    return counts
-
-
 class PairRun:
     """One `precompute pair` run. ``PairRun(cfg).run()`` returns the cache path."""
 
@@ -191,59 +159,6 @@ class PairRun:
              "text": cfg.text and _file_digest(cfg.text)}
         )
 
-    def load_tables(self) -> dict[str, pd.DataFrame]:
-        cfg, vocab = self.cfg, self.vocab
-        freq = {"tied": None, "untied": None}
-        if cfg.text:
-            for role, ids in (("tied", vocab.tied_ids), ("untied", vocab.untied_ids)):
-                m = self.models[role]
-                freq[role] = token_frequencies(m.local_dir, cfg.text, m.n_vocab)[ids]
-        tokens = pd.DataFrame({
-            "token": np.arange(self.n, dtype=np.int32),
-            "raw": vocab.tokens,
-            "text": vocab.texts,
-            "tied_id": vocab.tied_ids.astype(np.int32),
-            "untied_id": vocab.untied_ids.astype(np.int32),
-            "freq_tied": freq["tied"] if freq["tied"] is not None else pd.array([None] * self.n, dtype="Int64"),
-            "freq_untied": freq["untied"] if freq["untied"] is not None else pd.array([None] * self.n, dtype="Int64"),
-        })
-        norms = pd.concat([
-            pd.DataFrame({"matrix": key, "token": np.arange(self.n, dtype=np.int32),
-                          "norm": np.linalg.norm(mat, axis=1).astype(np.float32)})
-            for key, mat in self.matrices.items()
-        ])
-        rows = []
-        for role, m in self.models.items():
-            rows.append({
-                "role": role, "source": m.source, "revision": m.revision, "commit_sha": m.commit,
-                "model_type": m.model_type, "tied_in_weights": bool(m.tied), "d_model": int(m.d_model),
-                "n_vocab": int(m.n_vocab), "n_rows_stored": int(m.n_rows_stored), "n_params": int(m.n_params),
-                "n_embedding_params": int(m.n_embedding_params), "embedding_share": float(m.embedding_share),
-                "dtype": str(m.dtype), "input_key": m.input_key, "output_key": m.output_key,
-                "fingerprint": json.dumps(m.fingerprint, sort_keys=True), "files": json.dumps(m.files, default=str),
-                "load_seconds": float(m.seconds),
-            })
-        return {"models": pd.DataFrame(rows), "tokens": tokens, "norms": norms}
-
-    # -- stage: alignment ------------------------------------------------------------
-    def alignment_tables(self, progress) -> dict[str, pd.DataFrame]:
-        from tying.analysis.align import run_alignment
-
-        results = run_alignment(self.matrices, held_out_fraction=self.cfg.held_out, seed=self.cfg.seed,
-                                device=self.device, progress=progress)
-        per_token, summary = [], []
-        for r in results:
-            summary.append({k: r[k] for k in ("comparison", "method", "split", "applicable", "note")}
-                           | {"n_tokens": int(len(r["cosine"])), "mean": float(r["mean"]), "std": float(r["std"])})
-            if r["applicable"]:
-                per_token.append(pd.DataFrame({
-                    "comparison": r["comparison"], "method": r["method"], "split": r["split"],
-                    "token": np.asarray(r["token_idx"], dtype=np.int32), "cosine": np.asarray(r["cosine"], np.float32),
-                }))
-        frame = pd.concat(per_token) if per_token else pd.DataFrame(
-            columns=["comparison", "method", "split", "token", "cosine"])
-        return {"alignment": frame, "alignment_summary": pd.DataFrame(summary)}, None
-
     # -- k-NN, shared by neighbours and spectral -------------------------------------------
     def knn(self, key: str, k: int, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Top-k neighbours of matrix ``key`` (within ``rows`` if given), memoised for the run."""
@@ -257,97 +172,6 @@ class PairRun:
         ids, scores = knn(mat, k, device=self.device)
         self._knn[(key, k, subset)] = (ids, scores)
         return ids, scores
-
-    def neighbours_tables(self, progress) -> tuple[dict[str, pd.DataFrame], dict]:
-        from tying.analysis.neighbours import overlap_curve
-
-        K = self.cfg.neighbours_k
-        if self.n <= K:
-            raise UserError(f"--neighbours-k {K} is not smaller than the {self.n} common tokens")
-        # compute enough neighbours once for the spectral stage too, when it uses every token
-        k_compute = max(K, min(self.cfg.spectral_k, self.n - 1)) if self.spectral_rows() is None else K
-        ids, frames = {}, []
-        for key in MATRICES:
-            progress(f"k-NN {key}")
-            i, s = self.knn(key, k_compute)
-            ids[key] = i[:, :K]
-            frames.append(pd.DataFrame({
-                "matrix": key,
-                "token": np.repeat(np.arange(self.n, dtype=np.int32), K),
-                "rank": np.tile(np.arange(1, K + 1, dtype=np.int16), self.n),
-                "neighbour": i[:, :K].reshape(-1).astype(np.int32),
-                "score": s[:, :K].reshape(-1).astype(np.float32),
-            }))
-        curves = []
-        for a, b in MATRIX_PAIRS:
-            c = overlap_curve(ids[a], ids[b], K)
-            curves.append(pd.DataFrame({"pair": pair_label(a, b), "k": np.arange(1, K + 1, dtype=np.int32),
-                                        "mean_overlap": np.asarray(c, dtype=np.float64)}))
-        return {"neighbours": pd.concat(frames), "overlap_curve": pd.concat(curves)}, {"k": int(K)}
-
-    # -- stage: spectral -----------------------------------------------------------------
-    def spectral_tables(self, progress) -> tuple[dict[str, pd.DataFrame], dict]:
-        """The spectral table, and what ran: the graphs' k, the embedding's components (as
-        :func:`~tying.analysis.spectral.spectral_comparison` used them) and the tokens."""
-        from tying.analysis.spectral import spectral_comparison
-
-        cfg = self.cfg
-        rows = self.spectral_rows()
-        n_used = self.n if rows is None else len(rows)
-        ids = {}
-        for key in MATRICES:
-            progress(f"k-NN graph {key}")
-            ids[key] = self.knn(key, min(cfg.spectral_k, n_used - 1), rows)[0]
-        graph_k = int(ids[MATRICES[0]].shape[1])
-        out = []
-        for a, b in MATRIX_PAIRS:
-            progress(f"spectral {pair_label(a, b)}")
-            d, components = spectral_comparison(ids[a], ids[b], n_components=cfg.spectral_components)
-            out.append({"pair": pair_label(a, b), "graph_k": graph_k, "n_components": components,
-                        "n_tokens": n_used, "n_common": self.n, "sampled": rows is not None,
-                        "distance": float(d)})
-        used = sorted({r["n_components"] for r in out})
-        ran = {"k": graph_k, "components": used[0] if len(used) == 1 else used, "tokens": n_used,
-               "sampled": rows is not None}
-        return {"spectral": pd.DataFrame(out)}, ran
-
-    def spectral_rows(self) -> np.ndarray | None:
-        """Rows of the spectral distance: None for every common token, else a seeded sample."""
-        limit = self.cfg.spectral_tokens
-        return None if limit is None or self.n <= limit else _sample(self.n, limit, self.cfg.seed)
-
-    # -- stage: umap ---------------------------------------------------------------------
-    def umap_tables(self, progress) -> tuple[dict[str, pd.DataFrame], dict]:
-        """The umap table: AlignedUMAP fitted on a seeded sample of ``--umap-tokens`` common tokens,
-        every other common token placed into the same coordinates from its 10 nearest fitted
-        tokens (:func:`~tying.analysis.projection.project`), per matrix. What ran: the fitted
-        and placed counts, the epochs and the placement's settings and quality
-        (``placement``: per matrix T, I, O trustworthiness@10 and nearest-drawn-neighbour share
-        of placed and of fitted tokens, the hold-out check; see :func:`placement_record`)."""
-        from tying.analysis.projection import project
-
-        rows = _sample(self.n, self.cfg.umap_tokens, self.cfg.seed)
-        progress(f"UMAP of {len(rows):,} tokens x 3 matrices" + (f", then {self.n - len(rows):,} placed"
-                                                                  if len(rows) < self.n else ""))
-        proj = project([self.matrices[k] for k in MATRICES], rows, seed=self.cfg.seed, n_epochs=self.cfg.umap_epochs,
-                       progress=progress)
-        frames = [pd.DataFrame({"matrix": key, "token": np.arange(self.n, dtype=np.int32),
-                                "x": c[:, 0].astype(np.float32), "y": c[:, 1].astype(np.float32),
-                                "placed": proj.placed})
-                  for key, c in zip(MATRICES, proj.coords)]
-        ran = {"tokens": int(len(rows)), "placed": int(proj.placed.sum()), "epochs": int(self.cfg.umap_epochs),
-               "placement": placement_record(proj.quality)}
-        return {"umap": pd.concat(frames)}, ran
-
-    # -- stage: lens ---------------------------------------------------------------------
-    def lens_tables(self, progress) -> tuple[dict[str, pd.DataFrame], dict]:
-        """The lens tables, and the budget each model's tuned lens trained with (``{role: budget}``)."""
-        lens_dir = Path(self.cfg.cache_dir) / "lens" / self.name
-        lens_dir.mkdir(parents=True, exist_ok=True)
-        return lens_tables({role: m.local_dir for role, m in self.models.items()}, self.cfg.lens,
-                           lens_dir=lens_dir, device=self.device, trust_remote_code=self.cfg.trust_remote_code,
-                           progress=progress, log=self.log, gpu_command=lens_gpu_command(self.cfg, self.name),
-                           cache=str(self.path))
 
     def requested_lens_budget(self) -> dict:
         """The lens options' budget on this run's device before any model's context is known.
@@ -364,18 +188,8 @@ class PairRun:
 
     # -- orchestration -------------------------------------------------------------------
     def stage_params(self, stage: str) -> dict:
-        c = self.cfg
-        own = {
-            "load": {"tied": c.tied, "untied": c.untied, "tied_revision": c.tied_revision,
-                     "untied_revision": c.untied_revision, "text": c.text, "match": c.match},
-            "alignment": {"held_out": c.held_out, "seed": c.seed},
-            "neighbours": {"k": c.neighbours_k},
-            "spectral": {"k": c.spectral_k, "components": c.spectral_components, "tokens": c.spectral_tokens,
-                         "seed": c.seed},
-            "umap": {"tokens": c.umap_tokens, "seed": c.seed, "epochs": c.umap_epochs, "placement": PLACEMENT},
-            "lens": c.lens.params() | {"budget": self.requested_lens_budget()},
-        }[stage]
-        return {"stage": stage, "inputs": self.input_hash, **own}
+        """The parameters the stage's hash covers: what its registry entry reads from this run."""
+        return {"stage": stage, "inputs": self.input_hash, **BY_NAME[stage].params(self)}
 
     @staticmethod
     def recorded_params(stage: str, params: dict, ran: dict | None) -> dict:
@@ -417,9 +231,6 @@ class PairRun:
                                "match": self.vocab.match, "same_string": self.vocab.same_string},
             }
             writer = CacheWriter(self.path, force=cfg.force, meta=meta)
-            builders = {"load": lambda p: (self.load_tables(), None), "alignment": self.alignment_tables,
-                        "neighbours": self.neighbours_tables, "spectral": self.spectral_tables,
-                        "umap": self.umap_tables, "lens": self.lens_tables}
             for stage in todo:
                 params = self.stage_params(stage)
                 phash = params_hash(params)
@@ -429,7 +240,8 @@ class PairRun:
                     continue
                 bar.set_postfix_str(stage)
                 t0 = time.perf_counter()
-                tables, ran = builders[stage](lambda msg, s=stage: bar.set_postfix_str(f"{s}: {msg}"))
+                build = BY_NAME[stage].resolve("build")
+                tables, ran = build(self, lambda msg, s=stage: bar.set_postfix_str(f"{s}: {msg}"))
                 seconds = time.perf_counter() - t0
                 if stage == "load":
                     seconds += sum(m.seconds for m in self.models.values())
@@ -478,18 +290,6 @@ def lens_gpu_command(cfg: PairConfig, name: str) -> str:
     if cfg.trust_remote_code:
         argv.append("--trust-remote-code")
     return "python -m precompute lens " + shlex.join([*map(str, argv), "--device", "cuda"])
-
-
-def placement_record(quality: dict) -> dict:
-    """:attr:`~tying.analysis.projection.Projection.quality` as the umap stage records it: the
-    views "0", "1", "2" named T, I and O, numbers rounded to 4 decimals (JSON-able)."""
-    def clean(x):
-        if isinstance(x, dict):
-            return {k: clean(v) for k, v in x.items()}
-        return round(float(x), 4) if isinstance(x, float) else x
-
-    names = {str(i): key for i, key in enumerate(MATRICES)}
-    return clean({names.get(k, k): v for k, v in quality.items()})
 
 
 def _file_digest(path: str) -> str:

@@ -14,6 +14,8 @@ command that rebuilds them.
 
 from __future__ import annotations
 
+from tying import registry
+
 SCHEMA_VERSION = 4
 
 MIGRATIONS: dict[int, tuple[str, ...]] = {
@@ -40,7 +42,8 @@ def pair_label(a: str, b: str) -> str:
     return f"{a}~{b}"
 
 
-# table name -> CREATE TABLE body. Order matters only for readability.
+# table name -> CREATE TABLE body: the cache's own tables and the sweep's here, every
+# analysis's stage tables from its registry entry (tying/registry.py), added below.
 TABLES: dict[str, str] = {
     # key/value facts about the cache: schema_version, name, created, provenance (JSON text)
     "meta": """
@@ -54,190 +57,6 @@ TABLES: dict[str, str] = {
         params VARCHAR,
         seconds DOUBLE,
         finished_at TIMESTAMP
-    """,
-    # the two models of the pair (role: tied | untied)
-    "models": """
-        role VARCHAR PRIMARY KEY,
-        source VARCHAR,
-        revision VARCHAR,
-        commit_sha VARCHAR,
-        model_type VARCHAR,
-        tied_in_weights BOOLEAN,
-        d_model INTEGER,
-        n_vocab INTEGER,
-        n_rows_stored INTEGER,
-        n_params BIGINT,
-        n_embedding_params BIGINT,
-        embedding_share DOUBLE,
-        dtype VARCHAR,
-        input_key VARCHAR,
-        output_key VARCHAR,
-        fingerprint VARCHAR,
-        files VARCHAR,
-        load_seconds DOUBLE
-    """,
-    # the common vocabulary: raw token string, display text, ids in each model, corpus counts
-    "tokens": """
-        token INTEGER PRIMARY KEY,
-        raw VARCHAR,
-        text VARCHAR,
-        tied_id INTEGER,
-        untied_id INTEGER,
-        freq_tied BIGINT,
-        freq_untied BIGINT
-    """,
-    # per-token L2 norm of each matrix row
-    "norms": """
-        matrix VARCHAR,
-        token INTEGER,
-        norm REAL
-    """,
-    # per-token cosine after alignment: comparison 'I->O' | 'O->T' | 'I->T',
-    # method 'identity_raw' (raw rows, the paper's identity column) | 'identity' (centred rows)
-    # | 'orthogonal' | 'linear', split 'in_sample' | 'held_out'
-    "alignment": """
-        comparison VARCHAR,
-        method VARCHAR,
-        split VARCHAR,
-        token INTEGER,
-        cosine REAL
-    """,
-    "alignment_summary": """
-        comparison VARCHAR,
-        method VARCHAR,
-        split VARCHAR,
-        applicable BOOLEAN,
-        note VARCHAR,
-        n_tokens INTEGER,
-        mean DOUBLE,
-        std DOUBLE
-    """,
-    # top-K neighbours by cosine within each matrix, self excluded; rank 1 = nearest
-    "neighbours": """
-        matrix VARCHAR,
-        token INTEGER,
-        rank SMALLINT,
-        neighbour INTEGER,
-        score REAL
-    """,
-    # mean overlap@k over all tokens for k = 1..K, by matrix pair ('T~I', 'T~O', 'I~O')
-    "overlap_curve": """
-        pair VARCHAR,
-        k INTEGER,
-        mean_overlap DOUBLE
-    """,
-    # spectral distance of the weighted k-NN graphs (Appendix B) on n_tokens of the n_common
-    # tokens: all of them (sampled false, the paper) or a seeded sample (sampled true)
-    "spectral": """
-        pair VARCHAR,
-        graph_k INTEGER,
-        n_components INTEGER,
-        n_tokens INTEGER,
-        n_common INTEGER,
-        sampled BOOLEAN,
-        distance DOUBLE
-    """,
-    # 2-D UMAP coordinates of each matrix, aligned so a token sits in comparable places: every
-    # common token; placed false (or NULL, in a cache written before schema 3) = fitted by
-    # AlignedUMAP (a seeded sample of --umap-tokens), true = placed afterwards into the same
-    # coordinates from its nearest fitted tokens (tying.analysis.projection.place)
-    "umap": """
-        matrix VARCHAR,
-        token INTEGER,
-        x REAL,
-        y REAL,
-        placed BOOLEAN
-    """,
-    # --- lens (layerwise KL): model 'tied' | 'untied', lens 'tuned' | 'logit',
-    # layer 0 = the embedding output ("input"), 1..L = each block's output
-    "lens_kl": """
-        model VARCHAR,
-        lens VARCHAR,
-        layer INTEGER,
-        kl_mean DOUBLE,
-        kl_std DOUBLE,
-        n_tokens INTEGER
-    """,
-    # tuned-lens training curves: KL (bits) on the training batches per step and layer
-    "lens_curve": """
-        model VARCHAR,
-        step INTEGER,
-        layer INTEGER,
-        kl_bits DOUBLE
-    """,
-    # prediction trajectories of a few sample texts: top-k predictions per position and layer
-    "lens_trajectory": """
-        model VARCHAR,
-        sample INTEGER,
-        position INTEGER,
-        token VARCHAR,
-        layer INTEGER,
-        lens VARCHAR,
-        rank INTEGER,
-        prediction VARCHAR,
-        prob DOUBLE
-    """,
-    # --- training dynamics (toy lab, imported provenance logs, checkpoint evolution) -------
-    # one row per training run or checkpoint series: variant 'tied' | 'untied' | 'tied_scaled'
-    # (toy lab), 'imported' (a provenance CSV), 'checkpoints' (evolution of a real model);
-    # early_steps: the logged steps with step <= early_steps make the "early" output share;
-    # input_norm: which input-side norm train_log.grad_input_norm holds ('exact' scattered
-    # into the matrix, or an imported log's 'effective' (after input scaling) or 'plain' column)
-    "runs": """
-        run VARCHAR PRIMARY KEY,
-        variant VARCHAR,
-        seed INTEGER,
-        input_grad_scale DOUBLE,
-        steps INTEGER,
-        final_loss DOUBLE,
-        eval_loss DOUBLE,
-        seconds DOUBLE,
-        source VARCHAR,
-        settings VARCHAR,
-        early_steps INTEGER,
-        input_norm VARCHAR
-    """,
-    # gradient provenance per logged optimiser step: L2 norms of the gradient reaching the
-    # embedding matrix through the input lookup (grad_input_norm: exactly as scattered into
-    # the matrix's rows, or what an imported log gives, see runs.input_norm) and through the
-    # output projection; grad_input_proxy_norm: the authors' input-side figure, the norm of
-    # the gradient w.r.t. the embedding layer's output over all positions (toy lab only);
-    # output_share = output / (input + output) of that step
-    "train_log": """
-        run VARCHAR,
-        step INTEGER,
-        loss DOUBLE,
-        grad_input_norm DOUBLE,
-        grad_output_norm DOUBLE,
-        grad_total_norm DOUBLE,
-        output_share DOUBLE,
-        grad_input_proxy_norm DOUBLE
-    """,
-    # embedding evolution (Figure 3): mean per-token cosine of a matrix to its first
-    # checkpoint (cos_init) and to the previous one (cos_prev)
-    "evolution": """
-        run VARCHAR,
-        step BIGINT,
-        label VARCHAR,
-        matrix VARCHAR,
-        cos_init DOUBLE,
-        cos_prev DOUBLE
-    """,
-    # input-gradient scaling (Table 2): mean per-token cosine of a tied run's matrix to the
-    # untied twin's input (target 'I') and output (target 'O') matrices
-    "scaling": """
-        run VARCHAR,
-        seed INTEGER,
-        input_grad_scale DOUBLE,
-        target VARCHAR,
-        method VARCHAR,
-        mean_cosine DOUBLE
-    """,
-    # headline numbers per seed, for mean and spread across seeds
-    "seed_metrics": """
-        seed INTEGER,
-        metric VARCHAR,
-        value DOUBLE
     """,
     # the width sweep (`precompute sweep`): one row per cell (d_model, vocab_size, seed) of
     # tied and untied twins trained alike; linear_*: held-out linear map onto T (mean
@@ -308,19 +127,11 @@ TABLES: dict[str, str] = {
     """,
 }
 
-# The stages of `precompute pair`, in order, and the tables each one writes.
-STAGE_TABLES: dict[str, tuple[str, ...]] = {
-    "load": ("models", "tokens", "norms"),
-    "alignment": ("alignment", "alignment_summary"),
-    "neighbours": ("neighbours", "overlap_curve"),
-    "spectral": ("spectral",),
-    "umap": ("umap",),
-    "lens": ("lens_kl", "lens_curve", "lens_trajectory"),
-    "training": ("runs", "train_log", "evolution", "scaling", "seed_metrics"),
-}
-
-# The stages `precompute pair` runs, in order.
-PAIR_STAGES = ("load", "alignment", "neighbours", "spectral", "umap", "lens")
+# The stages (one per analysis of the registry) and the tables each writes; the stages
+# `precompute pair` runs, in order.
+STAGE_TABLES = registry.STAGE_TABLES
+PAIR_STAGES = registry.PAIR_STAGES
+TABLES.update({t: body for a in registry.ANALYSES for t, body in a.tables.items()})
 
 # Kinds of cache (meta key 'kind'): a model pair ('pair'), the toy lab ('toylab': a pair plus
 # training dynamics), a series of checkpoints ('evolution'), an imported gradient-provenance log

@@ -1,0 +1,205 @@
+"""The stages of ``precompute pair``: each builds its tables from a :class:`~precompute.pair.PairRun`.
+
+Every function takes the run (its matrices, models, config and device) and a ``progress``
+callback and returns ``(tables, what ran)``: the tables the stage writes and the parameters
+it actually used (None: nothing beyond the request). The registry (:mod:`tying.registry`)
+names each one as its analysis's builder.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from precompute import lens
+from precompute.pair import lens_gpu_command
+from tying.cache.schema import MATRICES, MATRIX_PAIRS, pair_label
+from tying.errors import UserError
+
+
+def sample(n: int, limit: int, seed: int) -> np.ndarray:
+    """Sorted row indices: all rows when n <= limit, else a seeded random sample of ``limit``."""
+    if n <= limit:
+        return np.arange(n)
+    rng = np.random.default_rng(seed)
+    return np.sort(rng.choice(n, size=limit, replace=False))
+
+
+def token_frequencies(tokenizer_dir: str, text_path: str, n_vocab: int) -> np.ndarray:
+    """Counts of each token id of a tokenizer over a text file; array of shape (n_vocab,)."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tokenizer_dir)
+    counts = np.zeros(n_vocab, dtype=np.int64)
+    with open(text_path, encoding="utf-8", errors="replace") as fh:
+        lines = fh.readlines()
+    for start in range(0, len(lines), 2000):
+        chunk = [ln for ln in lines[start:start + 2000] if ln.strip()]
+        if not chunk:
+            continue
+        ids = np.concatenate([np.asarray(x, dtype=np.int64) for x in tok(chunk, add_special_tokens=False)["input_ids"]] or [np.zeros(0, np.int64)])
+        ids = ids[ids < n_vocab]
+        counts += np.bincount(ids, minlength=n_vocab)
+    return counts
+
+
+def placement_record(quality: dict) -> dict:
+    """:attr:`~tying.analysis.projection.Projection.quality` as the umap stage records it: the
+    views "0", "1", "2" named T, I and O, numbers rounded to 4 decimals (JSON-able)."""
+    def clean(x):
+        if isinstance(x, dict):
+            return {k: clean(v) for k, v in x.items()}
+        return round(float(x), 4) if isinstance(x, float) else x
+
+    names = {str(i): key for i, key in enumerate(MATRICES)}
+    return clean({names.get(k, k): v for k, v in quality.items()})
+
+
+def spectral_rows(run) -> np.ndarray | None:
+    """Rows of the spectral distance: None for every common token, else a seeded sample."""
+    limit = run.cfg.spectral_tokens
+    return None if limit is None or run.n <= limit else sample(run.n, limit, run.cfg.seed)
+
+
+def load_tables(run, progress) -> tuple[dict[str, pd.DataFrame], None]:
+    cfg, vocab = run.cfg, run.vocab
+    freq = {"tied": None, "untied": None}
+    if cfg.text:
+        for role, ids in (("tied", vocab.tied_ids), ("untied", vocab.untied_ids)):
+            m = run.models[role]
+            freq[role] = token_frequencies(m.local_dir, cfg.text, m.n_vocab)[ids]
+    tokens = pd.DataFrame({
+        "token": np.arange(run.n, dtype=np.int32),
+        "raw": vocab.tokens,
+        "text": vocab.texts,
+        "tied_id": vocab.tied_ids.astype(np.int32),
+        "untied_id": vocab.untied_ids.astype(np.int32),
+        "freq_tied": freq["tied"] if freq["tied"] is not None else pd.array([None] * run.n, dtype="Int64"),
+        "freq_untied": freq["untied"] if freq["untied"] is not None else pd.array([None] * run.n, dtype="Int64"),
+    })
+    norms = pd.concat([
+        pd.DataFrame({"matrix": key, "token": np.arange(run.n, dtype=np.int32),
+                      "norm": np.linalg.norm(mat, axis=1).astype(np.float32)})
+        for key, mat in run.matrices.items()
+    ])
+    rows = []
+    for role, m in run.models.items():
+        rows.append({
+            "role": role, "source": m.source, "revision": m.revision, "commit_sha": m.commit,
+            "model_type": m.model_type, "tied_in_weights": bool(m.tied), "d_model": int(m.d_model),
+            "n_vocab": int(m.n_vocab), "n_rows_stored": int(m.n_rows_stored), "n_params": int(m.n_params),
+            "n_embedding_params": int(m.n_embedding_params), "embedding_share": float(m.embedding_share),
+            "dtype": str(m.dtype), "input_key": m.input_key, "output_key": m.output_key,
+            "fingerprint": json.dumps(m.fingerprint, sort_keys=True), "files": json.dumps(m.files, default=str),
+            "load_seconds": float(m.seconds),
+        })
+    return {"models": pd.DataFrame(rows), "tokens": tokens, "norms": norms}, None
+
+
+def alignment_tables(run, progress) -> tuple[dict[str, pd.DataFrame], None]:
+    from tying.analysis.align import run_alignment
+
+    results = run_alignment(run.matrices, held_out_fraction=run.cfg.held_out, seed=run.cfg.seed,
+                            device=run.device, progress=progress)
+    per_token, summary = [], []
+    for r in results:
+        summary.append({k: r[k] for k in ("comparison", "method", "split", "applicable", "note")}
+                       | {"n_tokens": int(len(r["cosine"])), "mean": float(r["mean"]), "std": float(r["std"])})
+        if r["applicable"]:
+            per_token.append(pd.DataFrame({
+                "comparison": r["comparison"], "method": r["method"], "split": r["split"],
+                "token": np.asarray(r["token_idx"], dtype=np.int32), "cosine": np.asarray(r["cosine"], np.float32),
+            }))
+    frame = pd.concat(per_token) if per_token else pd.DataFrame(
+        columns=["comparison", "method", "split", "token", "cosine"])
+    return {"alignment": frame, "alignment_summary": pd.DataFrame(summary)}, None
+
+
+def neighbours_tables(run, progress) -> tuple[dict[str, pd.DataFrame], dict]:
+    from tying.analysis.neighbours import overlap_curve
+
+    K = run.cfg.neighbours_k
+    if run.n <= K:
+        raise UserError(f"--neighbours-k {K} is not smaller than the {run.n} common tokens")
+    # compute enough neighbours once for the spectral stage too, when it uses every token
+    k_compute = max(K, min(run.cfg.spectral_k, run.n - 1)) if spectral_rows(run) is None else K
+    ids, frames = {}, []
+    for key in MATRICES:
+        progress(f"k-NN {key}")
+        i, s = run.knn(key, k_compute)
+        ids[key] = i[:, :K]
+        frames.append(pd.DataFrame({
+            "matrix": key,
+            "token": np.repeat(np.arange(run.n, dtype=np.int32), K),
+            "rank": np.tile(np.arange(1, K + 1, dtype=np.int16), run.n),
+            "neighbour": i[:, :K].reshape(-1).astype(np.int32),
+            "score": s[:, :K].reshape(-1).astype(np.float32),
+        }))
+    curves = []
+    for a, b in MATRIX_PAIRS:
+        c = overlap_curve(ids[a], ids[b], K)
+        curves.append(pd.DataFrame({"pair": pair_label(a, b), "k": np.arange(1, K + 1, dtype=np.int32),
+                                    "mean_overlap": np.asarray(c, dtype=np.float64)}))
+    return {"neighbours": pd.concat(frames), "overlap_curve": pd.concat(curves)}, {"k": int(K)}
+
+
+def spectral_tables(run, progress) -> tuple[dict[str, pd.DataFrame], dict]:
+    """The spectral table, and what ran: the graphs' k, the embedding's components (as
+    :func:`~tying.analysis.spectral.spectral_comparison` used them) and the tokens."""
+    from tying.analysis.spectral import spectral_comparison
+
+    cfg = run.cfg
+    rows = spectral_rows(run)
+    n_used = run.n if rows is None else len(rows)
+    ids = {}
+    for key in MATRICES:
+        progress(f"k-NN graph {key}")
+        ids[key] = run.knn(key, min(cfg.spectral_k, n_used - 1), rows)[0]
+    graph_k = int(ids[MATRICES[0]].shape[1])
+    out = []
+    for a, b in MATRIX_PAIRS:
+        progress(f"spectral {pair_label(a, b)}")
+        d, components = spectral_comparison(ids[a], ids[b], n_components=cfg.spectral_components)
+        out.append({"pair": pair_label(a, b), "graph_k": graph_k, "n_components": components,
+                    "n_tokens": n_used, "n_common": run.n, "sampled": rows is not None,
+                    "distance": float(d)})
+    used = sorted({r["n_components"] for r in out})
+    ran = {"k": graph_k, "components": used[0] if len(used) == 1 else used, "tokens": n_used,
+           "sampled": rows is not None}
+    return {"spectral": pd.DataFrame(out)}, ran
+
+
+def umap_tables(run, progress) -> tuple[dict[str, pd.DataFrame], dict]:
+    """The umap table: AlignedUMAP fitted on a seeded sample of ``--umap-tokens`` common tokens,
+    every other common token placed into the same coordinates from its 10 nearest fitted
+    tokens (:func:`~tying.analysis.projection.project`), per matrix. What ran: the fitted
+    and placed counts, the epochs and the placement's settings and quality
+    (``placement``: per matrix T, I, O trustworthiness@10 and nearest-drawn-neighbour share
+    of placed and of fitted tokens, the hold-out check; see :func:`placement_record`)."""
+    from tying.analysis.projection import project
+
+    rows = sample(run.n, run.cfg.umap_tokens, run.cfg.seed)
+    progress(f"UMAP of {len(rows):,} tokens x 3 matrices" + (f", then {run.n - len(rows):,} placed"
+                                                              if len(rows) < run.n else ""))
+    proj = project([run.matrices[k] for k in MATRICES], rows, seed=run.cfg.seed, n_epochs=run.cfg.umap_epochs,
+                   progress=progress)
+    frames = [pd.DataFrame({"matrix": key, "token": np.arange(run.n, dtype=np.int32),
+                            "x": c[:, 0].astype(np.float32), "y": c[:, 1].astype(np.float32),
+                            "placed": proj.placed})
+              for key, c in zip(MATRICES, proj.coords)]
+    ran = {"tokens": int(len(rows)), "placed": int(proj.placed.sum()), "epochs": int(run.cfg.umap_epochs),
+           "placement": placement_record(proj.quality)}
+    return {"umap": pd.concat(frames)}, ran
+
+
+def lens_tables(run, progress) -> tuple[dict[str, pd.DataFrame], dict]:
+    """The lens tables, and the budget each model's tuned lens trained with (``{role: budget}``)."""
+    lens_dir = Path(run.cfg.cache_dir) / "lens" / run.name
+    lens_dir.mkdir(parents=True, exist_ok=True)
+    return lens.lens_tables({role: m.local_dir for role, m in run.models.items()}, run.cfg.lens,
+                       lens_dir=lens_dir, device=run.device, trust_remote_code=run.cfg.trust_remote_code,
+                       progress=progress, log=run.log, gpu_command=lens_gpu_command(run.cfg, run.name),
+                       cache=str(run.path))
