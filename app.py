@@ -16,6 +16,7 @@ import streamlit as st
 
 from explorer import data, frame, state
 from explorer.render import pack
+from tying import registry
 
 HERE = Path(__file__).resolve().parent
 
@@ -26,23 +27,15 @@ listing = data.caches(str(data.cache_dir()))
 filled = frame.filled(listing)  # the pages with something to show for the picked cache (None: all)
 
 
-def page(script: str, title: str, icon: str, url_path: str, **kw) -> st.Page:
-    return st.Page(HERE / "views" / script, title=title, icon=icon, url_path=url_path, **kw)
+def page(spec: registry.Page, url_path: str | None = None) -> st.Page:
+    return st.Page(HERE / "views" / spec.script, title=spec.title, icon=spec.icon, url_path=url_path or spec.url_path,
+                   default=spec.default and url_path is None)
 
 
-PAGES = {
-    "tour": page("tour.py", "Tour", "🎓", "tour"),
-    "home": page("overview.py", "Overview", "🏠", "home", default=True),
-    "alignment": page("alignment.py", "Alignment", "📐", "alignment"),
-    "neighbours": page("neighbours.py", "Neighbours", "🧭", "neighbours"),
-    "projection": page("projection.py", "Projection", "🗺️", "projection"),
-    "lens": page("lens.py", "Lens", "🔎", "lens"),
-    "dynamics": page("dynamics.py", "Training dynamics", "📈", "dynamics"),
-    "sweep": page("sweep.py", "Sweep", "📏", "sweep"),
-}
+PAGES = {spec.url_path: page(spec) for spec in registry.PAGES}  # the registry's pages, in menu order
 # The default page is served at "/"; the same script under its own name answers /overview
 # (links and old bookmarks to /overview open it with no "Page not found").
-OVERVIEW_ALIAS = page("overview.py", "Overview", "🏠", "overview")
+OVERVIEW_ALIAS = page(next(p for p in registry.PAGES if p.default), "overview")
 # Every page answers its URL; the sidebar links below are the menu. (Streamlit's own menu
 # clears the query string on a page change, so the view's state would not travel with it.)
 current_page = st.navigation([*PAGES.values(), OVERVIEW_ALIAS], position="hidden")

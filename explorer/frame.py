@@ -8,12 +8,13 @@ from pathlib import Path
 import streamlit as st
 
 from explorer import data, state
+from tying import registry
 
 DEMO_COMMAND = "python -m precompute demo"
 SWEEP_COMMAND = "python -m precompute sweep"
-# page (url path) -> the table whose rows it shows; Overview shows every cache, Sweep the folder's sweep
-NEEDS = {"alignment": "alignment", "neighbours": "neighbours", "projection": "umap", "lens": "lens_kl",
-         "dynamics": "runs"}
+NEEDS = {p.url_path: p.needs for p in registry.PAGES if p.needs}
+"""Page (url path) -> the table whose rows it shows (the registry's); the tour and the Overview
+show every cache, the Sweep the folder's sweep."""
 
 
 def default_pair(names: list[str]) -> str:
@@ -47,9 +48,10 @@ def filled(listing: list[data.CacheListing]) -> set[str] | None:
     ref = _ref(picked(listing))
     if ref is None:
         return None
-    pages = {"tour", "home", "overview"} | {page for page, table in NEEDS.items() if data.has_rows(ref, table)}
+    pages = {"overview"} | {p.url_path for p in registry.PAGES if not p.needs and not p.folder}
+    pages |= {page for page, table in NEEDS.items() if data.has_rows(ref, table)}
     if find_sweep() is not None:
-        pages.add("sweep")
+        pages |= {p.url_path for p in registry.PAGES if p.folder}
     return pages
 
 

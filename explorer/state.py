@@ -29,6 +29,7 @@ from typing import Any
 import streamlit as st
 
 from explorer import data
+from explorer.render import tour
 from tying.cache.schema import METHOD_LABELS, TABLE1_METHODS
 
 METHODS = TABLE1_METHODS
@@ -116,7 +117,7 @@ PARAMS: dict[str, Param] = {
     "runs": Param(_names),
     "evo_runs": Param(_names),
     "axis": Param(_text, "d_model"),
-    "step": Param(_int_in(1, 10), 1),  # the tour's step (explorer/tour.py has ten)
+    "step": Param(_int_in(1, len(tour.STEPS)), 1),  # the tour's step
 }
 # What belongs to one cache: a change of pair leaves these out of the URL.
 PER_CACHE = ("token", "k", "layer", "model", "sample", "runs", "evo_runs")

@@ -9,12 +9,13 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tying import registry
 from tying.cache.fixtures import build_sweep_cache, build_synthetic_cache
 from tying.cache.store import open_cache
 from tying.cache.summary import summarize
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
-PAGES = ["overview", "alignment", "neighbours", "projection", "lens", "dynamics"]
+PAGES = ["overview"] + [p.url_path for p in registry.PAGES if p.needs]  # the pages of one cache, from the registry
 
 
 @pytest.fixture(scope="module")
@@ -387,7 +388,7 @@ def test_the_shipped_sweep_cache_renders_and_reads_as_the_readme_says(monkeypatc
 # -- the URL: every parameter, any value; one write per action; only what differs from the defaults --
 
 SHIPPED = Path(APP).parent / "cache"
-ALL_PAGES = PAGES + ["sweep", "tour"]
+ALL_PAGES = PAGES + [p.url_path for p in registry.PAGES if p.folder or p.url_path == "tour"]
 URL_PARAMS = ("pair", "presentation", "token", "k", "method", "split", "view", "density", "points", "renderer",
               "layer", "model",
               "sample", "runs", "evo_runs", "axis", "step")

@@ -16,14 +16,14 @@ from pathlib import Path
 import pytest
 
 from tests.waiting import wait_until
+from tying import registry
 from tying.cache.fixtures import build_sweep_cache, build_synthetic_cache
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
-PAGES = {"overview": "stMetric", "alignment": "stVegaLiteChart", "neighbours": "stVegaLiteChart",
-         "projection": "stVegaLiteChart", "lens": "stVegaLiteChart", "dynamics": "stVegaLiteChart",
-         "sweep": "stVegaLiteChart"}
+PAGES = {"overview": "stMetric"} | {p.url_path: "stVegaLiteChart" for p in registry.PAGES if p.needs or p.folder}
+"""Each page of the registry (but the tour) and the element that shows it drew."""
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow,
               pytest.mark.skipif(not (CHROMIUM and DRIVER), reason="Debian's chromium and chromium-driver are needed")]

@@ -18,6 +18,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from precompute.cli import main
+from tying import registry
 from tying.cache.fixtures import build_synthetic_cache
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -201,7 +202,7 @@ URL_JUNK = {
     "layer": ["-1", "99999", "two", ""],
     "view": ["", "sideways", "overlaid "],
 }
-PAGES = ["overview", "alignment", "neighbours", "projection", "lens", "dynamics"]
+PAGES = ["overview"] + [p.url_path for p in registry.PAGES if p.needs]  # the pages of one cache, from the registry
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@ the tour (views/tour.py), the figure pack (``python -m precompute figures``), th
 download and the static site (``python -m precompute site``).
 
 Each entry builds from a cache with the same chart builders and data readers as the pages
-(:mod:`explorer.charts`, :mod:`explorer.data`, :mod:`explorer.tables`), so a slide, a file
+(:mod:`~explorer.render.charts`, :mod:`~explorer.render.read`, :mod:`~explorer.render.tables`), so a slide, a file
 and a page show one thing. ``build(ref)`` returns ``(chart, data)`` for a figure and
 ``(None, table)`` for a table. Nothing here draws on a page: it runs without a Streamlit
 server (the data readers' caches then live in memory).
@@ -11,37 +11,13 @@ server (the data readers' caches then live in memory).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-
-import altair as alt
 import pandas as pd
 
 from explorer.render import charts, read, tables
+from explorer.render.figure import Figure, has, kind
+from tying import registry
 from tying.cache import reference
 from tying.cache.schema import MATRIX_NAMES
-
-
-@dataclass(frozen=True)
-class Figure:
-    name: str  # file stem, the paper's numbering first: "figure1-alignment", "table1"
-    title: str  # a short title
-    caption: str  # what it shows and how to read it, one or two sentences
-    build: Callable[[read.CacheRef], tuple[alt.TopLevelMixin | None, pd.DataFrame]]
-    available: Callable[[read.CacheRef, dict], bool]
-
-    @property
-    def is_table(self) -> bool:
-        return self.name.startswith("table")
-
-
-def _has(table: str) -> Callable[[read.CacheRef, dict], bool]:
-    return lambda ref, s: read.has_rows(ref, table)
-
-
-def _kind(*kinds: str) -> Callable[[read.CacheRef, dict], bool]:
-    return lambda ref, s: s.get("kind") in kinds
-
 
 # -- builders --------------------------------------------------------------------------------
 
@@ -174,49 +150,51 @@ FIGURES: tuple[Figure, ...] = (
     Figure("figure1-alignment", "Per-token alignment (Figure 1)",
            "Histogram of each token's cosine after a linear map from one matrix onto another, scored on held-out "
            "tokens. O→T sits far to the right of I→T: the tied matrix is output-like.",
-           alignment_histogram, _has("alignment")),
+           alignment_histogram, has("alignment"), stages=("alignment",)),
     Figure("table1", "Mean per-token cosine (Table 1)",
            "Mean cosine after mapping the source matrix onto the target, per map and split. The paper's claim: "
-           "O→T high, I→T low.", table1, lambda ref, s: bool(s.get("alignment")) or s.get("kind") == "published"),
+           "O→T high, I→T low.", table1, lambda ref, s: bool(s.get("alignment")) or s.get("kind") == "published", stages=("alignment",)),
     Figure("table5", "Neighbour overlap@10 (Table 5)",
            "Share of each token's 10 nearest neighbours (cosine) two matrices have in common, averaged over tokens. "
            "The paper's claim: T~O above T~I.", table5,
-           lambda ref, s: bool(s.get("overlap_at_10")) or s.get("kind") == "published"),
+           lambda ref, s: bool(s.get("overlap_at_10")) or s.get("kind") == "published", stages=("neighbours",)),
     Figure("overlap-curve", "Neighbour overlap against k",
            "Mean overlap@k for each pair of matrices as k grows; the paper's overlap@10 marked where it has one.",
-           overlap_curve, _has("overlap_curve")),
+           overlap_curve, has("overlap_curve"), stages=("neighbours",)),
     Figure("projection-umap", "Aligned UMAP of T, I and O",
            "The three matrices mapped jointly to 2-D so a token sits in comparable places; the highlighted token and "
-           "its 10 nearest neighbours in each matrix.", projection, _has("umap")),
+           "its 10 nearest neighbours in each matrix.", projection, has("umap"), stages=("umap",)),
     Figure("figure5-norm-frequency", "Norm against frequency (Figure 5)",
            "Each token's L2 norm against its corpus frequency, per matrix: T's pattern follows O's.",
-           norm_frequency, lambda ref, s: bool(read.norm_frequency_correlation(ref))),
+           norm_frequency, lambda ref, s: bool(read.norm_frequency_correlation(ref)), stages=("load",)),
     Figure("figure4-output-share", "Output share of the gradient (Figure 4)",
            "Share of the gradient reaching the tied matrix that comes through the output projection, per step "
            "(smoothed; for a several-seed toy lab the mean over seeds, the band their range, the early steps the "
-           "verdict averages shaded); above one half the output side dominates.", output_share, _has("train_log")),
+           "verdict averages shaded); above one half the output side dominates.", output_share, has("train_log"), stages=("training",)),
     Figure("figure3-evolution", "Embedding evolution (Figure 3)",
            "Mean per-token cosine of each matrix to its initial value over training: O moves more and faster than "
-           "I, and the tied T moves like O.", evolution, _has("evolution")),
+           "I, and the tied T moves like O.", evolution, has("evolution"), stages=("training",)),
     Figure("table2", "Input-gradient scaling (Table 2)",
            "The tied matrix trained with its input-side gradient multiplied by a factor, compared with the untied "
-           "I and O: mean per-token cosine.", table2, _has("scaling")),
+           "I and O: mean per-token cosine.", table2, has("scaling"), stages=("training",)),
     Figure("figure-scaling", "Input-gradient scaling",
            "Cosine of the tied matrix to untied I and O against the input-gradient factor, mean over seeds.",
-           scaling, lambda ref, s: read.has_rows(ref, "scaling") and s.get("kind") != "published"),
+           scaling, lambda ref, s: read.has_rows(ref, "scaling") and s.get("kind") != "published", stages=("training",)),
     Figure("figure-lens-kl", "Layerwise tuned-lens KL",
            "KL(final ‖ lens) in bits at each hidden state, tied against untied: higher in early layers means "
-           "harder to read.", lens_kl, _has("lens_kl")),
+           "harder to read.", lens_kl, has("lens_kl"), stages=("lens",)),
     Figure("sweep-loss-gap", "Untied minus tied loss against width (sweep)",
            "Loss gap per width with 95% intervals over seeds; below zero the untied twin is ahead. Beside it the "
            "gap against a tied model with the untied twin's parameter count; shaded: the gap's learning-rate "
-           "sensitivity.", sweep_gap, _kind("sweep")),
+           "sensitivity.", sweep_gap, kind("sweep"), stages=("sweep",)),
     Figure("sweep-bias", "Output-likeness against width (sweep)",
            "Bias (O→T minus I→T alignment, and overlap) per width: positive means the tied matrix stays "
-           "output-like.", sweep_bias, _kind("sweep")),
+           "output-like.", sweep_bias, kind("sweep"), stages=("sweep",)),
     Figure("table-sweep", "Every sweep cell", "Every cell of the width sweep: mean ± sample std over seeds.",
-           sweep_table, _kind("sweep")),
+           sweep_table, kind("sweep"), stages=("sweep",)),
 )
+FIGURES += tuple(f for a in registry.ANALYSES if a.figures for f in a.resolve("figures"))
+"""The figures above, then those each analysis of the registry contributes (its ``figures``)."""
 BY_NAME = {f.name: f for f in FIGURES}
 
 

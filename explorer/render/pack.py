@@ -53,18 +53,6 @@ MANIFEST = "manifest.json"
 FOOTER_GAP = 16  # pixels between a plot (or its legends) and its caption
 TEXT_COLOUR = "#333333"  # the caption; the source line is NEUTRAL
 
-STAGES = {
-    "figure1-alignment": ("alignment",), "table1": ("alignment",),
-    "table5": ("neighbours",), "overlap-curve": ("neighbours",),
-    "projection-umap": ("umap",), "figure5-norm-frequency": ("load",),
-    "figure4-output-share": ("training",), "figure3-evolution": ("training",),
-    "table2": ("training",), "figure-scaling": ("training",),
-    "figure-lens-kl": ("lens",),
-    "sweep-loss-gap": ("sweep",), "sweep-bias": ("sweep",), "table-sweep": ("sweep",),
-}
-"""The recorded stages whose parameters a figure's source line names (a stage ``sweep``
-stands for every ``sweep:<cell>`` stage). A figure not listed names every stage."""
-
 HIDDEN_PARAMS = {"inputs", "stage", "corpus_sha256", "tied", "untied", "tied_revision", "untied_revision"}
 """Stage parameters a source line leaves out: hashes, and the models (named once already)."""
 
@@ -166,7 +154,7 @@ def source_line(ref: read.CacheRef, s: dict, name: str, commit: str) -> str:
     where = _where_from(s)
     if where:
         parts.append(where)
-    params = stage_params(s.get("stages") or {}, STAGES.get(name))
+    params = stage_params(s.get("stages") or {}, figures.BY_NAME[name].stages or None if name in figures.BY_NAME else None)
     if params:
         parts.append(params)
     return "Source: " + "; ".join(parts) + "."

@@ -14,6 +14,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
+from tying import registry
 from tying.analysis.share import DEFAULT_EARLY_STEPS, output_share
 from tying.analysis.sweep import by_cell
 from tying.cache import reference
@@ -84,11 +85,11 @@ def _summarize(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
         | {"sampled": bool(sp.iloc[0]["sampled"])} if len(sp) else {}
     )
 
-    umap = umap_summary(con, out["stages"]) if table_exists(con, "umap") else {}
-    if umap.get("n_tokens"):
-        out["umap"] = umap
-    if table_exists(con, "lens_kl"):
-        out["lens"] = lens_summary(con)
+    for analysis in registry.ANALYSES:  # the summary fields each analysis adds (under its name)
+        if analysis.summary and table_exists(con, next(iter(analysis.tables))):
+            fields = analysis.resolve("summary")(con, out)
+            if fields:
+                out[analysis.name] = fields
     if meta.get("kind") in ("toylab", "provenance", "evolution", "published"):
         out.update(training_summary(con))
     if meta.get("kind") == "sweep":
@@ -220,8 +221,9 @@ def overlap_context_text(c: dict[str, Any]) -> str:
 EARLY_LAYERS = 2  # "early" hidden states for the KL gap: the input embedding and the first block
 
 
-def umap_summary(con: duckdb.DuckDBPyConnection, stages: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The umap table's tokens and the placement's quality.
+def umap_summary(con: duckdb.DuckDBPyConnection, summary: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The umap table's tokens and the placement's quality (None when the table is empty);
+    ``summary``: the cache's summary so far (its finished stages are read from there).
 
     {"n_tokens": tokens on the map, "n_fitted": fitted by AlignedUMAP, "n_placed": placed from
     their nearest fitted tokens, "n_common": common tokens of the cache, "placement": what the
@@ -234,8 +236,11 @@ def umap_summary(con: duckdb.DuckDBPyConnection, stages: dict[str, Any] | None =
     row = query_df(con, f"SELECT count(DISTINCT token) AS n, count(DISTINCT token) FILTER (WHERE {placed}) AS placed "
                         "FROM umap").iloc[0]
     n_common = int(con.execute("SELECT count(*) FROM tokens").fetchone()[0]) if table_exists(con, "tokens") else None
+    stages = (summary or {}).get("stages")
     ran = stage_params(stages if stages is not None else finished_stages(con), "umap").get("ran") or {}
     n, n_placed = int(row["n"]), int(row["placed"])
+    if not n:
+        return None
     return {"n_tokens": n, "n_fitted": n - n_placed, "n_placed": n_placed, "n_common": n_common,
             "placement": ran.get("placement")}
 
@@ -247,7 +252,7 @@ def _mean_of(placement: dict[str, Any], part: str, measure: str) -> float | None
     return float(np.mean(values)) if values else None
 
 
-def lens_summary(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+def lens_summary(con: duckdb.DuckDBPyConnection, summary: dict[str, Any] | None = None) -> dict[str, Any]:
     """Per-layer KL series (bits) by model and lens, and the early-layer tuned-lens gap."""
     df = query_df(con, "SELECT model, lens, layer, kl_mean FROM lens_kl ORDER BY model, lens, layer")
     out: dict[str, Any] = {"kl": {}}
