@@ -271,6 +271,15 @@ ANALYSES: tuple[Analysis, ...] = (
     Analysis("spectral", _ddl("spectral"), build="precompute.stages:spectral_tables",
              params=lambda run: {"k": run.cfg.spectral_k, "components": run.cfg.spectral_components,
                                  "tokens": run.cfg.spectral_tokens, "seed": run.cfg.seed}),
+    Analysis("cka", {"cka": """
+                pair VARCHAR,
+                n_tokens INTEGER,
+                cka DOUBLE,
+                cka_biased DOUBLE
+            """},  # linear CKA of each matrix pair over every common token: debiased (cka) and plain
+             build="tying.analysis.cka:cka_tables", summary="tying.analysis.cka:cka_summary",
+             figures="explorer.render.cka:FIGURES", params=lambda run: {},
+             page=Page("cka.py", "CKA", "🧮", "cka", needs="cka")),
     Analysis("umap", _ddl("umap"), build="precompute.stages:umap_tables", summary="tying.cache.summary:umap_summary",
              params=lambda run: {"tokens": run.cfg.umap_tokens, "seed": run.cfg.seed, "epochs": run.cfg.umap_epochs,
                                  "placement": PLACEMENT},
