@@ -227,7 +227,7 @@ class PairRun:
 
     # -- stage: alignment ------------------------------------------------------------
     def alignment_tables(self, progress) -> dict[str, pd.DataFrame]:
-        from tying.analysis.align import run_alignment
+        from tying.analysis.align_table import run_alignment
 
         results = run_alignment(self.matrices, held_out_fraction=self.cfg.held_out, seed=self.cfg.seed,
                                 device=self.device, progress=progress)

@@ -232,7 +232,7 @@ class DemoRun:
         )).run()
 
     def training_tables(self, results: dict, scales: list[float]) -> dict[str, pd.DataFrame]:
-        from tying.analysis.align import split_tokens
+        from tying.analysis.align_protocol import split_tokens
         from tying.toylab.train import embedding_evolution
 
         cfg = self.cfg

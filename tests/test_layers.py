@@ -33,6 +33,7 @@ TORCH = ("torch", "transformers", "safetensors.torch")
 
 TORCH_AT_TOP = {
     "tying.analysis.align": "the alignment maps are fitted with torch (on the GPU when present)",
+    "tying.analysis.align_table": "Table 1's products are accumulated with torch in one pass (on the GPU when present)",
     "tying.analysis.neighbours": "exact k-NN runs in torch on the GPU when present",
 }
 """The modules of tying.analysis and tying.cache that import torch when imported, and why.

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tying.analysis.align import run_alignment
+from tying.analysis.align_table import run_alignment
 from tying.analysis.neighbours import knn, overlap_curve
 from tying.cache import reference
 from tying.cache.schema import MATRICES, MATRIX_PAIRS, pair_label
