@@ -28,7 +28,8 @@ from precompute.sweep_config import SweepConfig, validate
 from tying.analysis import sweep as S
 from tying.analysis.share import early_steps_for, output_share
 from tying.analysis.twins import compare_tied_to_twin
-from tying.cache.store import CacheWriter, cache_path, params_hash
+from tying.cache.store import cache_path, params_hash
+from tying.cache.writer import CacheWriter
 from tying.toylab.corpus import load_corpus
 from tying.toylab.tokenizer import encode_corpus, train_bpe
 

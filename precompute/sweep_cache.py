@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 
 from tying.analysis import sweep as S
-from tying.cache.store import CacheWriter, cache_path, check_name, open_cache, query_df, read_meta, table_exists
+from tying.cache.store import cache_path, check_name, open_cache, query_df, read_meta, table_exists
+from tying.cache.writer import CacheWriter
 from tying.errors import UserError
 
 

@@ -26,7 +26,8 @@ import pytest
 
 from tying.cache.fixtures import build_synthetic_cache
 from tying.cache.schema import STAGE_TABLES
-from tying.cache.store import CacheWriter, finished_stages, open_cache
+from tying.cache.store import finished_stages, open_cache
+from tying.cache.writer import CacheWriter
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE = ["--skip", "umap,lens", "--spectral-components", "8", "--neighbours-k", "10"]

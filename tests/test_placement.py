@@ -180,8 +180,9 @@ def test_a_cache_without_the_placed_column_reads_as_all_fitted(tmp_path):
     import pandas as pd
 
     from tying.cache.schema import SCHEMA_VERSION, TABLES
-    from tying.cache.store import CacheWriter, has_column, open_cache
+    from tying.cache.store import has_column, open_cache
     from tying.cache.summary import projection_text, summarize
+    from tying.cache.writer import CacheWriter
 
     path = tmp_path / "old.duckdb"
     con = duckdb.connect(str(path))

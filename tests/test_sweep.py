@@ -347,7 +347,7 @@ def test_the_probes_score_the_validation_split_and_are_stored(tmp_path, monkeypa
 
     from precompute.sweep import SweepRun, validation_split
     from precompute.sweep_config import SweepConfig
-    from tying.cache.store import CacheWriter
+    from tying.cache.writer import CacheWriter
     from tying.toylab.train import split_eval
 
     cfg = SweepConfig(cache_dir=str(tmp_path), widths=[32], seeds=1, lr_grid=[1e-3, 3e-3, 1e-2], context=16)
