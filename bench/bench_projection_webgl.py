@@ -61,22 +61,22 @@ def sizes(cache: Path) -> dict:
     import duckdb
     import pydeck as pdk
 
-    from explorer import deck
+    from explorer import deck, deck_backdrop, deck_grid
     from explorer.render import charts
 
     con = duckdb.connect(str(cache), read_only=True)
     coords = con.execute("SELECT matrix, token, x, y FROM umap ORDER BY matrix, token").df()
     con.close()
-    grid = deck.grid_of(coords)
-    points = deck.view_points(coords, grid)
+    grid = deck_grid.grid_of(coords)
+    points = deck_grid.view_points(coords, grid)
     token = int(coords["token"].iloc[0])
     hi = coords[coords["token"] == token].assign(shown="token", role="picked")
     out = {}
     for m in charts.PROJECTION_ORDER:
-        back = deck.backdrop(points, [m])
+        back = deck_backdrop.backdrop(points, [m])
         view = deck.view_deck(points, hi, grid, [m], back=back)
         out[m] = {"points": len(points[m].ids), "sent": len(view.to_json()), "png": sum(r.n_bytes for r in back.rasters),
-                  "cells": sum(len(c.ids) for c, _ in back.hits.values()), "integers": len(deck.points_json(points[m]))}
+                  "cells": sum(len(c.ids) for c, _ in back.hits.values()), "integers": len(deck_grid.points_json(points[m]))}
     # the plain way: the view's DataFrame (x, y, token) as pydeck writes it
     sub = coords[coords["matrix"] == "T"][["x", "y", "token"]]
     plain = pdk.Deck(layers=[pdk.Layer("ScatterplotLayer", data=sub, id="T", get_position=["x", "y"])],

@@ -27,7 +27,9 @@ from precompute.published import EvolutionJsonConfig, PaperConfig, build_paper, 
 from precompute.report import SummaryConfig, print_summary, resolve_cache, run_summary
 from precompute.serve import ServeConfig, run_serve
 from precompute.site import SiteConfig, run_site
-from precompute.sweep import MergeConfig, SweepConfig, SweepRun, merge
+from precompute.sweep import SweepRun
+from precompute.sweep_cache import merge
+from precompute.sweep_config import MergeConfig, SweepConfig
 from precompute.toylab import DemoConfig, DemoRun
 from precompute.trajectory import TrajectoryConfig, run_trajectory
 from tying.errors import UserError, first_line

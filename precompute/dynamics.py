@@ -28,7 +28,8 @@ from tqdm.auto import tqdm
 from precompute.options import internal, option
 from tying.analysis.align import rowwise_cosine
 from tying.analysis.share import DEFAULT_EARLY_STEPS
-from tying.cache.store import CacheWriter, cache_path, check_name, short_name
+from tying.cache.store import cache_path, check_name, short_name
+from tying.cache.writer import CacheWriter
 from tying.errors import UserError
 from tying.loading.gradlog import DEFAULT_COLUMNS, read_provenance_csv
 

@@ -21,7 +21,8 @@ from tqdm.auto import tqdm
 from precompute.lens import LensOptions, lens_text, resolve_budget
 from precompute.options import check_positive, internal, nested, option
 from tying.cache import reference
-from tying.cache.store import CacheWriter, cache_path, check_name, default_name, params_hash
+from tying.cache.store import cache_path, check_name, default_name, params_hash
+from tying.cache.writer import CacheWriter
 from tying.errors import UserError
 from tying.loading.vocab import common_vocabulary
 from tying.registry import BY_NAME, OPTIONAL_STAGES, PAIR_STAGES

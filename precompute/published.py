@@ -31,7 +31,8 @@ import pandas as pd
 from precompute.options import internal, option
 from tying.analysis.share import DEFAULT_EARLY_STEPS
 from tying.cache import reference
-from tying.cache.store import CacheWriter, cache_path, check_name
+from tying.cache.store import cache_path, check_name
+from tying.cache.writer import CacheWriter
 from tying.errors import UserError, first_line
 from tying.loading.gradlog import read_provenance_csv
 

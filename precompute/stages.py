@@ -100,7 +100,7 @@ def load_tables(run, progress) -> tuple[dict[str, pd.DataFrame], None]:
 
 
 def alignment_tables(run, progress) -> tuple[dict[str, pd.DataFrame], None]:
-    from tying.analysis.align import run_alignment
+    from tying.analysis.align_table import run_alignment
 
     results = run_alignment(run.matrices, held_out_fraction=run.cfg.held_out, seed=run.cfg.seed,
                             device=run.device, progress=progress)

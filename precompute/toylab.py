@@ -25,7 +25,8 @@ from precompute.pair import OPTIONAL_STAGES, PairConfig, PairRun
 from tying.analysis.share import TOYLAB_EARLY_FRACTION, early_steps_for, output_share
 from tying.analysis.twins import compare_tied_to_twin
 from tying.cache.reference import TABLE2_METHOD
-from tying.cache.store import CacheWriter, cache_path, check_name, params_hash
+from tying.cache.store import cache_path, check_name, params_hash
+from tying.cache.writer import CacheWriter
 from tying.errors import UserError
 from tying.toylab.corpus import load_corpus
 from tying.toylab.tokenizer import encode_corpus, train_bpe
@@ -232,7 +233,7 @@ class DemoRun:
         )).run()
 
     def training_tables(self, results: dict, scales: list[float]) -> dict[str, pd.DataFrame]:
-        from tying.analysis.align import split_tokens
+        from tying.analysis.align_protocol import split_tokens
         from tying.toylab.train import embedding_evolution
 
         cfg = self.cfg

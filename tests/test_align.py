@@ -1,10 +1,10 @@
-"""Linear alignment and per-token cosine (tying.analysis.align) against known answers."""
+"""Linear alignment and per-token cosine (tying.analysis.align, align_protocol, align_table) against known answers."""
 
 import numpy as np
 import pytest
 import torch
 
-from tying.analysis import align
+from tying.analysis import align, align_protocol, align_table
 from tying.errors import NotApplicable
 
 CPU = torch.device("cpu")
@@ -88,7 +88,7 @@ def test_rotated_copy_aligns_at_cosine_one(rotated_pair, method):
     in_sample = align.alignment_cosines(X, Y, method, device=CPU)
     assert in_sample.shape == (len(X),)
     np.testing.assert_allclose(in_sample, 1.0, atol=1e-5)
-    fit_idx, eval_idx = align.split_tokens(len(X), 0.25, seed=1)
+    fit_idx, eval_idx = align_protocol.split_tokens(len(X), 0.25, seed=1)
     held_out = align.alignment_cosines(X, Y, method, fit_idx=fit_idx, eval_idx=eval_idx, device=CPU)
     assert held_out.shape == (len(eval_idx),)
     np.testing.assert_allclose(held_out, 1.0, atol=1e-5)
@@ -117,7 +117,7 @@ def test_uncentred_identity_on_a_constructed_pair():
     raw = (Z * (Z + shift)).sum(1) / (np.linalg.norm(Z, axis=1) * np.linalg.norm(Z + shift, axis=1))
     np.testing.assert_allclose(align.alignment_cosines(Z, Z + shift, "identity_raw", device=CPU), raw, atol=1e-5)
     rows = {(r["comparison"], r["method"], r["split"]): r for r in
-            align.run_alignment({"I": Z, "O": Z + shift}, device=CPU)}
+            align_table.run_alignment({"I": Z, "O": Z + shift}, device=CPU)}
     np.testing.assert_allclose(rows[("I->O", "identity_raw", "in_sample")]["cosine"], raw, atol=1e-5)
     held = rows[("I->O", "identity_raw", "held_out")]
     np.testing.assert_allclose(held["cosine"], raw[held["token_idx"]], atol=1e-5)
@@ -132,12 +132,12 @@ def test_held_out_scores_never_see_the_held_out_rows():
     n, d = 400, 150
     I, T = rng.standard_normal((n, d)).astype(np.float32), rng.standard_normal((n, d)).astype(np.float32)
     rows = {(r["comparison"], r["method"], r["split"]): r for r in
-            align.run_alignment({"I": I, "T": T}, held_out_fraction=0.2, seed=0, device=CPU)}
+            align_table.run_alignment({"I": I, "T": T}, held_out_fraction=0.2, seed=0, device=CPU)}
     for method in ("linear", "orthogonal"):
         inside, held = rows[("I->T", method, "in_sample")], rows[("I->T", method, "held_out")]
         assert inside["mean"] > 0.3, method
         assert abs(held["mean"]) < 0.05, method
-    fit, ev = align.split_tokens(n, 0.2, seed=0)
+    fit, ev = align_protocol.split_tokens(n, 0.2, seed=0)
     direct = align.alignment_cosines(I, T, "linear", fit_idx=fit, eval_idx=ev, device=CPU)
     np.testing.assert_allclose(rows[("I->T", "linear", "held_out")]["cosine"], direct, atol=1e-5)
     leaked = align.alignment_cosines(I, T, "linear", fit_idx=None, eval_idx=ev, device=CPU)
@@ -181,7 +181,7 @@ def test_zero_rows_score_zero_not_nan():
     rng = np.random.default_rng(9)
     Z = rng.standard_normal((20, 5)).astype(np.float32)
     X = np.concatenate([Z, -Z, np.zeros((2, 5), np.float32)])  # column mean exactly zero
-    for method in align.METHODS:
+    for method in align_protocol.METHODS:
         cos = align.alignment_cosines(X, X, method, device=CPU)
         assert np.isfinite(cos).all()
         np.testing.assert_array_equal(cos[-2:], 0.0)
@@ -197,18 +197,18 @@ def test_torch_inputs_accepted(rotated_pair):
 
 
 def test_split_tokens_is_deterministic_disjoint_and_complete():
-    fit, ev = align.split_tokens(1000, 0.2, seed=3)
-    fit2, ev2 = align.split_tokens(1000, 0.2, seed=3)
+    fit, ev = align_protocol.split_tokens(1000, 0.2, seed=3)
+    fit2, ev2 = align_protocol.split_tokens(1000, 0.2, seed=3)
     np.testing.assert_array_equal(fit, fit2)
     np.testing.assert_array_equal(ev, ev2)
     assert len(ev) == 200 and len(fit) == 800
     assert np.intersect1d(fit, ev).size == 0
     np.testing.assert_array_equal(np.sort(np.concatenate([fit, ev])), np.arange(1000))
-    assert not np.array_equal(ev, align.split_tokens(1000, 0.2, seed=4)[1])
+    assert not np.array_equal(ev, align_protocol.split_tokens(1000, 0.2, seed=4)[1])
     with pytest.raises(ValueError):
-        align.split_tokens(10, 1.5)
+        align_protocol.split_tokens(10, 1.5)
     with pytest.raises(ValueError):
-        align.split_tokens(1, 0.2)
+        align_protocol.split_tokens(1, 0.2)
 
 
 def test_unknown_method_and_mismatched_rows_are_user_errors():
@@ -220,8 +220,8 @@ def test_unknown_method_and_mismatched_rows_are_user_errors():
 
 
 def test_constants():
-    assert align.METHODS == ("identity_raw", "identity", "orthogonal", "linear")
-    assert [align.comparison_label(a, b) for a, b in align.COMPARISONS] == ["I->O", "O->T", "I->T"]
+    assert align_protocol.METHODS == ("identity_raw", "identity", "orthogonal", "linear")
+    assert [align_protocol.comparison_label(a, b) for a, b in align_protocol.COMPARISONS] == ["I->O", "O->T", "I->T"]
 
 
 def test_run_alignment_rows_and_values():
@@ -230,7 +230,7 @@ def test_run_alignment_rows_and_values():
     O = (I @ random_rotation(16, rng)).astype(np.float32)
     T = (O @ rng.standard_normal((16, 8))).astype(np.float32)  # narrower: only linear applies
     steps = []
-    rows = align.run_alignment({"I": I, "O": O, "T": T}, held_out_fraction=0.25, seed=0, device=CPU,
+    rows = align_table.run_alignment({"I": I, "O": O, "T": T}, held_out_fraction=0.25, seed=0, device=CPU,
                                progress=steps.append)
     # one step for the pass that computes every fit's products, then one per row
     assert len(rows) == 3 * 4 * 2 and len(steps) == 1 + len(rows) and "one pass" in steps[0]
@@ -254,12 +254,12 @@ def test_run_alignment_rows_and_values():
         assert len(r["token_idx"]) == 100
     # held-out rows are the seeded split
     np.testing.assert_array_equal(by_key[("I->T", "linear", "held_out")]["token_idx"],
-                                  align.split_tokens(400, 0.25, seed=0)[1])
+                                  align_protocol.split_tokens(400, 0.25, seed=0)[1])
 
 
 def test_run_alignment_needs_two_matrices_with_the_same_rows():
     X = np.zeros((10, 3), np.float32)
     with pytest.raises(ValueError, match="no comparison"):
-        align.run_alignment({"I": X})
+        align_table.run_alignment({"I": X})
     with pytest.raises(ValueError, match="same tokens"):
-        align.run_alignment({"I": X, "O": X[:5]})
+        align_table.run_alignment({"I": X, "O": X[:5]})

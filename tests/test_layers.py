@@ -33,15 +33,16 @@ TORCH = ("torch", "transformers", "safetensors.torch")
 
 TORCH_AT_TOP = {
     "tying.analysis.align": "the alignment maps are fitted with torch (on the GPU when present)",
+    "tying.analysis.align_table": "Table 1's products are accumulated with torch in one pass (on the GPU when present)",
     "tying.analysis.neighbours": "exact k-NN runs in torch on the GPU when present",
 }
 """The modules of tying.analysis and tying.cache that import torch when imported, and why.
 The rest stay torch-free, so the app (and a command that only reads a cache) never loads it."""
 
 CHILD_PROCESSES = {
-    "explorer.live": "the Lens page traces visitors' own texts in one warm child process per cache "
-                     "(`python -m precompute serve-trajectory`): the writer loads the models there, and the app "
-                     "process stays torch-free",
+    "explorer.trajectory_worker": "the Lens page (through explorer.live) traces visitors' own texts in one warm "
+                                  "child process per cache (`python -m precompute serve-trajectory`): the writer "
+                                  "loads the models there, and the app process stays torch-free",
 }
 """App modules that start the writer (precompute) as a child process, and why: not an
 import, but an edge from the reader to the writer all the same. A new one must be listed."""
@@ -258,7 +259,7 @@ def test_the_app_starts_the_writer_only_in_the_listed_child_processes():
 
 
 def test_the_launch_check_sees_a_child_process():
-    """The detector itself: a module like explorer/live.py is found, a displayed command is not."""
+    """The detector itself: a module like explorer/trajectory_worker.py is found, a displayed command is not."""
     live = ast.parse('import subprocess, sys\ncmd = [sys.executable, "-m", "precompute", "trajectory"]\n'
                      "subprocess.run(cmd)\n")
     shown = ast.parse('HELP = "python -m precompute demo"\n')

@@ -1,5 +1,5 @@
 """The Lens page's own texts: the warm worker (`python -m precompute serve-trajectory`) and the
-app's client of it (explorer/live.py): queue, kept answers, crash survival, texts as data.
+app's client of it (explorer/live.py, explorer/trajectory_worker.py): queue, kept answers, crash survival, texts as data.
 
 Most client tests run against a fake worker (a few lines of Python speaking the same JSON
 lines), so they are fast and need no torch; the known answers and the crash of a real worker

@@ -97,7 +97,7 @@ def test_a_bad_value_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch, argv,
 
 def test_configs_built_in_code_are_checked_too():
     from precompute.pair import PairConfig
-    from precompute.sweep import SweepConfig
+    from precompute.sweep_config import SweepConfig
     from precompute.toylab import DemoConfig
 
     with pytest.raises(UserError, match="--neighbours-k must be a positive integer, got 0"):
@@ -114,7 +114,7 @@ def test_configs_built_in_code_are_checked_too():
 
 def test_folded_options_and_dependent_defaults():
     from precompute.pair import PairConfig
-    from precompute.sweep import FULL, QUICK, SweepConfig
+    from precompute.sweep_config import FULL, QUICK, SweepConfig
     from precompute.toylab import DemoConfig
     from tying.cache import reference
 
@@ -147,7 +147,8 @@ def test_the_shipped_caches_stay_valid_for_the_default_commands():
     command gives the shipped sweep's recorded values."""
     import duckdb
 
-    from precompute.sweep import SweepConfig, cell_params
+    from precompute.sweep import cell_params
+    from precompute.sweep_config import SweepConfig
     from precompute.toylab import DemoConfig, DemoRun
     from tying.analysis.sweep import Cell
 

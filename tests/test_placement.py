@@ -1,4 +1,4 @@
-"""Placing tokens into a UMAP map fitted on a sample (tying.analysis.projection.place and its
+"""Placing tokens into a UMAP map fitted on a sample (tying.analysis.placement.place and its
 quality measures), and the umap stage of a pair run holding every common token (issue 19)."""
 
 import json
@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from sklearn.manifold import trustworthiness
 
-from tying.analysis.projection import holdout_check, neighbourhood_scores, place, project
+from tying.analysis.placement import holdout_check, neighbourhood_scores, place
+from tying.analysis.projection import project
 
 
 def test_a_token_equal_to_a_fitted_one_lands_on_it():
@@ -179,8 +180,9 @@ def test_a_cache_without_the_placed_column_reads_as_all_fitted(tmp_path):
     import pandas as pd
 
     from tying.cache.schema import SCHEMA_VERSION, TABLES
-    from tying.cache.store import CacheWriter, has_column, open_cache
+    from tying.cache.store import has_column, open_cache
     from tying.cache.summary import projection_text, summarize
+    from tying.cache.writer import CacheWriter
 
     path = tmp_path / "old.duckdb"
     con = duckdb.connect(str(path))

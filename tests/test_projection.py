@@ -1,4 +1,4 @@
-"""Aligned UMAP projections (tying.analysis.projection).
+"""Aligned UMAP projections (tying.analysis.umap_fit).
 
 UMAP is slow to compile (numba) and every AlignedUMAP fit compiles its optimiser again, so
 one module fixture makes a single aligned run that the quality checks share.
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from sklearn.manifold import trustworthiness
 
-from tying.analysis.projection import aligned_umap
+from tying.analysis.umap_fit import aligned_umap
 
 N_PER_CLUSTER, N_CLUSTERS = 40, 5
 
@@ -94,7 +94,7 @@ def test_graph_only_views_build_stock_aligned_umap_graphs(views):
     import umap
     import umap.aligned_umap
 
-    from tying.analysis.projection import _lean_aligned_umap, _pca
+    from tying.analysis.umap_fit import _lean_aligned_umap, _pca
 
     reduced = [_pca(v, 10, 0) for v in views[0]]
     identity = {i: i for i in range(len(reduced[0]))}
@@ -126,7 +126,7 @@ def test_spectral_start_finds_the_laplacians_eigenvectors():
     import umap.spectral
     from sklearn.neighbors import kneighbors_graph
 
-    from tying.analysis.projection import _lean_aligned_umap, _spectral_start
+    from tying.analysis.umap_fit import _lean_aligned_umap, _spectral_start
 
     rng = np.random.default_rng(3)
     points = rng.uniform(0, 1, size=(400, 2)) * [3.0, 1.0]  # a strip: eigenvalues 2.1e-3, 8.3e-3, 1.6e-2

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from explorer import deck
+from explorer import deck, deck_backdrop, deck_grid
 from explorer.render import charts
 from tests import webgl
 from tests.apppage import open_page
@@ -43,23 +43,23 @@ def test_a_point_is_one_integer_on_the_grid():
     sent as x + 31,622 y."""
     pts = [(0.0, 0.0), (2.5, 1.25), (10.0, 5.0), (1.2345678, 4.9)]
     coords = _coords({"I": pts, "T": pts, "O": pts})
-    grid = deck.grid_of(coords)
+    grid = deck_grid.grid_of(coords)
     assert (grid.x0, grid.y0, grid.scale) == (0.0, 0.0, 3162.1)
-    points = deck.view_points(coords, grid)
+    points = deck_grid.view_points(coords, grid)
     t = points["T"]
     assert t.rows.tolist() == [[0, 0], [7905, 3953], [31621, 15810], [3904, 15494]]  # 15810.5: half to even
     assert t.data == [0, 7905 + 31622 * 3953, 31621 + 31622 * 15810, 3904 + 31622 * 15494]
     assert t.ids.tolist() == [0, 1, 2, 3]
-    assert deck.points_json(t) == "[0,125009671,499975441,489955172]"
+    assert deck_grid.points_json(t) == "[0,125009671,499975441,489955172]"
     # a click cell's accessor unpacks x = p % BASE, y = (p - x) / BASE and puts the point at its cell's
     # centre: run here in Python (JavaScript's % on these non-negative integers is Python's)
     for cell in (1, 7, 1000):
-        expr = deck.cell_position(cell)
+        expr = deck_backdrop.cell_position(cell)
         assert expr == (f"[this % 31622 - this % 31622 % {cell} + {cell / 2:g}, (this - this % 31622) / 31622 - "
                         f"(this - this % 31622) / 31622 % {cell} + {cell / 2:g}]")
         centres = [eval(expr.replace("this", str(p))) for p in t.data]
         assert centres == [[(x // cell) * cell + cell / 2, (y // cell) * cell + cell / 2] for x, y in t.rows.tolist()]
-    assert max(t.data) < deck.BASE ** 2 < 10**9  # nine digits at most
+    assert max(t.data) < deck_grid.BASE ** 2 < 10**9  # nine digits at most
     # rounding: back on the map within half a step of where the point was
     back = t.rows / grid.scale + [grid.x0, grid.y0]
     assert np.abs(back - np.array(pts)).max() <= 0.5 / grid.scale + 1e-12
@@ -74,11 +74,11 @@ def test_a_view_of_152k_points_is_an_image_and_click_cells():
     n = 152_000
     coords = pd.concat([pd.DataFrame({"matrix": m, "token": np.arange(n), "x": rng.normal(0, 5, n).astype(np.float32),
                                       "y": rng.normal(0, 3, n).astype(np.float32)}) for m in "ITO"])
-    grid = deck.grid_of(coords)
-    points = deck.view_points(coords, grid)
+    grid = deck_grid.grid_of(coords)
+    points = deck_grid.view_points(coords, grid)
     hi = coords[(coords["matrix"] == "T") & coords["token"].isin([7, 8])].assign(shown=["a", "b"],
                                                                                 role=["picked", "neighbour"])
-    back = deck.backdrop(points, ["T"])
+    back = deck_backdrop.backdrop(points, ["T"])
     sent = deck.view_deck(points, hi, grid, ["T"], back=back).to_json()
     spec = json.loads(sent)
     image = spec["layers"][0]
@@ -86,11 +86,11 @@ def test_a_view_of_152k_points_is_an_image_and_click_cells():
     png = base64.b64decode(image["image"].split(",", 1)[1])
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) == back.rasters[0].n_bytes
     cells = spec["layers"][1]["data"]
-    _, whole = deck.fit(deck.bounds_of([points["T"]]), deck.VIEW_WIDTH_PX, 420)
-    cell = round(deck.HIT_PX / 2 ** whole)
+    _, whole = deck_grid.fit(deck_grid.bounds_of([points["T"]]), deck_grid.VIEW_WIDTH_PX, 420)
+    cell = round(deck_backdrop.HIT_PX / 2 ** whole)
     squares = {(x // cell, y // cell) for x, y in points["T"].rows.tolist()}
     assert len(cells) == len(squares) < 10_000  # one per non-empty square
-    assert "\n" not in sent and len(sent) < 0.4 * len(deck.points_json(points["T"]))
+    assert "\n" not in sent and len(sent) < 0.4 * len(deck_grid.points_json(points["T"]))
     assert len(sent) < back.n_bytes() + 3000  # the rest of the deck is small
 
 
@@ -101,8 +101,8 @@ def _deck_dict(view) -> dict:
 def test_image_then_click_cells_then_highlighted_rows_the_picked_token_last():
     pts = [(0.0, 0.0), (1.0, 1.0), (2.0, 0.5), (4.0, 2.0)]
     coords = _coords({"I": pts, "T": pts, "O": pts}).assign(shown=lambda d: "tok" + d["token"].astype(str))
-    grid = deck.grid_of(coords)
-    points = deck.view_points(coords, grid)
+    grid = deck_grid.grid_of(coords)
+    points = deck_grid.view_points(coords, grid)
     hi = coords[coords["token"].isin([1, 2, 3])].assign(role=lambda d: np.where(d["token"] == 2, "picked", "neighbour"))
     spec = _deck_dict(deck.view_deck(points, hi, grid, ["T"]))
     assert [layer["id"] for layer in spec["layers"]] == ["image-0", "points-T", "highlight"]  # later layers on top
@@ -110,7 +110,7 @@ def test_image_then_click_cells_then_highlighted_rows_the_picked_token_last():
     rows = spec["layers"][2]["data"]
     assert [(r["t"], r["r"]) for r in rows] == [(1, 0), (3, 0), (2, 1)]  # neighbours, then the picked token
     assert rows[-1]["p"] == points["T"].rows[2].tolist() and rows[-1]["s"] == "tok2"
-    assert spec["layers"][2]["getFillColor"] == deck.rgba(charts.HIGHLIGHT)
+    assert spec["layers"][2]["getFillColor"] == deck_grid.rgba(charts.HIGHLIGHT)
     assert spec["layers"][2]["getLineColor"] == [0, 0, 0, 255] and spec["layers"][2]["stroked"] is True
     hit = spec["layers"][1]
     assert hit["getFillColor"] == [0, 0, 0, 0] and hit["pickable"] is True  # transparent, clickable
@@ -125,7 +125,7 @@ def test_image_then_click_cells_then_highlighted_rows_the_picked_token_last():
     assert [centred["layers"][i]["opacity"] for i in (0, 1)] == [deck.BLURRED_OPACITY, 1.0]
     assert spec["layers"][0]["opacity"] == 1.0
     overlaid = _deck_dict(deck.view_deck(points, hi, grid, charts.PROJECTION_ORDER, focus=2,
-                                         width_px=3 * deck.VIEW_WIDTH_PX))
+                                         width_px=3 * deck_grid.VIEW_WIDTH_PX))
     assert [layer["id"] for layer in overlaid["layers"]] == ["image-0", "image-1", "points-I", "points-T", "points-O",
                                                              "near-I", "near-T", "near-O", "highlight", "label"]
     labels = sorted(r["s"] for r in overlaid["layers"][-1]["data"])
@@ -135,15 +135,15 @@ def test_image_then_click_cells_then_highlighted_rows_the_picked_token_last():
 def test_focus_centres_the_token_closer():
     pts = [(0.0, 0.0), (1.0, 1.0), (2.0, 0.5), (4.0, 2.0)]
     coords = _coords({"I": pts, "T": pts, "O": pts}).assign(shown="x")
-    grid = deck.grid_of(coords)
-    points = deck.view_points(coords, grid)
+    grid = deck_grid.grid_of(coords)
+    points = deck_grid.view_points(coords, grid)
     hi = coords[coords["token"] == 1].assign(role="picked")
     whole = _deck_dict(deck.view_deck(points, hi, grid, ["O"], width_px=300, height_px=420))["initialViewState"]
     assert whole["target"] == [31621 / 2, 15810 / 2, 0]  # the grid's box: x 0..31,621, y 0..15,810
     assert whole["zoom"] == pytest.approx(math.log2(0.9 * 300 / 31621), abs=1e-4)
     near = _deck_dict(deck.view_deck(points, hi, grid, ["O"], focus=1, width_px=300, height_px=420))["initialViewState"]
     assert near["target"] == points["O"].rows[1].tolist() + [0]
-    assert near["zoom"] == pytest.approx(whole["zoom"] + deck.FOCUS_ZOOM, abs=1e-3)
+    assert near["zoom"] == pytest.approx(whole["zoom"] + deck_backdrop.FOCUS_ZOOM, abs=1e-3)
 
 
 def test_a_click_names_its_token_by_layer_and_row():
@@ -151,7 +151,7 @@ def test_a_click_names_its_token_by_layer_and_row():
     names its token."""
     coords = _coords({"I": [(0, 0), (1, 1)], "T": [(0, 0), (1, 1), (1, 1)], "O": [(0, 0), (1, 1)]})
     coords.loc[coords["matrix"] == "T", "token"] = [40, 42, 41]
-    points = deck.view_points(coords, deck.grid_of(coords))
+    points = deck_grid.view_points(coords, deck_grid.grid_of(coords))
     p41 = points["T"].data[1]  # token 41 and 42 share a position: the lowest id
     assert deck.picked_token({"selection": {"indices": {"points-T": [0]}, "objects": {"points-T": [p41]}}},
                              points) == 41
@@ -226,7 +226,7 @@ def test_a_search_picks_and_centres_the_token_in_every_view(small, monkeypatch):
         picked = [r for r in d["layers"][-2]["data"] if r["r"] == 1]
         assert [r["t"] for r in picked] == [token]
         assert d["initialViewState"]["target"] == picked[0]["p"] + [0]  # centred on it
-        assert d["initialViewState"]["zoom"] == pytest.approx(b["initialViewState"]["zoom"] + deck.FOCUS_ZOOM, abs=1e-3)
+        assert d["initialViewState"]["zoom"] == pytest.approx(b["initialViewState"]["zoom"] + deck_backdrop.FOCUS_ZOOM, abs=1e-3)
     at.button(key="proj_whole").click().run()  # the whole map again, the token still picked
     assert [d["initialViewState"] for d in _decks(at)] == [b["initialViewState"] for b in before]
 
@@ -332,7 +332,7 @@ def test_a_click_picks_a_token(large_server, chromium):
     deck.gl picks at the pointer's press, in one drawing pass over the pickable layers, and counts
     a click only when the release comes within 250 ms. Over 152,000 points drawn in software
     (SwiftShader) that pass took 1.8 s and a click was always lost; over the view's click cells
-    (a few thousand, explorer/deck.py) it takes about 0.1 s."""
+    (a few thousand, explorer/deck_backdrop.py) it takes about 0.1 s."""
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as EC
@@ -372,13 +372,13 @@ def test_a_click_picks_a_token(large_server, chromium):
 
     with duckdb.connect(str(SERVER_CACHE[large_server]), read_only=True) as con:
         coords = con.execute("SELECT matrix, token, x, y FROM umap ORDER BY matrix, token").df()
-    grid = deck.grid_of(coords)
-    t = deck.view_points(coords, grid)["T"]
-    (cx, cy, _), zoom = deck.fit(deck.bounds_of([t]), deck.VIEW_WIDTH_PX, 420)
+    grid = deck_grid.grid_of(coords)
+    t = deck_grid.view_points(coords, grid)["T"]
+    (cx, cy, _), zoom = deck_grid.fit(deck_grid.bounds_of([t]), deck_grid.VIEW_WIDTH_PX, 420)
     scale = 2 ** zoom  # screen pixels a grid step; the view's centre is the canvas's
     at = (cx + (spot[0] - canvas.size["width"] / 2) / scale, cy - (spot[1] - canvas.size["height"] / 2) / scale)
     where = t.rows[np.searchsorted(t.ids, int(picked))]
-    assert math.dist(where, at) * scale <= deck.HIT_PX * math.sqrt(2) + 2, (where, at)
+    assert math.dist(where, at) * scale <= deck_backdrop.HIT_PX * math.sqrt(2) + 2, (where, at)
     # centred and 8x closer: drawn, and the highlight under every centre
     centred = wait_until(lambda: webgl.drawn(chromium, token=int(picked), fill=0.0), timeout=DRAW_TIMEOUT,
                          interval=0.5, what=f"three views drawn for token {picked}")

@@ -1,13 +1,13 @@
 """Points drawn into an image (explorer/raster.py) and the WebGL views' backdrop built from it
-(explorer/deck.py): known answers and brute-force checks."""
+(explorer/deck_backdrop.py): known answers and brute-force checks."""
 
 import io
 
 import numpy as np
 from PIL import Image
 
-from explorer import deck
-from explorer.render import raster
+from explorer import deck_backdrop, deck_grid
+from explorer.render import charts, raster
 
 
 def test_a_disc_holds_the_pixels_within_its_radius():
@@ -63,18 +63,18 @@ def test_a_palette_image_is_close_keeps_clear_pixels_clear_and_is_smaller():
     assert len(palette) < 0.6 * len(full)
 
 
-def _points(xy, matrix="T", ids=None) -> deck.ViewPoints:
+def _points(xy, matrix="T", ids=None) -> deck_grid.ViewPoints:
     rows = np.asarray(xy, dtype=np.int32).reshape(-1, 2)
     ids = np.arange(len(rows)) if ids is None else np.asarray(ids)
-    packed = rows[:, 0].astype(np.int64) + deck.BASE * rows[:, 1].astype(np.int64)
-    return deck.ViewPoints(matrix, ids, rows, packed.tolist())
+    packed = rows[:, 0].astype(np.int64) + deck_grid.BASE * rows[:, 1].astype(np.int64)
+    return deck_grid.ViewPoints(matrix, ids, rows, packed.tolist())
 
 
 def test_a_raster_puts_each_point_where_its_bounds_say():
     """A point's pixel, read back through the image's bounds, is within a pixel of the point."""
     p = _points([[100, 200], [900, 250], [500, 700]])
     k = 0.25  # image pixels a grid step
-    r = deck.raster([p], deck.bounds_of([p]), k, 0)
+    r = deck_backdrop.raster([p], deck_grid.bounds_of([p]), k, 0)
     img = np.asarray(Image.open(io.BytesIO(raster_png(r))).convert("RGBA"))
     left, bottom, right, top = r.bounds
     assert (right - left) * k == img.shape[1] and (top - bottom) * k == img.shape[0]
@@ -83,14 +83,14 @@ def test_a_raster_puts_each_point_where_its_bounds_say():
     drawn = sorted(zip(left + (xs + 0.5) / k, top - (ys + 0.5) / k))
     for (gx, gy), (x, y) in zip(sorted(p.rows.tolist()), drawn):
         assert abs(gx - x) <= 1 / k and abs(gy - y) <= 1 / k
-    assert img[ys[0], xs[0], :3].tolist() == deck.rgba(deck.PALETTE["T"])[:3]
+    assert img[ys[0], xs[0], :3].tolist() == deck_grid.rgba(charts.PALETTE["T"])[:3]
     # a hole leaves the window empty and the rest as it was
-    holed = raster_png(deck.raster([p], deck.bounds_of([p]), k, 0, hole=(400, 600, 600, 800)))
+    holed = raster_png(deck_backdrop.raster([p], deck_grid.bounds_of([p]), k, 0, hole=(400, 600, 600, 800)))
     holed = np.asarray(Image.open(io.BytesIO(holed)).convert("RGBA"))
     assert np.count_nonzero(holed[..., 3]) == 2
 
 
-def raster_png(r: deck.Raster) -> bytes:
+def raster_png(r: deck_backdrop.Raster) -> bytes:
     import base64
 
     return base64.b64decode(r.url.split(",", 1)[1])
@@ -103,7 +103,7 @@ def test_each_cell_names_the_token_nearest_its_centre():
     xy = np.concatenate([rng.normal(500, 80, (400, 2)), rng.normal(1500, 30, (300, 2))]).clip(0)
     p = _points(np.rint(xy), ids=rng.permutation(1000)[:700])
     cell = 37
-    hits = deck.hit_cells(p, cell)
+    hits = deck_backdrop.hit_cells(p, cell)
     named = {}
     for t, (x, y) in zip(hits.ids.tolist(), hits.rows.tolist()):
         named[(x // cell, y // cell)] = t
@@ -112,48 +112,48 @@ def test_each_cell_names_the_token_nearest_its_centre():
         inside = [(float(np.hypot(x - (key[0] + 0.5) * cell, y - (key[1] + 0.5) * cell)), int(t))
                   for t, (x, y) in zip(p.ids, p.rows.tolist()) if (x // cell, y // cell) == key]
         assert named[key] == min(inside)[1]
-    assert hits.data == [int(x) + deck.BASE * int(y) for x, y in hits.rows.tolist()]
+    assert hits.data == [int(x) + deck_grid.BASE * int(y) for x, y in hits.rows.tolist()]
     # only inside a box
     box = (400, 400, 600, 600)
-    inner = deck.hit_cells(p, cell, box)
+    inner = deck_backdrop.hit_cells(p, cell, box)
     assert all(400 <= x <= 600 and 400 <= y <= 600 for x, y in inner.rows.tolist()) and len(inner.ids) > 0
 
 
 def test_a_point_in_its_own_cell_is_picked_exactly():
     """Cells of one grid step name every token (the lowest id where several share a position)."""
     p = _points([[3, 4], [10, 4], [3, 4], [7, 7]], ids=[5, 6, 2, 9])
-    hits = deck.hit_cells(p, 1)
+    hits = deck_backdrop.hit_cells(p, 1)
     assert sorted(hits.ids.tolist()) == [2, 6, 9]
-    assert [deck.token_at(p, d) for d in hits.data] == hits.ids.tolist()
+    assert [deck_backdrop.token_at(p, d) for d in hits.data] == hits.ids.tolist()
 
 
 def test_a_centred_backdrop_adds_a_sharper_window_and_finer_cells():
     rng = np.random.default_rng(3)
     xy = np.rint(rng.uniform(0, 30000, (20000, 2)))
     pts = {m: _points(xy, m) for m in "ITO"}
-    whole = deck.backdrop(pts, ["T"])
+    whole = deck_backdrop.backdrop(pts, ["T"])
     assert len(whole.rasters) == 1 and list(whole.hits) == ["points-T"]
     centre = pts["T"].rows[0]
-    near = deck.backdrop(pts, ["T"], centre)
+    near = deck_backdrop.backdrop(pts, ["T"], centre)
     assert len(near.rasters) == 2 and list(near.hits) == ["points-T", "near-T"]
     (_, c1), (fine, c2) = near.hits["points-T"], near.hits["near-T"]
-    _, zoom = deck.fit(deck.bounds_of([pts["T"]]), deck.VIEW_WIDTH_PX, 420)
-    box = deck.focus_box(centre, zoom, deck.VIEW_WIDTH_PX, 420)
+    _, zoom = deck_grid.fit(deck_grid.bounds_of([pts["T"]]), deck_grid.VIEW_WIDTH_PX, 420)
+    box = deck_backdrop.focus_box(centre, zoom, deck_grid.VIEW_WIDTH_PX, 420)
     assert near.rasters[1].bounds[0] <= box[0] and near.rasters[1].bounds[2] >= box[2]
     # the window is 8x closer: its image has 2 ** FOCUS_ZOOM times the whole map's pixels a step
     w0 = (whole.rasters[0].bounds[2] - whole.rasters[0].bounds[0])
     assert (near.rasters[1].bounds[2] - near.rasters[1].bounds[0]) < w0 / 2
     # cells of HIT_PX screen pixels at either zoom: 8x finer in the window (a sparse one: under the cap)
-    assert c1 == round(deck.HIT_PX / 2 ** zoom) and c2 == round(deck.HIT_PX / 2 ** (zoom + deck.FOCUS_ZOOM))
-    assert 0 < len(fine.ids) <= deck.HIT_CAP
+    assert c1 == round(deck_backdrop.HIT_PX / 2 ** zoom) and c2 == round(deck_backdrop.HIT_PX / 2 ** (zoom + deck_backdrop.FOCUS_ZOOM))
+    assert 0 < len(fine.ids) <= deck_backdrop.HIT_CAP
     assert all(box[0] <= x <= box[2] and box[1] <= y <= box[3] for x, y in fine.rows.tolist())
 
 
 def test_cells_of_a_dense_window_are_coarsened_to_the_cap():
     xy = np.rint(np.random.default_rng(4).normal(15000, 40, (30000, 2)))  # every point near the centre
     pts = {m: _points(xy, m) for m in "ITO"}
-    back = deck.backdrop(pts, ["I", "T", "O"], np.array([15000, 15000]), width_px=900)
-    assert sum(len(v[0].ids) for k, v in back.hits.items() if k.startswith(deck.NEAR_LAYER)) <= deck.HIT_CAP
+    back = deck_backdrop.backdrop(pts, ["I", "T", "O"], np.array([15000, 15000]), width_px=900)
+    assert sum(len(v[0].ids) for k, v in back.hits.items() if k.startswith(deck_backdrop.NEAR_LAYER)) <= deck_backdrop.HIT_CAP
 
 
 def test_overlaid_matrices_share_their_cells_the_nearest_token_naming_each():
@@ -162,7 +162,7 @@ def test_overlaid_matrices_share_their_cells_the_nearest_token_naming_each():
     rng = np.random.default_rng(5)
     cell = 50
     pts = [_points(np.rint(rng.normal(1000, 150, (500, 2))).clip(0), m) for m in "ITO"]
-    shared = deck.one_per_cell([deck.hit_cells(p, cell) for p in pts], cell)
+    shared = deck_backdrop.one_per_cell([deck_backdrop.hit_cells(p, cell) for p in pts], cell)
     named = [(m, int(t), (x // cell, y // cell)) for m, c in shared.items() for t, (x, y) in zip(c.ids, c.rows.tolist())]
     assert len({key for _, _, key in named}) == len(named)  # one name a cell
     union = {(x // cell, y // cell) for p in pts for x, y in p.rows.tolist()}
@@ -174,4 +174,4 @@ def test_overlaid_matrices_share_their_cells_the_nearest_token_naming_each():
             d = (x - (key[0] + 0.5) * cell) ** 2 + (y - (key[1] + 0.5) * cell) ** 2
             best[key] = min(best.get(key, (np.inf,)), (d, i, t))
     assert {key: (m, t) for m, t, key in named} == {key: ("ITO"[i], t) for key, (_, i, t) in best.items()}
-    assert list(shared) == ["I", "T", "O"] and deck.one_per_cell(pts[:1], cell)["I"] is pts[0]
+    assert list(shared) == ["I", "T", "O"] and deck_backdrop.one_per_cell(pts[:1], cell)["I"] is pts[0]

@@ -1,4 +1,5 @@
-"""The cache writer: stage skipping, schema checks and atomic replacement."""
+"""The cache writer and reader (tying.cache.writer, tying.cache.store): stage skipping, schema checks and atomic
+replacement."""
 
 import hashlib
 import os
@@ -9,9 +10,10 @@ import pandas as pd
 import pytest
 
 from tests.waiting import wait_until
-from tying.cache import store
+from tying.cache import store, writer
 from tying.cache.schema import SCHEMA_VERSION
-from tying.cache.store import CacheError, CacheWriter, list_caches, open_cache, params_hash
+from tying.cache.store import CacheError, list_caches, open_cache, params_hash
+from tying.cache.writer import CacheWriter
 
 
 def _curve(value: float) -> dict[str, pd.DataFrame]:
@@ -81,7 +83,7 @@ def test_interrupted_write_leaves_previous_cache_intact(tmp_path, monkeypatch, w
 
     w = CacheWriter(path)
     if where == "replace":
-        monkeypatch.setattr(store.os, "replace", explode)
+        monkeypatch.setattr(writer.os, "replace", explode)
         tables = _curve(0.9)
     else:
         bad = _curve(0.9)
@@ -162,7 +164,7 @@ import sys
 from pathlib import Path
 import numpy as np, pandas as pd
 from tests.waiting import wait_until
-from tying.cache.store import CacheWriter
+from tying.cache.writer import CacheWriter
 path, stage, barrier, rows = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 n = np.arange(rows, dtype=np.int32)
 tables = {"umap": {"umap": pd.DataFrame({"matrix": "T", "token": n, "x": np.float32(1), "y": np.float32(2)})},
@@ -212,7 +214,7 @@ def test_a_second_writer_waits_with_a_message(tmp_path):
     import subprocess
     import sys
 
-    from tying.cache.store import writer_lock
+    from tying.cache.writer import writer_lock
 
     path = tmp_path / "wait.duckdb"
     root = Path(__file__).resolve().parent.parent

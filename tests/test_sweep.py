@@ -147,7 +147,8 @@ def test_two_cells_two_seeds_end_to_end(corpus, tmp_path, capsys):
 
 @pytest.mark.slow
 def test_a_finished_cell_is_not_trained_again(corpus, tmp_path, capsys, monkeypatch):
-    from precompute.sweep import SweepConfig, SweepRun
+    from precompute.sweep import SweepRun
+    from precompute.sweep_config import SweepConfig
 
     cfg = dict(cache_dir=str(tmp_path), corpus=str(corpus), widths=[20, 40], vocab_sizes=[640], seeds=1, n_layers=1,
                n_heads=2, context=16, batch_size=4, steps=12)
@@ -258,7 +259,7 @@ def test_unigram_and_bigram_known_answers():
 
 
 def test_the_matched_tied_model_has_the_untied_parameter_count_within_two_percent():
-    from precompute.sweep import FULL, QUICK
+    from precompute.sweep_config import FULL, QUICK
     from tying.toylab.model import build_twins
 
     for d in sorted(set(FULL["widths"]) | set(QUICK["widths"])):
@@ -294,7 +295,7 @@ def test_validation_windows_and_evaluation_windows_do_not_overlap():
 
 
 def test_the_budget_sets_steps_and_epochs_count_rereading():
-    from precompute.sweep import SweepConfig
+    from precompute.sweep_config import SweepConfig
     from tying.toylab.train import epoch_offsets
 
     cfg = SweepConfig(tokens_per_param=2.0, widths=[32, 64])
@@ -316,7 +317,8 @@ def test_a_job_array_through_submitit_gives_the_rows_of_one_run(corpus, tmp_path
     submitit's DebugExecutor runs the tasks in this process, the same path as a cluster."""
     import submitit
 
-    from precompute.sweep import SweepConfig, run_on_executor
+    from precompute.sweep import run_on_executor
+    from precompute.sweep_config import SweepConfig
 
     cfg = SweepConfig(cache_dir=str(tmp_path), corpus=str(corpus), widths=[20, 40], vocab_sizes=[640], seeds=1,
                       n_layers=1, n_heads=2, context=16, batch_size=4, steps=6, executor="local", jobs=2)
@@ -343,8 +345,9 @@ def test_the_probes_score_the_validation_split_and_are_stored(tmp_path, monkeypa
     a rerun reads them back instead of training again."""
     from types import SimpleNamespace
 
-    from precompute.sweep import SweepConfig, SweepRun, validation_split
-    from tying.cache.store import CacheWriter
+    from precompute.sweep import SweepRun, validation_split
+    from precompute.sweep_config import SweepConfig
+    from tying.cache.writer import CacheWriter
     from tying.toylab.train import split_eval
 
     cfg = SweepConfig(cache_dir=str(tmp_path), widths=[32], seeds=1, lr_grid=[1e-3, 3e-3, 1e-2], context=16)

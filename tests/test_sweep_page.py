@@ -7,7 +7,7 @@ import pandas as pd
 from streamlit.testing.v1 import AppTest
 
 from tying.analysis import sweep as S
-from tying.cache.store import CacheWriter
+from tying.cache.writer import CacheWriter
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 

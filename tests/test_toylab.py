@@ -397,7 +397,7 @@ def test_table2_is_procrustes_on_centred_rows_in_sample():
     paper's Table-2 map (orthogonal Procrustes on centred rows, fitted and scored on the same rows),
     while the unfitted identity map does not."""
     from precompute.toylab import scaling_cosines
-    from tying.analysis.align import split_tokens
+    from tying.analysis.align_protocol import split_tokens
     from tying.cache.reference import TABLE2_METHOD
 
     rng = np.random.default_rng(0)

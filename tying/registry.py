@@ -151,7 +151,7 @@ _DDL: dict[str, str] = {
     # 2-D UMAP coordinates of each matrix, aligned so a token sits in comparable places: every
     # common token; placed false (or NULL, in a cache written before schema 3) = fitted by
     # AlignedUMAP (a seeded sample of --umap-tokens), true = placed afterwards into the same
-    # coordinates from its nearest fitted tokens (tying.analysis.projection.place)
+    # coordinates from its nearest fitted tokens (tying.analysis.placement.place)
     "umap": """
         matrix VARCHAR,
         token INTEGER,

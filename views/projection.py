@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from explorer import data, deck, export, frame, state
+from explorer import data, deck, deck_backdrop, deck_grid, export, frame, state
 from explorer.render import charts
 from tying.cache.schema import MATRIX_NAMES
 from tying.cache.summary import projection_text
@@ -178,7 +178,7 @@ def draw_webgl() -> None:
     hi = highlighted()
     decks = []
     for ms in views:
-        w = deck.VIEW_WIDTH_PX * (3 if len(ms) > 1 else 1)
+        w = deck_grid.VIEW_WIDTH_PX * (3 if len(ms) > 1 else 1)
         centre = deck.centre_of(points, deck.highlight_rows(hi, grid, ms), ms, token if centred else None)
         back = deck.backdrop_of(ref, tuple(ms), None if centre is None else (int(centre[0]), int(centre[1])), w, h,
                                 presentation)
@@ -193,7 +193,7 @@ def draw_webgl() -> None:
                "find one above; scroll to zoom, drag to pan. "
                f"{'The view' if len(views) == 1 else 'Each view'} sends {deck.size_text(sent)}: its points drawn on the "
                f"server into an image ({deck.size_text(image)} of PNG), which the browser draws as one picture, and "
-               f"{cells:,} transparent click cells ({deck.HIT_PX} pixels a side) that each name the token nearest their "
+               f"{cells:,} transparent click cells ({deck_backdrop.HIT_PX} pixels a side) that each name the token nearest their "
                f"centre. Exports draw a sample of {deck.VEGA_MAX_TOKENS:,} with Vega.")
     cols = [st.container()] if len(views) == 1 else st.columns(3)
     n = focus.get("n", 0)

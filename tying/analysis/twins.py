@@ -27,7 +27,8 @@ def compare_tied_to_twin(T: np.ndarray, I: np.ndarray, O: np.ndarray, seed: int,
     names as the per-seed table writes them ("O->T linear held-out", "overlap@10 T~O", ...).
     """
     # here, not at the top: the commands that import this module stay torch-free until they compute
-    from tying.analysis.align import alignment_cosines, split_tokens
+    from tying.analysis.align import alignment_cosines
+    from tying.analysis.align_protocol import split_tokens
     from tying.analysis.neighbours import knn
 
     fit, ev = split_tokens(len(T), HELD_OUT_FRACTION, seed)

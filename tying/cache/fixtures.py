@@ -8,9 +8,6 @@ lens and training tables are synthetic curves. Every value is reproducible from 
 
 from __future__ import annotations
 
-from tying.analysis import sweep as S
-from tying.cache.store import CacheWriter
-
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -19,11 +16,13 @@ import numpy as np
 import pandas as pd
 
 from tying import registry
-from tying.analysis.align import run_alignment
+from tying.analysis import sweep as S
+from tying.analysis.align_table import run_alignment
 from tying.analysis.neighbours import knn, overlap_curve
 from tying.cache import reference
 from tying.cache.schema import MATRICES, MATRIX_PAIRS, pair_label
-from tying.cache.store import CacheWriter, cache_path
+from tying.cache.store import cache_path
+from tying.cache.writer import CacheWriter
 
 SAMPLE_WORDS = ["the", "of", "and", "to", "in", "is", "that", "for", "it", "with", "as", "was", "on", "be",
                 "by", "this", "are", "or", "from", "at", "an", "which", "not", "import", "def", "class", "return"]

@@ -20,7 +20,8 @@ import pandas as pd
 
 from tying.cache.fixtures import byte_token
 from tying.cache.schema import MATRIX_PAIRS, pair_label
-from tying.cache.store import CacheWriter, cache_path
+from tying.cache.store import cache_path
+from tying.cache.writer import CacheWriter
 
 WORDS = ("the", "of", "and", "to", "in", "is", "that", "for", "it", "with", "import", "def", "return", "class")
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from tying.cache.store import atomic_write
+from tying.cache.writer import atomic_write
 from tying.lens.lenses import TunedLens
 from tying.lens.parts import LensParts
 from tying.lens.run import chunks
