@@ -1,8 +1,9 @@
-"""The README's option tables, made from the config dataclasses (the same source as ``--help``).
+"""The option tables of docs/commands.md, made from the config dataclasses (the same source as ``--help``).
 
-``python -m precompute.readme --markdown`` prints every command's table; ``--write README.md``
-replaces the README's generated blocks (``<!-- options: <command> -->`` ... ``<!-- /options -->``).
-tests/test_docs.py fails when a block differs from what this makes.
+``python -m precompute.readme --markdown`` prints every command's table; ``--write`` replaces the
+generated blocks (``<!-- options: <command> -->`` ... ``<!-- /options -->``) of docs/commands.md,
+``--write FILE`` those of another file. tests/test_docs.py fails when a block differs from what
+this makes. (The module keeps its name from when the tables lived in the README.)
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from pathlib import Path
 
 from precompute.cli import COMMANDS
 from precompute.options import show_default, specs
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "commands.md"  # the file that holds the tables
 
 
 def markdown(cls: type) -> str:
@@ -30,7 +33,7 @@ BLOCK = re.compile(r"(<!-- options: ([\w-]+) -->\n)(.*?)(<!-- /options -->)", fl
 
 
 def readme_blocks(text: str) -> dict[str, str]:
-    """{command: table} of the generated blocks of a README."""
+    """{command: table} of the generated blocks of a document (docs/commands.md)."""
     return {m.group(2): m.group(3).strip() for m in BLOCK.finditer(text)}
 
 
@@ -40,7 +43,7 @@ def tables() -> dict[str, str]:
 
 
 def update_readme(text: str) -> str:
-    """The README with every generated block replaced by its command's table."""
+    """The document with every generated block replaced by its command's table."""
     made = tables()
     return BLOCK.sub(lambda m: f"{m.group(1)}{made[m.group(2)]}\n{m.group(4)}", text)
 
@@ -49,7 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m precompute.readme",
                                 description="The option tables of every command, from the config dataclasses.")
     p.add_argument("--markdown", action="store_true", help="print every command's table")
-    p.add_argument("--write", metavar="README", help="replace the generated blocks of this file")
+    p.add_argument("--write", metavar="FILE", nargs="?", const=str(DOCS),
+                   help=f"replace the generated blocks of this file (default: {DOCS.relative_to(DOCS.parents[1])})")
     args = p.parse_args(argv)
     if args.write:
         path = Path(args.write)
