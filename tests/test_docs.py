@@ -173,3 +173,84 @@ def test_every_command_prints_its_help():
     for name, sub in _subparsers().items():
         text = sub.format_help()
         assert "usage:" in text and "--help" in text, name
+
+
+# -- the README stays a newcomer's page; the reference lives in docs/ and every link resolves --
+
+MARKDOWN = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)|(?:href|src)=[\"']([^\"']+)[\"']")
+
+
+def _prose(text: str) -> str:
+    """Markdown without fenced code, inline code and HTML comments (their brackets are not links)."""
+    text = re.sub(r"(?ms)^(```|~~~).*?^\1", "", text)
+    text = re.sub(r"(?s)<!--.*?-->", "", text)
+    return re.sub(r"`[^`\n]*`", "", text)
+
+
+def _links(text: str) -> list[str]:
+    return [a or b for a, b in LINK.findall(_prose(text))]
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _anchors(text: str) -> set[str]:
+    return {_slug(h) for h in re.findall(r"(?m)^#{1,6}\s+(.+?)\s*#*\s*$", re.sub(r"(?ms)^```.*?^```", "", text))}
+
+
+def test_slugs_and_links_as_github_reads_them():
+    assert _slug("## `serve-trajectory`".lstrip("# ")) == "serve-trajectory"
+    assert _slug("The paper's published measurements (a real-model cache)") == \
+        "the-papers-published-measurements-a-real-model-cache"
+    assert _slug("Export, presentation mode and errors") == "export-presentation-mode-and-errors"
+    text = "[a](x.md#y) ![b](img/c.png) <a href='d.html'>d</a> `[e](not-a-link)`\n```\n[f](nor-this)\n```\n<!-- [g](h) -->"
+    assert _links(text) == ["x.md#y", "img/c.png", "d.html"]
+
+
+def test_readme_is_short():
+    lines = README.splitlines()
+    assert len(lines) <= 300, f"README.md has {len(lines)} lines: move reference material into docs/"
+
+
+def test_every_relative_link_in_the_readme_and_docs_resolves():
+    """Every relative link (and its #anchor, for a Markdown file) of README.md and docs/*.md points at a file
+    of the repository; links to other sites are not fetched."""
+    checked = 0
+    for page in MARKDOWN:
+        text = page.read_text()
+        for link in _links(text):
+            if re.match(r"^[a-zA-Z][\w+.-]*:", link) or link.startswith("//"):
+                continue  # https:, mailto:, ...
+            path, _, anchor = link.partition("#")
+            target = (page.parent / path).resolve() if path else page
+            where = f"{page.relative_to(ROOT)}: {link}"
+            assert target.exists(), f"{where}: no such file"
+            assert target.is_relative_to(ROOT), f"{where}: outside the repository"
+            if anchor and target.suffix == ".md":
+                assert anchor in _anchors(target.read_text()), f"{where}: no heading with that anchor"
+            checked += 1
+    assert checked >= 60
+
+
+def test_readme_leads_to_every_doc_and_keeps_the_attribution():
+    """No page of docs/ is out of the README's reach, and the authors' data keeps its Apache-2.0 attribution
+    in the README, in docs/training.md and in published/."""
+    linked = {(ROOT / link.partition("#")[0]).resolve() for link in _links(README)}
+    for doc in DOCS.glob("*.md"):
+        assert doc.resolve() in linked, f"{doc.name} is not linked from the README"
+    assert "Apache" in README and "(published/README.md)" in README
+    training = (DOCS / "training.md").read_text()
+    assert "Apache-2.0" in training and "(../published/LICENSE-Apache-2.0.txt)" in training
+    assert "(Apache-2.0, with its license and attribution)" in (DOCS / "design.md").read_text()  # the layout
+
+
+def test_readme_keeps_the_two_commands():
+    """The setup-and-run and the setup-and-test commands, verbatim, in the README's bash blocks."""
+    blocks = re.findall(r"```bash\n(.*?)\n```", README, flags=re.S)
+    assert "python3 -m venv .venv && . .venv/bin/activate && pip install -r requirements.txt && streamlit run app.py" \
+        in blocks
+    assert "python3 -m venv .venv && . .venv/bin/activate && pip install -q -r requirements-dev.txt && ruff check . " \
+           "&& python -m pytest -q" in blocks
