@@ -57,7 +57,24 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.write:
         path = Path(args.write)
-        path.write_text(update_readme(path.read_text()))
+        try:
+            text = path.read_text()
+        except OSError as e:
+            print(f"error: cannot read {path}: {e.strerror or e}", file=sys.stderr)
+            return 2
+        found, made = readme_blocks(text), tables()
+        unknown = sorted(set(found) - set(made))
+        if not found or unknown:
+            why = f"tables of no command: {', '.join(unknown)}" if unknown else "no generated blocks"
+            print(f"error: {path} holds {why}; nothing written", file=sys.stderr)
+            return 2
+        path.write_text(update_readme(text))
+        covered = {COMMANDS[name].config for name in found}  # `lens` shares `pair`'s options and table
+        missing = [name for name, command in COMMANDS.items() if command.config not in covered]
+        if missing:
+            print(f"error: {path} has no table of {', '.join(missing)}: add "
+                  f"'<!-- options: <command> -->' and '<!-- /options -->' where it belongs", file=sys.stderr)
+            return 1
     if args.markdown or not args.write:
         print("\n\n".join(f"Options of `{name}`:\n\n{table}" for name, table in tables().items()))
     return 0

@@ -254,3 +254,26 @@ def test_readme_keeps_the_two_commands():
         in blocks
     assert "python3 -m venv .venv && . .venv/bin/activate && pip install -q -r requirements-dev.txt && ruff check . " \
            "&& python -m pytest -q" in blocks
+
+
+def test_the_generator_rewrites_docs_and_refuses_a_file_without_tables(tmp_path, capsys):
+    """`--write` rewrites a stale table; a file with no tables (the README, since they moved) is refused,
+    not silently left as it was; a file lacking a command's table is written and the command named."""
+    stale = tmp_path / "commands.md"
+    stale.write_text(COMMANDS_DOC.replace("| `--top-k` | 5 |", "| `--top-k` | 7 |"))
+    assert stale.read_text() != COMMANDS_DOC
+    assert readme.main(["--write", str(stale)]) == 0 and stale.read_text() == COMMANDS_DOC
+    plain = tmp_path / "README.md"
+    plain.write_text(README)
+    assert readme.main(["--write", str(plain)]) == 2 and plain.read_text() == README
+    assert "no generated blocks; nothing written" in capsys.readouterr().err
+    partial = tmp_path / "partial.md"
+    partial.write_text("<!-- options: summary -->\n<!-- /options -->\n<!-- options: pair -->\n<!-- /options -->\n")
+    assert readme.main(["--write", str(partial)]) == 1
+    err = capsys.readouterr().err
+    assert "no table of demo" in err and "lens" not in err  # lens shares pair's table
+    assert readme.readme_blocks(partial.read_text())["summary"] == readme.markdown(COMMANDS["summary"].config)
+    unknown = tmp_path / "unknown.md"
+    unknown.write_text("<!-- options: nope -->\n<!-- /options -->\n")
+    assert readme.main(["--write", str(unknown)]) == 2 and "tables of no command: nope" in capsys.readouterr().err
+    assert readme.main(["--write", str(tmp_path / "missing.md")]) == 2
