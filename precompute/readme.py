@@ -1,8 +1,9 @@
-"""The README's option tables, made from the config dataclasses (the same source as ``--help``).
+"""The option tables of docs/commands.md, made from the config dataclasses (the same source as ``--help``).
 
-``python -m precompute.readme --markdown`` prints every command's table; ``--write README.md``
-replaces the README's generated blocks (``<!-- options: <command> -->`` ... ``<!-- /options -->``).
-tests/test_docs.py fails when a block differs from what this makes.
+``python -m precompute.readme --markdown`` prints every command's table; ``--write`` replaces the
+generated blocks (``<!-- options: <command> -->`` ... ``<!-- /options -->``) of docs/commands.md,
+``--write FILE`` those of another file. tests/test_docs.py fails when a block differs from what
+this makes. (The module keeps its name from when the tables lived in the README.)
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from pathlib import Path
 
 from precompute.cli import COMMANDS
 from precompute.options import show_default, specs
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "commands.md"  # the file that holds the tables
 
 
 def markdown(cls: type) -> str:
@@ -30,7 +33,7 @@ BLOCK = re.compile(r"(<!-- options: ([\w-]+) -->\n)(.*?)(<!-- /options -->)", fl
 
 
 def readme_blocks(text: str) -> dict[str, str]:
-    """{command: table} of the generated blocks of a README."""
+    """{command: table} of the generated blocks of a document (docs/commands.md)."""
     return {m.group(2): m.group(3).strip() for m in BLOCK.finditer(text)}
 
 
@@ -40,7 +43,7 @@ def tables() -> dict[str, str]:
 
 
 def update_readme(text: str) -> str:
-    """The README with every generated block replaced by its command's table."""
+    """The document with every generated block replaced by its command's table."""
     made = tables()
     return BLOCK.sub(lambda m: f"{m.group(1)}{made[m.group(2)]}\n{m.group(4)}", text)
 
@@ -49,11 +52,29 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m precompute.readme",
                                 description="The option tables of every command, from the config dataclasses.")
     p.add_argument("--markdown", action="store_true", help="print every command's table")
-    p.add_argument("--write", metavar="README", help="replace the generated blocks of this file")
+    p.add_argument("--write", metavar="FILE", nargs="?", const=str(DOCS),
+                   help=f"replace the generated blocks of this file (default: {DOCS.relative_to(DOCS.parents[1])})")
     args = p.parse_args(argv)
     if args.write:
         path = Path(args.write)
-        path.write_text(update_readme(path.read_text()))
+        try:
+            text = path.read_text()
+        except OSError as e:
+            print(f"error: cannot read {path}: {e.strerror or e}", file=sys.stderr)
+            return 2
+        found, made = readme_blocks(text), tables()
+        unknown = sorted(set(found) - set(made))
+        if not found or unknown:
+            why = f"tables of no command: {', '.join(unknown)}" if unknown else "no generated blocks"
+            print(f"error: {path} holds {why}; nothing written", file=sys.stderr)
+            return 2
+        path.write_text(update_readme(text))
+        covered = {COMMANDS[name].config for name in found}  # `lens` shares `pair`'s options and table
+        missing = [name for name, command in COMMANDS.items() if command.config not in covered]
+        if missing:
+            print(f"error: {path} has no table of {', '.join(missing)}: add "
+                  f"'<!-- options: <command> -->' and '<!-- /options -->' where it belongs", file=sys.stderr)
+            return 1
     if args.markdown or not args.write:
         print("\n\n".join(f"Options of `{name}`:\n\n{table}" for name, table in tables().items()))
     return 0
