@@ -1,9 +1,13 @@
-"""The option tables of docs/commands.md, made from the config dataclasses (the same source as ``--help``).
+"""The generated parts of the docs: the option tables of docs/commands.md, made from the config
+dataclasses (the same source as ``--help``), and the analyses' tables in docs/cache.md, made from
+the registry (tying/registry.py).
 
 ``python -m precompute.readme --markdown`` prints every command's table; ``--write`` replaces the
-generated blocks (``<!-- options: <command> -->`` ... ``<!-- /options -->``) of docs/commands.md,
-``--write FILE`` those of another file. tests/test_docs.py fails when a block differs from what
-this makes. (The module keeps its name from when the tables lived in the README.)
+generated blocks of docs/commands.md (``<!-- options: <command> -->`` ... ``<!-- /options -->``)
+of docs/cache.md (``<!-- tables: analyses -->`` ... ``<!-- /tables -->``) and the README's page
+table (``<!-- pages -->`` ... ``<!-- /pages -->``); ``--write FILE``
+the option blocks of another file. tests/test_docs.py fails when a block differs from what this
+makes. (The module keeps its name from when the tables lived in the README.)
 """
 
 from __future__ import annotations
@@ -15,8 +19,49 @@ from pathlib import Path
 
 from precompute.cli import COMMANDS
 from precompute.options import show_default, specs
+from tying import registry
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "commands.md"  # the file that holds the tables
+CACHE_DOCS = DOCS.with_name("cache.md")  # the cache schema, whose analyses' tables are generated
+TABLES_BLOCK = re.compile(r"(<!-- tables: analyses -->\n)(.*?)(<!-- /tables -->)", flags=re.S)
+
+
+def analysis_tables() -> str:
+    """The rows of docs/cache.md's schema table for every analysis of the registry: | table | columns | what |."""
+    rows = ["| table | columns | what |", "|---|---|---|"]
+    for analysis in registry.ANALYSES:
+        for table, body in analysis.tables.items():
+            columns = ", ".join(re.findall(r"^\s*(\w+)\s+[A-Z]", body, flags=re.M))
+            rows.append(f"| `{table}` | {columns} | {analysis.about.get(table, '')} (stage `{analysis.name}`) |")
+    return "\n".join(rows)
+
+
+README = DOCS.parents[1] / "README.md"
+PAGES_BLOCK = re.compile(r"(<!-- pages -->\n)(.*?)(<!-- /pages -->)", flags=re.S)
+
+
+def page_table(app_doc: str) -> str:
+    """The README's table of the app's pages, from the registry; a page links to its section of
+    docs/app.md when that has one."""
+    headings = {re.sub(r"[^\w -]", "", h).strip().lower().replace(" ", "-")
+                for h in re.findall(r"^## (.+)$", app_doc, flags=re.M)}
+    rows = ["| page | what it shows |", "|---|---|"]
+    for page in registry.PAGES:
+        anchor = page.title.lower().replace(" ", "-")
+        name = f"[{page.title}](docs/app.md#{anchor})" if anchor in headings else page.title
+        rows.append(f"| {name} | {page.about} |")
+    return "\n".join(rows)
+
+
+def update_readme_pages(text: str) -> str:
+    """The README with its page table made from the registry."""
+    table = page_table((DOCS.with_name("app.md")).read_text())
+    return PAGES_BLOCK.sub(lambda m: f"{m.group(1)}{table}\n{m.group(3)}", text)
+
+
+def update_cache_doc(text: str) -> str:
+    """docs/cache.md with its generated block replaced by the registry's tables."""
+    return TABLES_BLOCK.sub(lambda m: f"{m.group(1)}{analysis_tables()}\n{m.group(3)}", text)
 
 
 def markdown(cls: type) -> str:
@@ -69,6 +114,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {path} holds {why}; nothing written", file=sys.stderr)
             return 2
         path.write_text(update_readme(text))
+        if path.resolve() == DOCS.resolve():
+            CACHE_DOCS.write_text(update_cache_doc(CACHE_DOCS.read_text()))
+            README.write_text(update_readme_pages(README.read_text()))
         covered = {COMMANDS[name].config for name in found}  # `lens` shares `pair`'s options and table
         missing = [name for name, command in COMMANDS.items() if command.config not in covered]
         if missing:

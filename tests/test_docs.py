@@ -98,6 +98,12 @@ def test_readme_tables_are_the_generated_ones():
         assert table == readme.markdown(COMMANDS[name].config), \
             f"docs/commands.md's table of {name} is stale: run python -m precompute.readme --write"
     assert readme.update_readme(COMMANDS_DOC) == COMMANDS_DOC
+    assert readme.update_cache_doc(CACHE_DOC) == CACHE_DOC, \
+        "docs/cache.md's analysis tables are stale: run python -m precompute.readme --write"
+    assert readme.TABLES_BLOCK.search(CACHE_DOC), "docs/cache.md has lost its generated block"
+    assert readme.update_readme_pages(README) == README, \
+        "the README's page table is stale: run python -m precompute.readme --write"
+    assert readme.PAGES_BLOCK.search(README), "the README has lost its page table"
     assert readme.readme_blocks(README) == {}
 
 

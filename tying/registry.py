@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 PLACEMENT = "knn10-softmax"
@@ -36,6 +36,7 @@ class Page:
     needs: str | None = None  # a table of the picked cache; None: every cache has the page
     default: bool = False  # served at "/"
     folder: bool = False  # shows the cache folder's width sweep, not the picked cache
+    about: str = ""  # what it shows, one line (the README's page table)
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class Analysis:
     figures: str | None = None  # "module:attribute": a tuple of render-layer Figures it contributes
     page: Page | None = None
     optional: bool = True  # `precompute pair --skip` may leave it out
+    about: dict[str, str] = field(default_factory=dict)  # table -> what it holds, one line (docs/cache.md)
 
     def resolve(self, what: str) -> Any:
         """The function or value an entry names (``build``, ``summary`` or ``figures``), imported now."""
@@ -253,22 +255,49 @@ _DDL: dict[str, str] = {
 }
 
 
+_ABOUT: dict[str, str] = {  # table -> what it holds, one line (docs/cache.md is generated from it)
+    "models": 'provenance of the tied and the untied model',
+    "tokens": 'the common vocabulary',
+    "norms": 'per-token L2 norm of T, I, O',
+    "alignment": 'per-token cosine after alignment; method `identity_raw` (raw rows), `identity`, `orthogonal`, `linear`',
+    "alignment_summary": 'Table 1',
+    "neighbours": 'top-K neighbours within each matrix',
+    "overlap_curve": 'mean overlap@k, k = 1..K (Table 5 at k = 10)',
+    "spectral": 'spectral distances of the weighted k-NN graphs; `sampled` when n_tokens < n_common',
+    "umap": 'aligned 2-D coordinates of every common token; `placed` false (or NULL, schema 2) = fitted by AlignedUMAP, true = placed from its 10 nearest fitted tokens',
+    "lens_kl": 'tuned- and logit-lens KL (bits) per hidden state',
+    "lens_curve": 'tuned-lens training curves',
+    "lens_trajectory": 'top-k predictions per layer for sample texts',
+    "runs": 'training runs (toy lab), an imported log, or a checkpoint series; `early_steps` = N of the early output share; `input_norm` = `exact`, `effective` or `plain`',
+    "train_log": "gradient provenance per logged step (Figure 4); `grad_input_proxy_norm`: the authors' input-side proxy (toy lab)",
+    "evolution": 'embedding evolution (Figure 3)',
+    "scaling": "input-gradient scaling vs the untied twin's I and O (Table 2)",
+    "seed_metrics": 'headline numbers per seed (mean and spread across seeds)',
+}
+
+
 def _ddl(*tables: str) -> dict[str, str]:
     return {t: _DDL[t] for t in tables}
 
 
+def _about(*tables: str) -> dict[str, str]:
+    return {t: _ABOUT[t] for t in tables}
+
+
 ANALYSES: tuple[Analysis, ...] = (
-    Analysis("load", _ddl("models", "tokens", "norms"), optional=False, build="precompute.stages:load_tables",
+    Analysis("load", _ddl("models", "tokens", "norms"), about=_about("models", "tokens", "norms"), optional=False, build="precompute.stages:load_tables",
              params=lambda run: {"tied": run.cfg.tied, "untied": run.cfg.untied, "tied_revision": run.cfg.tied_revision,
                                  "untied_revision": run.cfg.untied_revision, "text": run.cfg.text,
                                  "match": run.cfg.match}),
-    Analysis("alignment", _ddl("alignment", "alignment_summary"), build="precompute.stages:alignment_tables",
+    Analysis("alignment", _ddl("alignment", "alignment_summary"), about=_about("alignment", "alignment_summary"), build="precompute.stages:alignment_tables",
              params=lambda run: {"held_out": run.cfg.held_out, "seed": run.cfg.seed},
-             page=Page("alignment.py", "Alignment", "📐", "alignment", needs="alignment")),
-    Analysis("neighbours", _ddl("neighbours", "overlap_curve"), build="precompute.stages:neighbours_tables",
+             page=Page("alignment.py", "Alignment", "📐", "alignment", needs="alignment",
+                  about='per-token cosine of O->T against I->T by map and split (Figure 1); best- and worst-aligned tokens; norm vs frequency (Figure 5)')),
+    Analysis("neighbours", _ddl("neighbours", "overlap_curve"), about=_about("neighbours", "overlap_curve"), build="precompute.stages:neighbours_tables",
              params=lambda run: {"k": run.cfg.neighbours_k},
-             page=Page("neighbours.py", "Neighbours", "🧭", "neighbours", needs="neighbours")),
-    Analysis("spectral", _ddl("spectral"), build="precompute.stages:spectral_tables",
+             page=Page("neighbours.py", "Neighbours", "🧭", "neighbours", needs="neighbours",
+                  about="a token's nearest neighbours in T, I and O side by side; overlap@k (Table 5)")),
+    Analysis("spectral", _ddl("spectral"), about=_about("spectral"), build="precompute.stages:spectral_tables",
              params=lambda run: {"k": run.cfg.spectral_k, "components": run.cfg.spectral_components,
                                  "tokens": run.cfg.spectral_tokens, "seed": run.cfg.seed}),
     Analysis("cka", {"cka": """
@@ -276,20 +305,27 @@ ANALYSES: tuple[Analysis, ...] = (
                 n_tokens INTEGER,
                 cka DOUBLE,
                 cka_biased DOUBLE
-            """},  # linear CKA of each matrix pair over every common token: debiased (cka) and plain
+            """},
+             about={"cka": "linear CKA of each matrix pair over every common token: debiased (`cka`, Kornblith "
+                           "et al. 2019 with the unbiased HSIC) and plain (`cka_biased`)"},
              build="tying.analysis.cka:cka_tables", summary="tying.analysis.cka:cka_summary",
              figures="explorer.render.cka:FIGURES", params=lambda run: {},
-             page=Page("cka.py", "CKA", "🧮", "cka", needs="cka")),
-    Analysis("umap", _ddl("umap"), build="precompute.stages:umap_tables", summary="tying.cache.summary:umap_summary",
+             page=Page("cka.py", "CKA", "🧮", "cka", needs="cka",
+                       about="linear CKA (debiased) of T~O, T~I and I~O: how alike the matrices are as wholes, "
+                             "blind to rotations and scale")),
+    Analysis("umap", _ddl("umap"), about=_about("umap"), build="precompute.stages:umap_tables", summary="tying.cache.summary:umap_summary",
              params=lambda run: {"tokens": run.cfg.umap_tokens, "seed": run.cfg.seed, "epochs": run.cfg.umap_epochs,
                                  "placement": PLACEMENT},
-             page=Page("projection.py", "Projection", "🗺️", "projection", needs="umap")),
-    Analysis("lens", _ddl("lens_kl", "lens_curve", "lens_trajectory"), build="precompute.stages:lens_tables",
+             page=Page("projection.py", "Projection", "🗺️", "projection", needs="umap",
+                  about='aligned UMAP maps of I, T and O; click or search a token to follow it across the three')),
+    Analysis("lens", _ddl("lens_kl", "lens_curve", "lens_trajectory"), about=_about("lens_kl", "lens_curve", "lens_trajectory"), build="precompute.stages:lens_tables",
              summary="tying.cache.summary:lens_summary",
              params=lambda run: run.cfg.lens.params() | {"budget": run.requested_lens_budget()},
-             page=Page("lens.py", "Lens", "🔎", "lens", needs="lens_kl")),
-    Analysis("training", _ddl("runs", "train_log", "evolution", "scaling", "seed_metrics"),
-             page=Page("dynamics.py", "Training dynamics", "📈", "dynamics", needs="runs")),
+             page=Page("lens.py", "Lens", "🔎", "lens", needs="lens_kl",
+                  about='tuned- and logit-lens KL per layer, and the prediction trajectory of your own text')),
+    Analysis("training", _ddl("runs", "train_log", "evolution", "scaling", "seed_metrics"), about=_about("runs", "train_log", "evolution", "scaling", "seed_metrics"),
+             page=Page("dynamics.py", "Training dynamics", "📈", "dynamics", needs="runs",
+                  about="gradient provenance (Figure 4), embedding evolution (Figure 3), input-gradient scaling (Table 2), beside the paper's real runs")),
 )
 """Every analysis, in the order ``precompute pair`` runs its stages (``training`` is the toy
 lab's, written by ``precompute demo`` and the importers, not a pair stage)."""
@@ -297,10 +333,13 @@ lab's, written by ``precompute demo`` and the importers, not a pair stage)."""
 BY_NAME = {a.name: a for a in ANALYSES}
 
 PAGES: tuple[Page, ...] = (
-    Page("tour.py", "Tour", "🎓", "tour"),
-    Page("overview.py", "Overview", "🏠", "home", default=True),
+    Page("tour.py", "Tour", "🎓", "tour",
+                  about="the paper's argument in ten steps, one screen and one verdict each, for a class or a talk"),
+    Page("overview.py", "Overview", "🏠", "home", default=True,
+                  about="the paper's claims with this cache's numbers and verdicts, the headline numbers beside the paper's"),
     *(a.page for a in ANALYSES if a.page is not None),
-    Page("sweep.py", "Sweep", "📏", "sweep", folder=True),
+    Page("sweep.py", "Sweep", "📏", "sweep", folder=True,
+                  about="the width sweep: T's bias and the loss gap against width, with 95% intervals over seeds"),
 )
 """The app's pages in menu order: the tour and the overview (every cache), each analysis's
 page, and the width sweep of the cache folder."""
