@@ -7,8 +7,9 @@ as an HTML table, the figure pack's files under ``<cache>/downloads/``, and for 
 most :data:`SEARCH_MAX_TOKENS` tokens a token search (``<cache>/tokens.html``: a token's
 nearest neighbours in T, I and O).
 
-The charts are the app's: the same builders (:mod:`explorer.render.figures`, :mod:`explorer.render.tour`)
-and the same styled spec (:func:`explorer.render.spec.vega_lite_spec`). Everything a page needs
+The pages are Jinja2 templates (``precompute/templates/``, filled in by :mod:`precompute.site_assets`,
+every value escaped). The charts are the app's: the same builders (:mod:`explorer.render.figures`,
+:mod:`explorer.render.tour`) and the same styled spec (:func:`explorer.render.spec.vega_lite_spec`). Everything a page needs
 sits beside it: the Vega, Vega-Lite and vega-embed bundle that vl-convert ships, written once
 to ``assets/vega.js`` as a classic script (Chromium refuses module scripts and ``fetch()`` from
 ``file://``), and each chart's spec with its data in a ``.js`` file loaded by a ``<script
@@ -22,7 +23,6 @@ imports are deferred to the functions that draw, so the CLI's other commands do 
 
 from __future__ import annotations
 
-import html
 import json
 import math
 import os
@@ -37,7 +37,8 @@ from typing import Any
 from precompute import site_assets
 from precompute.options import option
 from precompute.report import resolve_cache
-from tying.cache.claims import VERDICT_STYLE
+from precompute.site_assets import js_data
+from tying.cache.claims import NO_DATA
 from tying.errors import UserError
 
 SEARCH_MAX_TOKENS = 10_000  # a cache with more tokens gets no token search (its data file would be large)
@@ -47,7 +48,6 @@ DEFAULT_FORMATS = ("svg", "png")  # PDF on request: a scatter of 12k points is a
 GENERATOR = "python -m precompute site"
 MANIFEST = "site.json"  # marks a folder as a site this command wrote (and may replace)
 RESERVED = {"assets", "tour"}  # folders of the site itself: no cache may take these names
-PAPER_TITLE = "Weight Tying Biases Token Embeddings Towards the Output Space"
 
 KIND_LABELS = {
     "toylab": "the toy lab: tied and untied twins trained on this machine",
@@ -161,22 +161,6 @@ def _is_site(folder: Path) -> bool:
         return False
 
 
-def _js_data(value: Any) -> str:
-    """A value as a JavaScript literal: JSON with '<' escaped (safe in any page), NaN as null."""
-    text = json.dumps(_no_nan(value), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
-
-
-def _no_nan(value: Any) -> Any:
-    if isinstance(value, float):
-        return None if math.isnan(value) or math.isinf(value) else value
-    if isinstance(value, dict):
-        return {k: _no_nan(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_no_nan(v) for v in value]
-    return value
-
-
 SIGNIFICANT = 6  # digits a chart's data keeps (float32 data has about 7; a screen shows 3 or 4)
 
 
@@ -195,22 +179,6 @@ def _packed(rows: Any) -> Any:
     return {"__columns": {k: [_short(r[k]) for r in rows] for k in keys}}
 
 
-def _vega_bundle() -> str:
-    """Vega, Vega-Lite and vega-embed as one classic script setting window.vegaEmbed (vl-convert's
-    bundle of the Vega-Lite version Altair writes), wrapped so its top-level names stay private."""
-    import altair as alt
-    import vl_convert as vlc
-
-    version = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
-    known = vlc.get_vegalite_versions()
-    bundle = vlc.javascript_bundle(vl_version=version if version in known else None)
-    return "(function () {\n" + bundle + "\n})();\n"
-
-
-def _esc(text: Any) -> str:
-    return html.escape(str(text), quote=True)
-
-
 @dataclass
 class _Cache:
     ref: Any
@@ -218,12 +186,39 @@ class _Cache:
     summary: dict
     kind: str
     claims: dict
-    figures: list = field(default_factory=list)  # explorer.figures.Figure, in the registry's order
+    figures: list = field(default_factory=list)  # explorer.render.figure.Figure, in the registry's order
     charts: dict = field(default_factory=dict)  # figure name -> chart key (drawn ones)
     tables: dict = field(default_factory=dict)  # figure name -> DataFrame
     downloads: dict = field(default_factory=dict)  # figure name -> [(label, path relative to the cache folder)]
     skipped: dict = field(default_factory=dict)  # figure name -> why it is not shown
     tokens: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.ref.name
+
+    @property
+    def kind_label(self) -> str:
+        return KIND_LABELS.get(self.kind, self.kind)
+
+    @property
+    def description(self) -> str:
+        """One sentence on what the cache holds (its models, its scale, or its sweep)."""
+        s = self.summary
+        if (s.get("scale") or {}).get("line"):
+            return str(s["scale"]["line"])
+        cells = s.get("sweep_cells") or []
+        if cells:
+            widths = sorted({int(c["d_model"]) for c in cells})
+            seeds = max(int(c.get("n") or 0) for c in cells)
+            return f"{len(cells)} cells, widths d = {', '.join(map(str, widths))}, up to {seeds} seeds each."
+        models = s.get("models") or {}
+        return "; ".join(f"{role}: {m.get('source')}" for role, m in models.items() if m)
+
+    @property
+    def claim_rows(self) -> list:
+        """The paper's claims this cache tests (those with data), for the claims table."""
+        return [c for c in self.claims.values() if c.verdict != NO_DATA]
 
 
 class _Builder:
@@ -243,6 +238,15 @@ class _Builder:
         if rel.endswith(".html"):
             self.pages.append(rel)
 
+    def page(self, rel: str, template: str, *, current: str, scripts=(), charts: bool = True,
+             prev: str | None = None, next: str | None = None, **context) -> None:
+        """Write the page ``rel`` from ``template`` (precompute/templates/, which extends base.html: the
+        site's header, the page, and its scripts, charts' data first, then Vega); ``current`` is the
+        header link it marks as the page shown."""
+        self.write(rel, site_assets.render(template, generator=GENERATOR, site_title=self.title, caches=self.caches,
+                                           up="../" * rel.count("/"), current=current, scripts=list(scripts),
+                                           charts=charts, prev=prev, next=next, **context))
+
     def chart_file(self, rel: str, key: str, chart, presentation: bool) -> bool:
         """Write ``rel`` (.js) registering the chart's styled spec under ``key``; whether the chart
         fits its column's width (else it has a width of its own, e.g. side-by-side panels)."""
@@ -255,20 +259,21 @@ class _Builder:
             # the page's column, as in the app: the width fits it, legends under the plot add height
             spec["width"] = "container"
             spec.setdefault("autosize", {"type": "fit-x", "contains": "padding", "resize": True})
-        self.write(rel, f"(window.SITE_CHARTS = window.SITE_CHARTS || {{}})[{_js_data(key)}] = {_js_data(spec)};\n")
+        self.write(rel, f"(window.SITE_CHARTS = window.SITE_CHARTS || {{}})[{js_data(key)}] = {js_data(spec)};\n")
         return fits
 
     # -- the whole site
 
     def build(self) -> dict[str, Any]:
         from explorer.render import read as data
+        from explorer.render.charts import PALETTE  # the app's T, I and O colours
         from tying.cache.claims import claims
 
         t0 = time.perf_counter()
-        self.write("assets/vega.js", _vega_bundle())
-        self.write("assets/site.css", site_assets.CSS)
-        self.write("assets/site.js", site_assets.SITE_JS)
-        self.write("assets/tokens.js", site_assets.TOKENS_JS)
+        self.write("assets/vega.js", site_assets.vega_bundle())
+        self.write("assets/site.css", site_assets.render("site.css", palette=PALETTE))
+        for name in site_assets.SCRIPTS:
+            self.write(f"assets/{name}", site_assets.script(name))
         for ref in self.refs:
             s = data.summary(ref)
             self.caches.append(_Cache(ref, folder_name(ref.name), s, s.get("kind") or "pair", claims(s)))
@@ -285,8 +290,10 @@ class _Builder:
                           f"{sum(len(v) for v in c.downloads.values())} files"
                           f"{', token search' if c.tokens else ''} ({time.perf_counter() - t1:.0f} s)")
         self.tour()
-        self.index()
-        self.write("README.md", self.space_readme())
+        self.page("index.html", "index.html", current="index.html")
+        self.write("README.md", site_assets.render(
+            "space-readme.md", title=self.title, title_json=json.dumps(self.title, ensure_ascii=False),
+            names=", ".join(c.ref.name for c in self.caches), generator=GENERATOR, built=date.today().isoformat()))
         self.write(".nojekyll", "")
         manifest = {
             "generator": GENERATOR, "title": self.title, "built": date.today().isoformat(),
@@ -333,40 +340,10 @@ class _Builder:
             c.downloads.setdefault(entry.get("figure") or path.stem, []).append((label, rel))
 
     def cache_page(self, c: _Cache) -> None:
-        parts = [f"<h1>{_esc(c.ref.name)}</h1>", f"<p class='lead'>{_esc(_sentence(KIND_LABELS.get(c.kind, c.kind)))}</p>",
-                 f"<p class='note'>{_esc(_sentence(_describe(c.summary)))}</p>", _legend_html()]
-        links = []
-        if c.tokens:
-            links.append("<a class='button' href='tokens.html'>Search a token's neighbours in T, I and O</a>")
-        if c.figures:
-            links.append("<a class='button secondary' href='../tour/step-1.html'>The tour</a>")
-        parts.append("<p>" + "".join(links) + "</p>")
-        parts.append(_claims_table(c.claims))
         shown = [f for f in c.figures if f.name in c.charts or f.name in c.tables]
-        if shown:
-            parts.append("<h2>Contents</h2><ul class='toc'>" + "".join(
-                f"<li><a href='#{_esc(f.name)}'>{_esc(f.title)}</a></li>" for f in shown) + "</ul>")
-        else:
-            parts.append("<p class='missing'>This cache has no figure or table to show.</p>")
-        scripts = []
-        for f in shown:
-            parts.append(f"<section class='figure' id='{_esc(f.name)}'><h2>{_esc(f.title)}</h2>"
-                         f"<p class='caption'>{_esc(f.caption)}</p>")
-            if f.name in c.charts:
-                parts.append("<div class='chart-box'>" + _chart_div(c.charts[f.name], f"{f.name}-{c.folder}", f.title)
-                             + "</div>")
-                scripts.append(f"charts/{f.name}.js")
-            else:
-                parts.append(_table_html(c.tables[f.name]))
-            files = c.downloads.get(f.name)
-            if files:
-                parts.append("<p class='downloads'>Download: " + " ".join(
-                    f"<a href='{_esc(rel)}' download>{_esc(label)}</a>" for label, rel in files) + "</p>")
-            parts.append("</section>")
-        for name, why in c.skipped.items():
-            parts.append(f"<p class='missing'>{_esc(name)} could not be drawn: {_esc(why)}</p>")
-        self.write(f"{c.folder}/index.html", self.page(f"{c.ref.name}: figures and tables", "".join(parts), depth=1,
-                                                       current=f"{c.folder}/index.html", scripts=scripts))
+        self.page(f"{c.folder}/index.html", "cache.html", current=f"{c.folder}/index.html",
+                  scripts=[f"charts/{f.name}.js" for f in shown if f.name in c.charts],
+                  c=c, shown=shown, tables={name: table_cells(df) for name, df in c.tables.items()})
 
     def searchable(self, c: _Cache) -> bool:
         """Whether the cache gets a token search: neighbour lists of every token, at most SEARCH_MAX_TOKENS."""
@@ -402,24 +379,15 @@ class _Builder:
             "names": {m: f"{m} · {MATRIX_NAMES[m]}" for m in MATRICES},
             **{m: [int(x) for x in ids[m][:, :k].ravel()] for m in MATRICES},
         }
-        self.write(f"{c.folder}/tokens-data.js", f"window.SITE_TOKENS = {_js_data(payload)};\n")
-        body = (f"<h1>{_esc(c.ref.name)}: a token's neighbours</h1>"
-                f"<p class='lead'>Type part of a token, pick one, and see its {k} nearest neighbours (cosine) in "
-                "each matrix side by side, with the share two lists have in common (overlap@k). '␣' marks a "
-                f"leading or trailing space. {n:,} tokens.</p>" + _legend_html() +
-                "<div class='search'><label for='q'>Token</label><input id='q' type='search' autocomplete='off' "
-                "spellcheck='false' placeholder='e.g. the'><span id='count' class='note'></span></div>"
-                "<div id='hits' class='hits' aria-label='matching tokens'></div><div id='picked' aria-live='polite'>"
-                "</div><noscript>The token search needs JavaScript.</noscript>")
-        self.write(f"{c.folder}/tokens.html", self.page(f"{c.ref.name}: token search", body, depth=1,
-                                                        current=f"{c.folder}/tokens.html",
-                                                        scripts=["tokens-data.js", "../assets/tokens.js"],
-                                                        charts=False))
+        self.write(f"{c.folder}/tokens-data.js", f"window.SITE_TOKENS = {js_data(payload)};\n")
+        self.page(f"{c.folder}/tokens.html", "tokens.html", current=f"{c.folder}/tokens.html",
+                  scripts=["tokens-data.js", "../assets/tokens.js"], charts=False, c=c, k=k, tokens=f"{n:,}")
 
     # -- the tour
 
     def tour(self) -> None:
         from explorer.render import tour
+        from tying.cache.claims import STATEMENTS
 
         steps = tour.STEPS
         n = len(steps)
@@ -442,180 +410,14 @@ class _Builder:
             claim = tour.claim_for(step, source) if (c is not None and step.claim) else None
             rel = f"tour/step-{step.number}.html"
             self.tour_pages.append(rel)
-            self.write(rel, self.page(f"Tour {step.number}/{n}: {step.title}",
-                                      self.step_body(step, n, c, claim, key, fits), depth=1, current="tour",
-                                      scripts=[script] if script else [],
-                                      prev=f"step-{step.number - 1}.html" if step.number > 1 else None,
-                                      next=f"step-{step.number + 1}.html" if step.number < n else None))
-
-    def step_body(self, step, n: int, c: _Cache | None, claim, key: str | None, fits: bool) -> str:
-        """A tour step: claim, chart and the sentence on reading it, the verdict beside the chart (above
-        it when the chart is too wide for a column), the paper's numbers, and the way on."""
-        from tying.cache.claims import STATEMENTS
-
-        prev = (f"<a class='button secondary' href='step-{step.number - 1}.html'>← Previous</a>" if step.number > 1
-                else "<a class='button secondary' href='../index.html'>← Home</a>")
-        nxt = (f"<a class='button' href='step-{step.number + 1}.html'>Next →</a>" if step.number < n
-               else "<a class='button' href='../index.html'>Done: home →</a>")
-        parts = [f"<div class='tour'><div class='step-head'><p class='step-no'>Step {step.number} of {n}</p>"
-                 f"<nav class='mini' aria-label='tour, short'>{prev}{nxt}</nav></div><h1>{_esc(step.title)}</h1>"]
-        if step.claim is not None:
-            parts.append(f"<p class='claim'>{_esc(STATEMENTS[step.claim])}</p>")
-        if key is None:
-            how = {"sweep": "python -m precompute sweep", "published": "python -m precompute paper"}.get(
-                step.needs, "python -m precompute demo")
-            parts.append(f"<p class='missing'>No cache in this site holds this step's data: it is in a "
-                         f"{_esc(step.needs)} cache (build one with <code>{_esc(how)}</code> and publish it with "
-                         "the others).</p>")
-        else:
-            aside = []
-            if claim is not None:
-                colour, sign = VERDICT_STYLE.get(claim.verdict, ("#57606a", ""))
-                aside.append(f"<div class='tour-verdict' style='background:{colour}'><div class='v'>{sign} "
-                             f"{_esc(claim.verdict)}</div><div class='n'>{_esc(claim.ours)}</div></div>")
-                text = []
-                if claim.paper:
-                    text.append(f"<p class='paper'>{_esc(claim.paper)}</p>")
-                if claim.note:
-                    text.append(f"<p class='note'>{_esc(claim.note)}</p>")
-                if c is not None:
-                    text.append(f"<p class='note'>From the cache '{_esc(c.ref.name)}' "
-                                f"({_esc(KIND_LABELS.get(c.kind, c.kind))}). <a href='../{_esc(c.folder)}/"
-                                f"index.html#{_esc(step.figure or '')}'>All its figures</a></p>")
-                aside.append("<div>" + "".join(text) + "</div>")
-            else:
-                aside.append("<ul class='legend'>" + "".join(
-                    f"<li><span class='tio {m}'>{m}</span> {_esc(name)}</li>" for m, name in
-                    (("T", "tied matrix"), ("I", "untied input matrix"), ("O", "untied output matrix"))) + "</ul>")
-            chart = _chart_div(key, f"tour-{step.slug}", step.title) + f"<p class='read'>{_esc(step.read)}</p>"
-            if fits:
-                parts.append(f"<div class='tour-grid'><div class='tour-chart'>{chart}</div><aside>{''.join(aside)}"
-                             "</aside></div>")
-            else:  # side-by-side panels take the page's width: the verdict goes above them
-                parts.append(f"<div class='tour-strip'>{''.join(aside)}</div><div class='tour-chart'>{chart}</div>")
-        dots = "".join(f"<a href='step-{i}.html' aria-label='step {i}'>{'●' if i == step.number else '○'}</a>"
-                       for i in range(1, n + 1))
-        parts.append(f"<nav class='pager' aria-label='tour'>{prev}<span class='dots'>{dots}</span>{nxt}</nav>"
-                     "<p class='keys'>Keys: ← → or Page Up / Page Down (a presentation clicker)</p></div>")
-        return "".join(parts)
-
-    # -- the front page
-
-    def index(self) -> None:
-        parts = [f"<h1>{_esc(self.title)}</h1>",
-                 "<p class='lead'>When a language model shares one matrix between its input embedding and its output "
-                 "layer (weight tying), what does that matrix come to look like? Lopardo et al. (<i>"
-                 f"{_esc(PAPER_TITLE)}</i>, Findings of ACL 2026) find that the tied matrix resembles an untied "
-                 "model's output matrix far more than its input matrix, because the gradients reaching it through "
-                 "the output dominate, above all early in training.</p>",
-                 "<p class='lead'>This site holds the weight-tying explorer's measurements: each of the paper's claims "
-                 "with the numbers here and a verdict computed from them, a tour through the argument, every figure as "
-                 "an interactive chart (menu ⋯ to save it as SVG or PNG) and every table, and a search of each token's "
-                 "nearest neighbours. It needs no server and no network.</p>",
-                 _legend_html(),
-                 "<p><a class='button' href='tour/step-1.html'>Start the tour →</a></p>"]
-        for c in self.caches:
-            links = [f"<a href='{_esc(c.folder)}/index.html'>Figures and tables</a>"]
-            if c.tokens:
-                links.append(f"<a href='{_esc(c.folder)}/tokens.html'>Token search</a>")
-            parts.append(f"<h2><a href='{_esc(c.folder)}/index.html'>{_esc(c.ref.name)}</a></h2>"
-                         f"<p>{_esc(_sentence(KIND_LABELS.get(c.kind, c.kind)))}</p>"
-                         f"<p class='note'>{_esc(_sentence(_describe(c.summary)))}</p>"
-                         + _claims_table(c.claims) + "<p>" + " · ".join(links) + "</p>")
-        self.write("index.html", self.page(self.title, "".join(parts), depth=0, current="index.html"))
-
-    def space_readme(self) -> str:
-        names = ", ".join(c.ref.name for c in self.caches)
-        return (f"---\ntitle: {json.dumps(self.title, ensure_ascii=False)}\nemoji: 🪢\ncolorFrom: pink\ncolorTo: blue\n"
-                "sdk: static\napp_file: index.html\npinned: false\n"
-                "short_description: Does a tied embedding look like input or output?\n---\n\n"
-                f"# {self.title}\n\nA static copy of the weight-tying explorer (caches: {names}), written by "
-                f"`{GENERATOR}` on {date.today().isoformat()}. Open `index.html`: the pages need no server and "
-                "fetch nothing from the network.\n")
-
-    # -- page frame
-
-    def page(self, title: str, body: str, *, depth: int, current: str, scripts=(), charts: bool = True,
-             prev: str | None = None, next: str | None = None) -> str:
-        """A whole page: the site's header, ``body``, and its scripts (charts' data first, then Vega)."""
-        up = "../" * depth
-        nav = [(f"{up}index.html", "index.html", self.title, "home"), (f"{up}tour/step-1.html", "tour", "Tour", "")]
-        for c in self.caches:
-            nav.append((f"{up}{c.folder}/index.html", f"{c.folder}/index.html", f"{c.ref.name}: figures", ""))
-            if c.tokens:
-                nav.append((f"{up}{c.folder}/tokens.html", f"{c.folder}/tokens.html", f"{c.ref.name}: tokens", ""))
-        links = "".join(
-            f"<a href='{_esc(href)}'" + (f" class='{cls}'" if cls else "")
-            + (" aria-current='page'" if here == current else "") + f">{_esc(label)}</a>"
-            for href, here, label, cls in nav)
-        rel = "".join(f"<link rel='{r}' href='{_esc(h)}'>" for r, h in (("prev", prev), ("next", next)) if h)
-        wide = " class='tour-page'" if current == "tour" else ""  # the tour's charts take a projector's width
-        tags = [f"<script src='{_esc(s)}'></script>" for s in scripts]
-        if charts:
-            body += "<noscript><p class='missing noscript'>The charts need JavaScript.</p></noscript>"
-            tags += [f"<script src='{up}assets/vega.js'></script>", f"<script src='{up}assets/site.js'></script>"]
-        return (f"<!doctype html>\n<html lang='en'><head><meta charset='utf-8'>"
-                f"<meta name='viewport' content='width=device-width, initial-scale=1'>"
-                f"<meta name='generator' content='{_esc(GENERATOR)}'><title>{_esc(title)}</title>"
-                f"<link rel='stylesheet' href='{up}assets/site.css'>{rel}</head>\n"
-                f"<body{wide}><header class='top'><nav aria-label='site'>{links}</nav></header>\n"
-                f"<main>{body}</main>\n"
-                f"<footer>Written by <code>{_esc(GENERATOR)}</code> from the weight-tying explorer's caches. "
-                f"T = tied matrix, I = untied input matrix, O = untied output matrix.</footer>\n"
-                + "".join(tags) + "\n</body></html>\n")
+            self.page(rel, "step.html", current="tour", scripts=[script] if script else [],
+                      prev=f"step-{step.number - 1}.html" if step.number > 1 else None,
+                      next=f"step-{step.number + 1}.html" if step.number < n else None,
+                      step=step, n=n, cache=c, claim=claim, key=key, fits=fits,
+                      statement=STATEMENTS[step.claim] if step.claim is not None else None)
 
 
-# -- pieces of pages -------------------------------------------------------------------------------
-
-
-def _legend_html(inline: bool = False) -> str:
-    body = ("<span class='tio T'>T</span> tied matrix &nbsp; <span class='tio I'>I</span> untied input matrix "
-            "&nbsp; <span class='tio O'>O</span> untied output matrix")
-    return body if inline else f"<p>{body}</p>"
-
-
-def _chart_div(key: str, file_stem: str, title: str) -> str:
-    return (f"<div class='chart' data-chart='{_esc(key)}' data-file='{_esc(file_stem)}' role='figure' "
-            f"aria-label='{_esc(title)}'></div>")
-
-
-def _verdict_badge(verdict: str) -> str:
-    colour, sign = VERDICT_STYLE.get(verdict, ("#57606a", ""))
-    return f"<span class='verdict' style='background:{colour}'>{sign} {_esc(verdict)}</span>"
-
-
-def _claims_table(claims: dict) -> str:
-    rows = [c for c in claims.values() if c.verdict != "no data"]
-    if not rows:
-        return "<p class='note'>This cache tests none of the paper's claims.</p>"
-    body = "".join(f"<tr><td>{_esc(c.statement)}</td><td>{_esc(c.ours)}</td><td>{_verdict_badge(c.verdict)}</td>"
-                   f"<td>{_esc(c.paper)}</td></tr>" for c in rows)
-    return ("<div class='table-wrap'><table class='claims'><colgroup><col class='c1'><col class='c2'><col class='c3'>"
-            "<col class='c4'></colgroup><thead><tr><th>The paper's claim</th><th>Here</th><th>Verdict</th>"
-            f"<th>The paper</th></tr></thead><tbody>{body}</tbody></table></div>")
-
-
-def _describe(s: dict) -> str:
-    """One sentence on what a cache holds (its models, its scale, or its sweep)."""
-    if (s.get("scale") or {}).get("line"):
-        return str(s["scale"]["line"])
-    cells = s.get("sweep_cells") or []
-    if cells:
-        widths = sorted({int(c["d_model"]) for c in cells})
-        seeds = max(int(c.get("n") or 0) for c in cells)
-        return f"{len(cells)} cells, widths d = {', '.join(map(str, widths))}, up to {seeds} seeds each."
-    models = s.get("models") or {}
-    if models:
-        return "; ".join(f"{role}: {m.get('source')}" for role, m in models.items() if m)
-    return ""
-
-
-def _sentence(text: str) -> str:
-    """A phrase as a sentence: capital first letter, a full stop at the end ("" stays "")."""
-    text = text.strip()
-    if not text:
-        return ""
-    return text[0].upper() + text[1:] + ("" if text[-1] in ".!?" else ".")
+# -- what pages show -------------------------------------------------------------------------------
 
 
 DOWNLOAD_LABELS = {"svg": "SVG", "pdf": "PDF", "png": "PNG", "csv": "CSV (data)", "tex": "LaTeX",
@@ -630,16 +432,14 @@ def _download_label(path: Path) -> str:
 _NUMBER = re.compile(r"^[-−+]?[0-9][0-9.,]*( ± [0-9.,]+)?%?$")
 
 
-def _table_html(df) -> str:
-    """A table as the figure pack writes its cells (explorer.pack.formatted: 3 decimals, whole
-    numbers for a column of them, "—" for none), escaped; columns of numbers right-aligned."""
+def table_cells(df) -> dict[str, list]:
+    """A table as the figure pack writes its cells (explorer.render.pack.formatted: 3 decimals, whole
+    numbers for a column of them, "—" for none), for macros.html's data_table: the column names,
+    whether each is a column of numbers (right-aligned), and the rows of text."""
     from explorer.render.pack import formatted
 
     cells = formatted(df)
-    numeric = {c: all(v == "—" or _NUMBER.match(v) for v in cells[c]) and any(v != "—" for v in cells[c])
-               for c in cells.columns}
-    head = "".join(f"<th{' class=num' if numeric[c] else ''}>{_esc(c)}</th>" for c in cells.columns)
-    rows = "".join("<tr>" + "".join(f"<td{' class=num' if numeric[c] else ''}>{_esc(v)}</td>"
-                                    for c, v in zip(cells.columns, rec)) + "</tr>"
-                   for rec in cells.itertuples(index=False))
-    return f"<div class='table-wrap'><table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>"
+    numeric = [all(v == "—" or _NUMBER.match(v) for v in cells[c]) and any(v != "—" for v in cells[c])
+               for c in cells.columns]
+    return {"columns": [str(c) for c in cells.columns], "numeric": numeric,
+            "rows": [list(rec) for rec in cells.itertuples(index=False)]}

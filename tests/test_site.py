@@ -15,6 +15,7 @@ import re
 import shutil
 from html.parser import HTMLParser
 from pathlib import Path
+from types import SimpleNamespace
 from urllib.parse import urlsplit
 
 import pytest
@@ -153,6 +154,50 @@ def test_site_escapes_token_strings(synthetic_site):
     for js in (synthetic_site / "synthetic" / "charts").glob("*.js"):
         assert "<" not in js.read_text(), js
     assert "innerHTML" not in (synthetic_site / "assets" / "tokens.js").read_text()
+
+
+def test_a_token_string_is_escaped_in_a_rendered_page(tmp_path):
+    """No page of the synthetic site shows its script-tag token (the token search draws it from its
+    data file): a cache page rendered from its template with that string as a cache's name, a
+    figure's title and caption, and a table cell, shows it as text every time."""
+    import pandas as pd
+
+    token = "<script>alert('x')</script>"
+    shown = "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;"
+    c = site._Cache(SimpleNamespace(name=f"cache {token}"), "cache", {}, "pair", {})
+    c.figures = [SimpleNamespace(name="nb", title=f"Neighbours of {token}", caption=token)]
+    c.tables["nb"] = pd.DataFrame({"token": [token], "n": [1]})
+    builder = site._Builder([], tmp_path, title=f"site {token}", formats=(), presentation=False, progress=print)
+    builder.caches.append(c)
+    builder.cache_page(c)
+    page = (tmp_path / "cache" / "index.html").read_text()
+    assert "<script>alert" not in page
+    assert re.findall(r"<script[^>]*>", page) == ["<script src='../assets/vega.js'>", "<script src='../assets/site.js'>"]
+    for where in (f"<title>cache {shown}: figures and tables</title>", f"<h1>cache {shown}</h1>",
+                  f">site {shown}</a>", f"<h2>Neighbours of {shown}</h2>", f"<p class='caption'>{shown}</p>",
+                  f"<td>{shown}</td><td class=num>1</td>"):
+        assert where in page, where
+
+
+def test_site_css_takes_the_apps_t_i_o_colours_once(synthetic_site):
+    from explorer.render.charts import PALETTE
+
+    css = (synthetic_site / "assets" / "site.css").read_text()
+    for m, colour in PALETTE.items():
+        assert re.findall(rf"--{m}:\s*([^;]+);", css) == [colour], m
+    assert "{{" not in css and "{#" not in css
+
+
+def test_the_templates_ship_with_the_package():
+    """pyproject.toml's package data names every file of precompute/templates/ (a wheel holds them)."""
+    import tomllib
+    from fnmatch import fnmatch
+
+    patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["precompute"]
+    files = [p.relative_to(ROOT / "precompute").as_posix() for p in (ROOT / "precompute" / "templates").rglob("*")
+             if p.is_file()]
+    assert "templates/base.html" in files and "templates/site.js" in files
+    assert [f for f in files if not any(fnmatch(f, pat) for pat in patterns)] == []
 
 
 def test_site_shows_claims_with_verdicts_and_downloads(synthetic_site):
