@@ -78,27 +78,6 @@ def build(out_dir: Path, *, layers: int, d: int, vocab: int, shard: str) -> Path
 # ----------------------------------------------------------------------------- children
 
 
-def _status() -> dict[str, int]:
-    """VmRSS and VmHWM of this process, in bytes."""
-    values = {}
-    with open("/proc/self/status") as f:
-        for line in f:
-            name, _, rest = line.partition(":")
-            if name in ("VmRSS", "VmHWM"):
-                values[name] = int(rest.split()[0]) * 1024
-    return values
-
-
-def _reset_peak() -> bool:
-    """Reset VmHWM to the current RSS (Linux >= 4.0); False if not allowed."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return True
-    except OSError:
-        return False
-
-
 def _evict(paths) -> None:
     for path in paths:
         fd = os.open(path, os.O_RDONLY)
@@ -135,6 +114,7 @@ def child(mode: str, folder: Path, tiny: Path, cold: bool) -> dict:
 
     sys.path.insert(0, str(ROOT))
     from tying.loading.weights import load_model_matrices
+    from tying.memory import peak_memory, resident_memory
 
     transformers.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
@@ -147,8 +127,8 @@ def child(mode: str, folder: Path, tiny: Path, cold: bool) -> dict:
     if cold:
         _evict(sorted(folder.glob("*.safetensors")))
 
-    base = _status()["VmRSS"]
-    reset = _reset_peak()
+    base = resident_memory()
+    reset = peak_memory(reset=True) is not None  # from here the peak is this measurement's
     start = time.perf_counter()
     if mode == "matrices":
         m = load_model_matrices(str(folder), role="untied")
@@ -166,21 +146,21 @@ def child(mode: str, folder: Path, tiny: Path, cold: bool) -> dict:
         # only when touched. Time three stages: the call itself, copying out the two matrices
         # as float32 arrays (what load_model_matrices returns), and touching every parameter.
         model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
-        stages = {"call": (time.perf_counter() - start, _status()["VmHWM"] - base)}
+        stages = {"call": (time.perf_counter() - start, peak_memory() - base)}
         with torch.no_grad():
             inp = model.get_input_embeddings().weight.numpy().copy()
             out = model.get_output_embeddings().weight.numpy().copy()
-        stages["matrices"] = (time.perf_counter() - start, _status()["VmHWM"] - base)
+        stages["matrices"] = (time.perf_counter() - start, peak_memory() - base)
         with torch.no_grad():
             for p in model.parameters():
                 p.sum()
-        stages["touch_all"] = (time.perf_counter() - start, _status()["VmHWM"] - base)
+        stages["touch_all"] = (time.perf_counter() - start, peak_memory() - base)
         returned = inp.nbytes + out.nbytes
         extra = {"stages": stages, "n_params": sum(p.numel() for p in model.parameters())}
     else:
         raise ValueError(mode)
     seconds = time.perf_counter() - start
-    peak = _status()["VmHWM"]
+    peak = peak_memory()
     return {
         "mode": mode,
         "seconds": seconds,
