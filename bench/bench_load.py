@@ -51,10 +51,7 @@ def _word_tokenizer(out_dir: Path, vocab: int):
 def build(out_dir: Path, *, layers: int, d: int, vocab: int, shard: str) -> Path:
     """Write the checkpoint unless a complete one with the same sizes is there."""
     import torch
-    from transformers import AutoModelForCausalLM
-
-    sys.path.insert(0, str(ROOT))
-    from tests.tiny_models import tiny_config
+    from transformers import AutoConfig, AutoModelForCausalLM
 
     done = out_dir / "BUILT"
     spec = json.dumps({"layers": layers, "d": d, "vocab": vocab, "shard": shard})
@@ -65,7 +62,11 @@ def build(out_dir: Path, *, layers: int, d: int, vocab: int, shard: str) -> Path
         old.unlink()
     start = time.perf_counter()
     _word_tokenizer(out_dir, vocab)
-    config = tiny_config("llama", vocab_size=vocab, d=d, n_layers=layers, tied=False, n_heads=max(1, d // 64))
+    heads = max(1, d // 64)
+    config = AutoConfig.for_model("llama", vocab_size=vocab, hidden_size=d, num_hidden_layers=layers,
+                                  num_attention_heads=heads, num_key_value_heads=heads, head_dim=d // heads,
+                                  intermediate_size=2 * d, max_position_embeddings=128, tie_word_embeddings=False,
+                                  bos_token_id=0, eos_token_id=0, pad_token_id=1)
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_config(config)
     model.save_pretrained(out_dir, max_shard_size=shard)
@@ -200,9 +201,6 @@ def main(argv=None) -> int:
         print(json.dumps(child(mode, Path(folder), Path(tiny), args.cold)))
         return 0
 
-    sys.path.insert(0, str(ROOT))
-    from tests.tiny_models import make_tiny_model
-
     folder = build(
         OUT / f"llama-L{args.layers}-d{args.d}-v{args.vocab}",
         layers=args.layers,
@@ -210,9 +208,7 @@ def main(argv=None) -> int:
         vocab=args.vocab,
         shard=args.shard,
     )
-    tiny = OUT / "tiny-llama"
-    if not (tiny / "config.json").exists():
-        make_tiny_model("llama", tiny, tied=False)
+    tiny = build(OUT / "tiny-llama", layers=2, d=32, vocab=300, shard=args.shard)  # the children's warm-up
     size = sum(p.stat().st_size for p in folder.glob("*.safetensors"))
     print(f"checkpoint: {folder.relative_to(ROOT)}  {size / MIB:,.0f} MiB of safetensors\n")
 
