@@ -14,9 +14,10 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
+
+from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -61,15 +62,23 @@ def serve(cache_dir, timeout: float = 90) -> tuple[subprocess.Popen, str]:
                              "--server.port", str(port), "--server.address", "127.0.0.1"],
                             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and proc.poll() is None:
+
+    def state() -> str | None:
+        if proc.poll() is not None:
+            return "exited"
         try:
-            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                return proc, url
+            return "up" if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok" else None
         except OSError:
-            time.sleep(0.5)
-    proc.kill()
-    raise RuntimeError("streamlit did not start")
+            return None
+
+    try:
+        up = wait_until(state, timeout=timeout, interval=0.5, what="streamlit's health") == "up"
+    except AssertionError:
+        up = False
+    if not up:
+        proc.kill()
+        raise RuntimeError("streamlit did not start")
+    return proc, url
 
 
 def chromium(width: int = 1440, height: int = 900):
