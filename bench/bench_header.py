@@ -77,16 +77,8 @@ import torch  # noqa: F401  imported by tying.loading anyway: not part of either
 from safetensors import safe_open
 
 method, path, repeats = sys.argv[1], sys.argv[2], int(sys.argv[3])
-
-
-def status():
-    out = {}
-    with open("/proc/self/status") as f:
-        for line in f:
-            name, _, rest = line.partition(":")
-            if name in ("VmRSS", "VmHWM"):
-                out[name] = int(rest.split()[0]) * 1024
-    return out
+sys.path.insert(0, sys.argv[4])
+from tying.memory import peak_memory, resident_memory
 
 
 def hand():  # the parser tying.loading.weights had before issue 18, with all its checks
@@ -126,26 +118,21 @@ def package():
 
 
 read = {"hand": hand, "safe_open": package}[method]
-try:
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")
-    reset = True
-except OSError:
-    reset = False
-base = status()["VmRSS"]
+reset = peak_memory(reset=True) is not None
+base = resident_memory()
 times = []
 for _ in range(repeats):
     start = time.perf_counter()
     got = read()
     times.append(time.perf_counter() - start)
     del got
-print(json.dumps({"median_s": statistics.median(times), "first_s": times[0], "peak_bytes": status()["VmHWM"] - base,
+print(json.dumps({"median_s": statistics.median(times), "first_s": times[0], "peak_bytes": peak_memory() - base,
                   "reset": reset, "n": len(read())}))
 """
 
 
 def run(method: str, path: Path, repeats: int) -> dict:
-    out = subprocess.run([sys.executable, "-c", CHILD, method, str(path), str(repeats)], check=True,
+    out = subprocess.run([sys.executable, "-c", CHILD, method, str(path), str(repeats), str(ROOT)], check=True,
                          capture_output=True, text=True)
     return json.loads(out.stdout)
 

@@ -51,10 +51,7 @@ def _word_tokenizer(out_dir: Path, vocab: int):
 def build(out_dir: Path, *, layers: int, d: int, vocab: int, shard: str) -> Path:
     """Write the checkpoint unless a complete one with the same sizes is there."""
     import torch
-    from transformers import AutoModelForCausalLM
-
-    sys.path.insert(0, str(ROOT))
-    from tests.tiny_models import tiny_config
+    from transformers import AutoConfig, AutoModelForCausalLM
 
     done = out_dir / "BUILT"
     spec = json.dumps({"layers": layers, "d": d, "vocab": vocab, "shard": shard})
@@ -65,7 +62,11 @@ def build(out_dir: Path, *, layers: int, d: int, vocab: int, shard: str) -> Path
         old.unlink()
     start = time.perf_counter()
     _word_tokenizer(out_dir, vocab)
-    config = tiny_config("llama", vocab_size=vocab, d=d, n_layers=layers, tied=False, n_heads=max(1, d // 64))
+    heads = max(1, d // 64)
+    config = AutoConfig.for_model("llama", vocab_size=vocab, hidden_size=d, num_hidden_layers=layers,
+                                  num_attention_heads=heads, num_key_value_heads=heads, head_dim=d // heads,
+                                  intermediate_size=2 * d, max_position_embeddings=128, tie_word_embeddings=False,
+                                  bos_token_id=0, eos_token_id=0, pad_token_id=1)
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_config(config)
     model.save_pretrained(out_dir, max_shard_size=shard)
@@ -76,27 +77,6 @@ def build(out_dir: Path, *, layers: int, d: int, vocab: int, shard: str) -> Path
 
 
 # ----------------------------------------------------------------------------- children
-
-
-def _status() -> dict[str, int]:
-    """VmRSS and VmHWM of this process, in bytes."""
-    values = {}
-    with open("/proc/self/status") as f:
-        for line in f:
-            name, _, rest = line.partition(":")
-            if name in ("VmRSS", "VmHWM"):
-                values[name] = int(rest.split()[0]) * 1024
-    return values
-
-
-def _reset_peak() -> bool:
-    """Reset VmHWM to the current RSS (Linux >= 4.0); False if not allowed."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return True
-    except OSError:
-        return False
 
 
 def _evict(paths) -> None:
@@ -135,6 +115,7 @@ def child(mode: str, folder: Path, tiny: Path, cold: bool) -> dict:
 
     sys.path.insert(0, str(ROOT))
     from tying.loading.weights import load_model_matrices
+    from tying.memory import peak_memory, resident_memory
 
     transformers.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
@@ -147,8 +128,8 @@ def child(mode: str, folder: Path, tiny: Path, cold: bool) -> dict:
     if cold:
         _evict(sorted(folder.glob("*.safetensors")))
 
-    base = _status()["VmRSS"]
-    reset = _reset_peak()
+    base = resident_memory()
+    reset = peak_memory(reset=True) is not None  # from here the peak is this measurement's
     start = time.perf_counter()
     if mode == "matrices":
         m = load_model_matrices(str(folder), role="untied")
@@ -166,21 +147,21 @@ def child(mode: str, folder: Path, tiny: Path, cold: bool) -> dict:
         # only when touched. Time three stages: the call itself, copying out the two matrices
         # as float32 arrays (what load_model_matrices returns), and touching every parameter.
         model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
-        stages = {"call": (time.perf_counter() - start, _status()["VmHWM"] - base)}
+        stages = {"call": (time.perf_counter() - start, peak_memory() - base)}
         with torch.no_grad():
             inp = model.get_input_embeddings().weight.numpy().copy()
             out = model.get_output_embeddings().weight.numpy().copy()
-        stages["matrices"] = (time.perf_counter() - start, _status()["VmHWM"] - base)
+        stages["matrices"] = (time.perf_counter() - start, peak_memory() - base)
         with torch.no_grad():
             for p in model.parameters():
                 p.sum()
-        stages["touch_all"] = (time.perf_counter() - start, _status()["VmHWM"] - base)
+        stages["touch_all"] = (time.perf_counter() - start, peak_memory() - base)
         returned = inp.nbytes + out.nbytes
         extra = {"stages": stages, "n_params": sum(p.numel() for p in model.parameters())}
     else:
         raise ValueError(mode)
     seconds = time.perf_counter() - start
-    peak = _status()["VmHWM"]
+    peak = peak_memory()
     return {
         "mode": mode,
         "seconds": seconds,
@@ -220,9 +201,6 @@ def main(argv=None) -> int:
         print(json.dumps(child(mode, Path(folder), Path(tiny), args.cold)))
         return 0
 
-    sys.path.insert(0, str(ROOT))
-    from tests.tiny_models import make_tiny_model
-
     folder = build(
         OUT / f"llama-L{args.layers}-d{args.d}-v{args.vocab}",
         layers=args.layers,
@@ -230,9 +208,7 @@ def main(argv=None) -> int:
         vocab=args.vocab,
         shard=args.shard,
     )
-    tiny = OUT / "tiny-llama"
-    if not (tiny / "config.json").exists():
-        make_tiny_model("llama", tiny, tied=False)
+    tiny = build(OUT / "tiny-llama", layers=2, d=32, vocab=300, shard=args.shard)  # the children's warm-up
     size = sum(p.stat().st_size for p in folder.glob("*.safetensors"))
     print(f"checkpoint: {folder.relative_to(ROOT)}  {size / MIB:,.0f} MiB of safetensors\n")
 

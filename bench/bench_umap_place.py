@@ -32,30 +32,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tying.analysis.projection import complete_projection, reduce_fitted
+from tying.memory import peak_memory, resident_memory
 
 TARGET_SECONDS = 120.0
 MATRICES = 3
-
-
-def _status() -> dict[str, int]:
-    """VmRSS and VmHWM of this process, in bytes."""
-    values = {}
-    with open("/proc/self/status") as f:
-        for line in f:
-            name, _, rest = line.partition(":")
-            if name in ("VmRSS", "VmHWM"):
-                values[name] = int(rest.split()[0]) * 1024
-    return values
-
-
-def _reset_peak() -> bool:
-    """Reset VmHWM to the current RSS (Linux >= 4.0); False if not allowed."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return True
-    except OSError:
-        return False
 
 
 def main(argv=None) -> int:
@@ -83,12 +63,12 @@ def main(argv=None) -> int:
 
     times, peaks, result = [], [], None
     for _ in range(max(1, repeats)):
-        reset = _reset_peak()
-        base = _status()["VmRSS"]
+        reset = peak_memory(reset=True) is not None
+        base = resident_memory()
         t0 = time.perf_counter()
         result = complete_projection([X], fit, reduced, transforms, fitted, seed=args.seed)
         times.append(time.perf_counter() - t0)
-        peaks.append(_status()["VmHWM"] - base if reset else float("nan"))
+        peaks.append(peak_memory() - base if reset else float("nan"))
     one = statistics.median(times)
     q = result.quality["0"]
     print()

@@ -25,6 +25,7 @@ from tying.cache.store import cache_path, check_name, default_name, params_hash
 from tying.cache.writer import CacheWriter
 from tying.errors import UserError
 from tying.loading.vocab import common_vocabulary
+from tying.memory import peak_memory
 from tying.registry import BY_NAME, OPTIONAL_STAGES, PAIR_STAGES
 
 STAGES = PAIR_STAGES
@@ -254,21 +255,6 @@ class PairRun:
         finally:
             bar.close()
         return self.path
-
-
-def peak_memory(reset: bool = False) -> int | None:
-    """This process's peak resident memory in bytes since the last reset (Linux: VmHWM of
-    /proc/self/status; ``reset`` starts a new peak from the current size, through
-    /proc/self/clear_refs); None where the system does not say."""
-    try:
-        with open("/proc/self/status") as fh:
-            peak = next((int(line.split()[1]) * 1024 for line in fh if line.startswith("VmHWM:")), None)
-        if reset:
-            with open("/proc/self/clear_refs", "w") as fh:
-                fh.write("5")
-    except OSError:
-        return None
-    return peak
 
 
 def lens_gpu_command(cfg: PairConfig, name: str) -> str:

@@ -1,4 +1,5 @@
-"""Shared fixtures: tiny random models and tokenizers, built once per test session."""
+"""Shared fixtures: tiny random models and tokenizers, built once per test session; the
+synthetic, sweep and paper caches the site and browser tests read, built once per module."""
 
 from __future__ import annotations
 
@@ -32,3 +33,24 @@ def tiny_model(tmp_path_factory, tokenizer_dir):
         return built[key]
 
     return get
+
+
+SWEEP_GAPS = {32: [0.30, 0.31, 0.29], 64: [0.10, 0.11, 0.09], 128: [-0.10, -0.11, -0.09]}
+"""The sweep cache's loss gaps (untied minus tied) per width and seed: shrinking with width,
+negative at the widest."""
+
+
+@pytest.fixture(scope="module")
+def synthetic_caches(tmp_path_factory):
+    """A folder of three caches: ``synthetic`` (a pair whose vocabulary holds a script tag), a
+    ``sweep`` of ``SWEEP_GAPS`` and the ``paper``'s published numbers. Built afresh for each
+    module that asks, as each module built its own before: one module's use of it (a server
+    reading it, sites written from it) does not meet another's."""
+    from precompute.published import PaperConfig, build_paper
+    from tying.cache.fixtures import build_sweep_cache, build_synthetic_cache
+
+    caches = tmp_path_factory.mktemp("synthetic-caches")
+    build_synthetic_cache(caches, "synthetic")
+    build_sweep_cache(caches, SWEEP_GAPS)
+    build_paper(PaperConfig(cache_dir=str(caches)))
+    return caches

@@ -17,7 +17,6 @@ import pytest
 
 from tests.waiting import wait_until
 from tying import registry
-from tying.cache.fixtures import build_sweep_cache, build_synthetic_cache
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -36,15 +35,9 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    caches = tmp_path_factory.mktemp("browser-caches")
-    build_synthetic_cache(caches, "synthetic")
-    build_sweep_cache(caches, {32: [0.30, 0.31, 0.29], 64: [0.10, 0.11, 0.09], 128: [-0.10, -0.11, -0.09]})
-    from precompute.published import PaperConfig, build_paper
-
-    build_paper(PaperConfig(cache_dir=str(caches)))
+def server(synthetic_caches):
     port = _free_port()
-    env = dict(os.environ, TYING_CACHE_DIR=str(caches), STREAMLIT_BROWSER_GATHER_USAGE_STATS="false")
+    env = dict(os.environ, TYING_CACHE_DIR=str(synthetic_caches), STREAMLIT_BROWSER_GATHER_USAGE_STATS="false")
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless",
                              "true", "--server.port", str(port), "--server.address", "127.0.0.1"],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)

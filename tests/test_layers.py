@@ -267,3 +267,20 @@ def test_the_launch_check_sees_a_child_process():
     assert _launcher(live) == "subprocess" and _names_precompute(live)
     assert _launcher(shown) is None
     assert _launcher(shell) == "os.system" and _names_precompute(shell)
+
+
+def test_no_benchmark_imports_the_tests():
+    """bench/ runs from the library and its own helpers (bench/screenshots.py): tests/ is no
+    library of theirs, so a change to a test cannot break a benchmark."""
+    found = {p.name: [t for t in _imports(ast.parse(p.read_text())) if t.split(".")[0] == "tests"]
+             for p in sorted((ROOT / "bench").glob("*.py"))}
+    assert len(found) > 10  # the walk saw the benchmarks
+    assert {name: t for name, t in found.items() if t} == {}, "benchmarks importing tests/"
+
+
+def test_the_benchmark_check_sees_an_import_of_the_tests():
+    """The detector itself: deferred imports count, a path in a docstring does not."""
+    for source in ("from tests.tiny_models import tiny_config\n", "import tests.webgl\n",
+                   "def main():\n    from tests import webgl\n"):
+        assert any(t.split(".")[0] == "tests" for t in _imports(ast.parse(source))), source
+    assert _imports(ast.parse('"""Builds models as tests/tiny_models.py does."""\n')) == []

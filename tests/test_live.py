@@ -24,6 +24,7 @@ import pytest
 from explorer import data, live
 from precompute import serve
 from precompute.cli import main
+from tests.waiting import wait_until
 from tying.errors import UserError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,8 +45,13 @@ for line in sys.stdin:
     text = req["text"]
     if text.startswith("die"):
         os._exit(1)
-    if text.startswith("sleep:"):
+    if text.startswith("sleep:"):  # a slow text
         time.sleep(float(text.split(":")[1].split()[0]))
+    if text.startswith("hold:"):  # a text traced until the test releases it (or 60 s pass)
+        gate = os.path.join(os.path.dirname(sys.argv[1]), text.split(":")[1].split()[0])
+        deadline = time.monotonic() + 60
+        while not os.path.exists(gate) and time.monotonic() < deadline:
+            time.sleep(0.01)
     if text.startswith("fail"):
         print(json.dumps({"id": req["id"], "error": "no text to trace predictions on"}), flush=True)
         continue
@@ -66,7 +72,8 @@ for line in sys.stdin:
 
 @pytest.fixture
 def fake(tmp_path):
-    """Tracers(...) against the fake worker; ``.log`` lists the texts it was sent."""
+    """Tracers(...) against the fake worker; ``.log`` lists the texts it was sent; a text
+    ``hold:NAME`` is traced until ``.release(NAME)``."""
     script = tmp_path / "fake_worker.py"
     script.write_text(FAKE_WORKER)
     log = tmp_path / "sent.txt"
@@ -78,6 +85,7 @@ def fake(tmp_path):
         return t
 
     make.log = lambda: log.read_text().splitlines() if log.exists() else []
+    make.release = lambda name: (tmp_path / name).touch()
     yield make
     for t in made:
         t.close()
@@ -107,10 +115,11 @@ def test_a_repeated_text_is_answered_from_the_kept_answers(fake, ref):
     assert time.perf_counter() - t < 0.05 and worker.sent == sent and tracers.hits == 1
     assert fake.log() == ["hello"]  # no second request
     # two visitors with one text while it waits: one job, one request
-    a, b = tracers.submit(ref, "sleep:0.3"), tracers.submit(ref, "sleep:0.3")
+    a, b = tracers.submit(ref, "hold:ab"), tracers.submit(ref, "hold:ab")
     assert a is b
+    fake.release("ab")
     a.result(timeout=60)
-    assert fake.log() == ["hello", "sleep:0.3"]
+    assert fake.log() == ["hello", "hold:ab"]
 
 
 def test_the_kept_answers_are_the_last_ones(fake, ref):
@@ -124,13 +133,15 @@ def test_the_kept_answers_are_the_last_ones(fake, ref):
 
 def test_a_visitor_sees_their_place_in_the_queue(fake, ref):
     tracers = fake(batch=1)
-    jobs = [tracers.submit(ref, f"sleep:{1.5 if i == 0 else 0.2} #{i}") for i in range(4)]
-    _until(lambda: tracers.worker(ref).starts and not jobs[0].starting())
+    jobs = [tracers.submit(ref, "hold:first #0")] + [tracers.submit(ref, f"text #{i}") for i in range(1, 4)]
+    wait_until(lambda: tracers.worker(ref).starts and not jobs[0].starting(), timeout=60, interval=0.02,
+               what="the first text in the started worker")
     assert [j.ahead() for j in jobs] == [0, 1, 2, 3]
     assert live.waiting_line(jobs[3]) == "3 texts ahead of yours…"
     assert live.waiting_line(jobs[1]) == "1 text ahead of yours…"
     assert live.waiting_line(jobs[0]).startswith("Running the tied and untied models")
     assert jobs[3].queued_ahead == 3 and 0 <= jobs[3].progress() < 1
+    fake.release("first")
     jobs[1].result(timeout=60)
     assert jobs[3].ahead() <= 1 and jobs[3].progress() >= 0.5
     for j in jobs:
@@ -140,8 +151,9 @@ def test_a_visitor_sees_their_place_in_the_queue(fake, ref):
 
 def test_waiting_texts_go_to_the_worker_together(fake, ref):
     tracers = fake()
-    first = tracers.submit(ref, "sleep:0.5")
+    first = tracers.submit(ref, "hold:first")
     jobs = [tracers.submit(ref, f"text {i}") for i in range(20)]
+    fake.release("first")
     for j in [first, *jobs]:
         j.result(timeout=60)
     worker = tracers.worker(ref)
@@ -153,8 +165,9 @@ def test_waiting_texts_go_to_the_worker_together(fake, ref):
 
 def test_a_text_that_kills_the_worker_gets_one_line_and_the_others_are_answered(fake, ref):
     tracers = fake()
-    before = tracers.submit(ref, "sleep:0.3")
+    before = tracers.submit(ref, "hold:before")
     jobs = [tracers.submit(ref, t) for t in ("one", "die now", "two")]  # sent together, after the first
+    fake.release("before")
     before.result(timeout=60)
     one, poison, two = jobs
     assert one.result(timeout=60) and two.result(timeout=60)  # tried again, each alone, on a fresh worker
@@ -186,32 +199,34 @@ def test_a_worker_that_cannot_start_says_why_to_every_waiting_text(fake, ref, mo
     assert tracers.submit(ref, "t0").result(timeout=60)  # the next text tries again
 
 
-def _until(condition, seconds: float = 60) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+def _failed_lately(worker: live.Worker) -> bool:
+    """Whether the worker has noted its failed start (warm() then leaves it for WARM_RETRY_S).
+    Nothing public says so: the worker's thread notes it after every public sign of the failure."""
+    return time.monotonic() - worker._failed_at < live.WARM_RETRY_S
 
 
 def test_showing_the_form_starts_the_worker_once(fake, ref, monkeypatch):
     tracers = fake()
     tracers.warm(ref)
     worker = tracers.worker(ref)
-    _until(lambda: worker.pid is not None)
+    pid = wait_until(lambda: worker.pid, timeout=60, interval=0.02, what="the warmed worker's process")
     tracers.warm(ref)
     assert tracers.submit(ref, "a").result(timeout=60) and worker.starts == 1
+    assert worker.pid == pid  # the text after the second warm-up was served by the first process
     # a worker that cannot start is not started again on every rerun of the page
     monkeypatch.setenv("FAKE_START_ERROR", "cannot load")
     other = data.CacheRef(ref.name, ref.path, ref.mtime_ns + 1)
     tracers.warm(other)
     broken = tracers.worker(other)
-    _until(lambda: broken.starts == 1 and not broken.starting and broken.waiting() == 0)
-    time.sleep(0.3)
-    tracers.warm(other)
-    time.sleep(0.3)
-    assert broken.starts == 1
+    wait_until(lambda: broken.starts == 1 and _failed_lately(broken), timeout=60, interval=0.02,
+               what="the warm-up's failed start, noted")
+    tracers.warm(other)  # the page shown again
+    # warm() decides at once, under the worker's lock: it asked nothing of the worker's thread ...
+    assert not broken._warm and not broken.starting and broken.starts == 1
     with pytest.raises(UserError, match="^cannot load$"):  # a text still tries, and says why
         tracers.submit(other, "b").result(timeout=60)
+    # ... and the text's start is the only one since: a start asked by that warm() and taken before
+    # the text would have made it 3
     assert broken.starts == 2
 
 
@@ -351,9 +366,7 @@ def test_a_killed_worker_is_restarted_and_the_queue_answered():
         tracers.submit(demo, "warm up").result(timeout=300)
         worker = tracers.worker(demo)
         jobs = [tracers.submit(demo, f"visitor {i} types a sentence of their own") for i in range(40)]
-        deadline = time.monotonic() + 60
-        while not any(j.done() for j in jobs[:-1]) and time.monotonic() < deadline:
-            time.sleep(0.005)
+        wait_until(lambda: any(j.done() for j in jobs[:-1]), timeout=60, interval=0.005, what="a first answer")
         os.kill(worker.pid, signal.SIGKILL)  # mid-queue: some answered, some in flight, some waiting
         answered = errors = 0
         for j in jobs:

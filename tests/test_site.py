@@ -25,7 +25,6 @@ from precompute import site
 from precompute.cli import main
 from tests.test_browser import CHROMIUM, DRIVER
 from tests.waiting import wait_until
-from tying.cache.fixtures import build_sweep_cache, build_synthetic_cache
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO_BUDGET = 25e6  # bytes: the demo's site fits a Static Space and a USB stick with room to spare
@@ -96,20 +95,9 @@ def check_site(root: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def synthetic(tmp_path_factory):
-    caches = tmp_path_factory.mktemp("site-caches")
-    build_synthetic_cache(caches, "synthetic")
-    build_sweep_cache(caches, {32: [0.30, 0.31, 0.29], 64: [0.10, 0.11, 0.09], 128: [-0.10, -0.11, -0.09]})
-    from precompute.published import PaperConfig, build_paper
-
-    build_paper(PaperConfig(cache_dir=str(caches)))
-    return caches
-
-
-@pytest.fixture(scope="module")
-def synthetic_site(synthetic, tmp_path_factory):
+def synthetic_site(synthetic_caches, tmp_path_factory):
     out = tmp_path_factory.mktemp("site-out") / "site"
-    code, stdout, err = _run("site", "synthetic", "paper", "sweep", "--cache-dir", synthetic, "--out", out,
+    code, stdout, err = _run("site", "synthetic", "paper", "sweep", "--cache-dir", synthetic_caches, "--out", out,
                              "--formats", "svg")
     assert code == 0, err
     assert "wrote" in stdout and not err.strip()
@@ -222,11 +210,11 @@ def test_site_is_a_static_space(synthetic_site):
     assert (synthetic_site / ".nojekyll").is_file()  # GitHub Pages serves the folder as it is
 
 
-def test_site_replaces_an_earlier_site_and_refuses_other_folders(synthetic, tmp_path):
+def test_site_replaces_an_earlier_site_and_refuses_other_folders(synthetic_caches, tmp_path):
     out = tmp_path / "site"
-    assert _run("site", "sweep", "--cache-dir", synthetic, "--out", out, "--formats", "")[0] == 0
+    assert _run("site", "sweep", "--cache-dir", synthetic_caches, "--out", out, "--formats", "")[0] == 0
     (out / "stale.html").write_text("old")
-    assert _run("site", "sweep", "--cache-dir", synthetic, "--out", out, "--formats", "")[0] == 0
+    assert _run("site", "sweep", "--cache-dir", synthetic_caches, "--out", out, "--formats", "")[0] == 0
     assert not (out / "stale.html").exists() and (out / "index.html").is_file()
     # a step whose data no cache here holds says which kind of cache does
     assert "No cache in this site holds this step's data: it is in a toylab cache" in (
@@ -237,7 +225,7 @@ def test_site_replaces_an_earlier_site_and_refuses_other_folders(synthetic, tmp_
     other = tmp_path / "notes"
     other.mkdir()
     (other / "keep.txt").write_text("mine")
-    code, _, err = _run("site", "sweep", "--cache-dir", synthetic, "--out", other)
+    code, _, err = _run("site", "sweep", "--cache-dir", synthetic_caches, "--out", other)
     assert code == 2 and err.startswith("error: ") and len(err.strip().splitlines()) == 1
     assert sorted(p.name for p in other.iterdir()) == ["keep.txt"]
 
@@ -247,14 +235,14 @@ def test_site_replaces_an_earlier_site_and_refuses_other_folders(synthetic, tmp_
     (["sweep", "--formats", "gif"], "unknown format gif"),
     (["sweep", "--title", " "], "--title"),
 ])
-def test_site_user_mistakes_are_one_line(synthetic, tmp_path, argv, says):
-    code, _, err = _run("site", *argv, "--cache-dir", synthetic, "--out", tmp_path / "site")
+def test_site_user_mistakes_are_one_line(synthetic_caches, tmp_path, argv, says):
+    code, _, err = _run("site", *argv, "--cache-dir", synthetic_caches, "--out", tmp_path / "site")
     assert code == 2 and says in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "site").exists()
 
 
-def test_site_refuses_a_cache_named_like_its_own_folders(synthetic, tmp_path):
-    shutil.copy(synthetic / "sweep.duckdb", tmp_path / "tour.duckdb")
+def test_site_refuses_a_cache_named_like_its_own_folders(synthetic_caches, tmp_path):
+    shutil.copy(synthetic_caches / "sweep.duckdb", tmp_path / "tour.duckdb")
     code, _, err = _run("site", tmp_path / "tour.duckdb", "--out", tmp_path / "site")
     assert code == 2 and "'tour/'" in err
 

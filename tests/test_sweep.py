@@ -5,7 +5,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import duckdb
@@ -14,6 +13,7 @@ import pandas as pd
 import pytest
 
 from precompute.cli import main
+from tests.waiting import wait_until
 from tying.analysis import sweep as S
 from tying.errors import UserError
 
@@ -172,20 +172,24 @@ def test_resume_after_a_kill(corpus, tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "precompute", *args], cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     cache = tmp_path / "sweep.duckdb"
-    deadline = time.time() + 180
+
+    def midway() -> str | None:
+        """"midway": 1 to 5 of the 6 cells in the cache; "finished": the sweep ended first."""
+        if cache.exists():
+            try:
+                if 1 <= len(rows(cache)) < 6:
+                    return "midway"
+            except duckdb.Error:  # between writes
+                pass
+        return "finished" if proc.poll() is not None else None
+
     try:
-        while time.time() < deadline:
-            if cache.exists():
-                try:
-                    if 1 <= len(rows(cache)) < 6:
-                        break
-                except duckdb.Error:
-                    pass
-            if proc.poll() is not None:
-                pytest.skip("the sweep finished before it could be killed")
-            time.sleep(0.05)
+        if wait_until(midway, timeout=180, interval=0.05, what="a sweep with some of its cells") == "finished":
+            pytest.skip("the sweep finished before it could be killed")
         proc.send_signal(signal.SIGKILL)
     finally:
+        if proc.poll() is None:
+            proc.kill()  # a sweep that never got midway: stopped all the same
         proc.wait(30)
     done = len(rows(cache))  # opens read-only: the file is a whole cache
     assert 1 <= done < 6

@@ -1,5 +1,6 @@
-"""Headless Chromium with software WebGL, for the Projection page's deck.gl views: the browser
-test (tests/test_projection_webgl.py) and the benchmark (bench/bench_projection_webgl.py).
+"""Headless Chromium with software WebGL, for the Projection page's deck.gl views in the browser
+test (tests/test_projection_webgl.py; bench/bench_projection_webgl.py has its own, from
+bench/screenshots.py: bench imports no tests).
 
 Headless Chromium draws WebGL with SwiftShader (on the CPU) only when asked to: without these
 flags a deck's canvas stays blank. Whether a view has drawn is read from its canvas's pixels
@@ -13,9 +14,10 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
+
+from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -46,42 +48,6 @@ for (const el of document.querySelectorAll('[data-testid="stDeckGlJsonChart"]'))
 return out;
 """
 
-# Installed before the page's own scripts. It notes, by wrapping WebGL's draw calls, each canvas
-# that has been asked to draw; once all three deck canvases have, it reads their pixels every 50 ms
-# (copied small into a 2-D canvas, which waits for the drawing to finish) and, when each is painted,
-# notes the time (performance.now(): ms since the navigation began). A view's points arrive as an
-# image (explorer/deck.py), which deck.gl loads after its first drawing: the first frames hold the
-# highlighted tokens only, and a view counts as painted when DRAWN_FILL of it is.
-TIMING_JS = """
-window.__decks = {seen: null, issued: null, drawn: null, reads: 0};
-const drew = new WeakSet();
-for (const name of ['drawArrays', 'drawElements', 'drawArraysInstanced', 'drawElementsInstanced']) {
-  const own = WebGL2RenderingContext.prototype[name];
-  WebGL2RenderingContext.prototype[name] = function (...args) {
-    drew.add(this.canvas);
-    return own.apply(this, args);
-  };
-}
-const probe = document.createElement('canvas'); probe.width = 48; probe.height = 48;
-const timer = setInterval(() => {
-  const cs = [...document.querySelectorAll('[data-testid="stDeckGlJsonChart"] canvas')].filter(c => c.width > 0);
-  if (cs.length < 3) return;
-  if (window.__decks.seen === null) window.__decks.seen = performance.now();
-  if (!cs.every(c => drew.has(c))) return;
-  if (window.__decks.issued === null) window.__decks.issued = performance.now();
-  window.__decks.reads++;
-  const g = probe.getContext('2d', {willReadFrequently: true});
-  const painted = cs.every(c => {
-    g.clearRect(0, 0, 48, 48); g.drawImage(c, 0, 0, 48, 48);
-    const px = g.getImageData(0, 0, 48, 48).data; let n = 0;
-    for (let i = 3; i < px.length; i += 4) if (px[i] > 0) n++;
-    return n / (48 * 48) > DRAWN_FILL;
-  });
-  if (painted) { window.__decks.drawn = performance.now(); clearInterval(timer); }
-}, 50);
-""".replace("DRAWN_FILL", str(DRAWN_FILL))
-
-
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -96,19 +62,27 @@ def serve(cache_dir, timeout: float = 90) -> tuple[subprocess.Popen, str]:
                              "--server.port", str(port), "--server.address", "127.0.0.1"],
                             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and proc.poll() is None:
+
+    def state() -> str | None:
+        if proc.poll() is not None:
+            return "exited"
         try:
-            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                return proc, url
+            return "up" if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok" else None
         except OSError:
-            time.sleep(0.5)
-    proc.kill()
-    raise RuntimeError("streamlit did not start")
+            return None
+
+    try:
+        up = wait_until(state, timeout=timeout, interval=0.5, what="streamlit's health") == "up"
+    except AssertionError:
+        up = False
+    if not up:
+        proc.kill()
+        raise RuntimeError("streamlit did not start")
+    return proc, url
 
 
-def chromium(width: int = 1440, height: int = 900, *, timing: bool = False):
-    """Headless Chromium drawing WebGL in software; ``timing``: with ``TIMING_JS`` in every page."""
+def chromium(width: int = 1440, height: int = 900):
+    """Headless Chromium drawing WebGL in software."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -121,8 +95,6 @@ def chromium(width: int = 1440, height: int = 900, *, timing: bool = False):
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(DRIVER), options=opts)
     driver.set_script_timeout(120)
-    if timing:
-        driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": TIMING_JS})
     return driver
 
 
