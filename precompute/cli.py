@@ -20,19 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from precompute import options
-from precompute.dynamics import EvolutionConfig, GradsConfig, run_evolution, run_grads
-from precompute.figures import FiguresConfig, run_figures
-from precompute.pair import OPTIONAL_STAGES, PairConfig, PairRun
-from precompute.published import EvolutionJsonConfig, PaperConfig, build_paper, import_evolution
-from precompute.report import SummaryConfig, print_summary, resolve_cache, run_summary
-from precompute.serve import ServeConfig, run_serve
-from precompute.site import SiteConfig, run_site
-from precompute.sweep import SweepRun
-from precompute.sweep_cache import merge
-from precompute.sweep_config import MergeConfig, SweepConfig
-from precompute.toylab import DemoConfig, DemoRun
-from precompute.trajectory import TrajectoryConfig, run_trajectory
 from tying.errors import UserError, first_line
+from tying.registry import resolve
 
 
 class _Parser(argparse.ArgumentParser):
@@ -48,86 +37,128 @@ class _Parser(argparse.ArgumentParser):
 
 @dataclass(frozen=True)
 class Command:
-    config: type
-    run: Callable[[Any], Path | None]  # a written cache (whose summary is printed next), or None
+    """A command: its config dataclass and the function that runs it, named ``"module:name"`` and
+    imported only when that command runs (``--help`` and a command that reads a cache load no
+    other command's modules: neither torch nor Streamlit)."""
+
+    config_at: str
+    run_at: str  # (cfg) -> a written cache (whose summary is printed next), or None
     help: str
     description: str | None = None
 
+    @property
+    def config(self) -> type:
+        return resolve(self.config_at)
 
-def _lens_only(cfg: PairConfig) -> Path:
+    @property
+    def run(self) -> Callable[[Any], Path | None]:
+        return resolve(self.run_at)
+
+
+def run_pair(cfg) -> Path:
+    from precompute.pair import PairRun
+
+    return PairRun(cfg).run()
+
+
+def run_lens(cfg) -> Path:
+    """The pair command with every optional stage but the lens skipped."""
+    from precompute.pair import PairRun
+    from tying.registry import OPTIONAL_STAGES
+
     cfg.skip = [s for s in OPTIONAL_STAGES if s != "lens"]
     return PairRun(cfg).run()
 
 
-def _trajectory(cfg: TrajectoryConfig) -> None:
+def run_demo(cfg) -> Path:
+    from precompute.toylab import DemoRun
 
-    print(json.dumps(run_trajectory(cfg, resolve_cache(cfg.cache, cfg.cache_dir)), default=str, allow_nan=False))
+    return DemoRun(cfg).run()
+
+
+def run_sweep(cfg) -> Path:
+    from precompute.sweep import SweepRun
+
+    return SweepRun(cfg).run()
+
+
+def run_merge(cfg) -> Path:
+    from precompute.sweep_cache import merge
+
+    return merge(cfg.shards, cfg.name, cfg.cache_dir, force=cfg.force)
+
+
+def run_trajectory(cfg) -> None:
+    from precompute.report import resolve_cache
+    from precompute.trajectory import run_trajectory as trajectory
+
+    print(json.dumps(trajectory(cfg, resolve_cache(cfg.cache, cfg.cache_dir)), default=str, allow_nan=False))
 
 
 COMMANDS: dict[str, Command] = {
     "pair": Command(
-        PairConfig, lambda cfg: PairRun(cfg).run(), "analyse a tied/untied model pair and write cache/<name>.duckdb",
+        "precompute.pair:PairConfig", "precompute.cli:run_pair", "analyse a tied/untied model pair and write cache/<name>.duckdb",
         "Load a tied and an untied model (Hugging Face ids or local directories), run alignment, k-NN overlap, "
         "spectral distance, UMAP and the lens, and write the pair's cache."),
     "lens": Command(
-        PairConfig, _lens_only, "only the tuned/logit lens stage of a pair (layerwise KL)",
+        "precompute.pair:PairConfig", "precompute.cli:run_lens", "only the tuned/logit lens stage of a pair (layerwise KL)",
         "Train a tuned lens for each model of a pair and store the per-layer KL (tuned and logit lens), the training "
         "curves and prediction trajectories in its cache."),
     "demo": Command(
-        DemoConfig, lambda cfg: DemoRun(cfg).run(), "the toy lab: train tied and untied twins here and analyse them",
+        "precompute.toylab:DemoConfig", "precompute.cli:run_demo", "the toy lab: train tied and untied twins here and analyse them",
         "Train small tied, untied and input-gradient-scaled twins on an offline corpus (CPU is enough), run every "
         "analysis on (tied, untied) and write cache/<name>.duckdb."),
     "evolution": Command(
-        EvolutionConfig, run_evolution, "embedding evolution over a model's checkpoints (Figure 3)",
+        "precompute.dynamics:EvolutionConfig", "precompute.dynamics:run_evolution", "embedding evolution over a model's checkpoints (Figure 3)",
         "Mean per-token cosine of the input and output matrices to the first checkpoint and to the previous one, "
         "over a model's revisions."),
     "grads": Command(
-        GradsConfig, run_grads, "import a gradient-provenance log (CSV) from a real training run",
+        "precompute.dynamics:GradsConfig", "precompute.dynamics:run_grads", "import a gradient-provenance log (CSV) from a real training run",
         "One row per logged step with the L2 norms of the gradient reaching the embedding matrix through the input "
         "lookup and through the output projection. '<column>_effective' columns (after input-gradient scaling) are "
         "read when present. The output share is the mean over logged steps of output / (input + output)."),
     "evolution-json": Command(
-        EvolutionJsonConfig, import_evolution, "import embedding-evolution files (JSON) of real models (Figure 3)",
+        "precompute.published:EvolutionJsonConfig", "precompute.published:import_evolution", "import embedding-evolution files (JSON) of real models (Figure 3)",
         "Files with model_id, steps, input_vs_init, output_vs_init, input_consecutive and output_consecutive (the "
         "paper's authors' format, e.g. published/evolution_pythia-1b.json) into the evolution tables of one cache; "
         "one run per model."),
     "paper": Command(
-        PaperConfig, build_paper, "build cache/paper.duckdb from the paper's published measurements",
+        "precompute.published:PaperConfig", "precompute.published:build_paper", "build cache/paper.duckdb from the paper's published measurements",
         "The authors' published real-model measurements in published/ (gradient provenance of an OLMo-1B tied run, "
         "embedding evolution of OLMo-1B-0724, OLMo-7B-0424 and Pythia-1B; Apache-2.0) and the paper's tables, as "
         "one cache of kind 'published'."),
-    "summary": Command(SummaryConfig, run_summary, "print a cache's headline numbers beside the paper's"),
+    "summary": Command("precompute.report:SummaryConfig", "precompute.report:run_summary", "print a cache's headline numbers beside the paper's"),
     "figures": Command(
-        FiguresConfig, run_figures, "every figure and table a cache supports, as files (the figure pack)",
+        "precompute.figures:FiguresConfig", "precompute.figures:run_figures", "every figure and table a cache supports, as files (the figure pack)",
         "Draw every figure and table the cache has the data for, named by the paper's numbering (figure1-alignment, "
         "table1, ...), as SVG, PDF and PNG with the Vega-Lite spec and the data (CSV; a table also as LaTeX), each "
         "with its caption and a source line (cache, models, commit, parameters), and manifest.json listing every "
         "file. The folder is written whole or not at all."),
     "trajectory": Command(
-        TrajectoryConfig, _trajectory, "top-k predictions of every hidden state of a cache's models on a text (JSON)",
+        "precompute.trajectory:TrajectoryConfig", "precompute.cli:run_trajectory", "top-k predictions of every hidden state of a cache's models on a text (JSON)",
         "Run the cache's tied and untied models (they must be on this machine, as the toy lab's are) on a text and "
         "print, as JSON, the top-k next-token predictions of every hidden state under the cache's tuned lens (when "
         "one fits) and the logit lens."),
     "serve-trajectory": Command(
-        ServeConfig, run_serve, "the trajectory command as a warm worker: JSON texts in, JSON trajectories out",
+        "precompute.serve:ServeConfig", "precompute.serve:run_serve", "the trajectory command as a warm worker: JSON texts in, JSON trajectories out",
         "Load the cache's models and translators once, then answer one JSON request a line on standard input "
         '({"id": ..., "text": ..., "top_k": 5, "max_tokens": 32}) with one JSON line on standard output (the '
         "trajectory's columns, or an error), until the input ends. The app's Lens page runs one for visitors' own "
         "texts (explorer/live.py)."),
     "sweep": Command(
-        SweepConfig, lambda cfg: SweepRun(cfg).run(),
+        "precompute.sweep_config:SweepConfig", "precompute.cli:run_sweep",
         "tied/untied twins over a grid of widths (and vocabularies) and seeds",
         "Train tied and untied twins (the toy lab's code path) in every cell of a grid of widths, vocabulary sizes "
         "and seeds and write each cell's bias, loss gap, output share and parameter shares to cache/<name>.duckdb "
         "(kind sweep) as soon as it is done; a killed sweep resumes. --shard i/n trains every n-th cell (job "
         "arrays); sweep-merge joins the shards."),
     "sweep-merge": Command(
-        MergeConfig, lambda cfg: merge(cfg.shards, cfg.name, cfg.cache_dir, force=cfg.force),
+        "precompute.sweep_config:MergeConfig", "precompute.cli:run_merge",
         "join the shard caches of a sweep into one cache",
         "Merge sweep caches (e.g. the --shard outputs of a job array) into cache/<name>.duckdb: every cell once; "
         "caches trained with other settings are refused."),
     "site": Command(
-        SiteConfig, run_site, "write the explorer as a static site that opens offline (file://, a Static Space)",
+        "precompute.site:SiteConfig", "precompute.site:run_site", "write the explorer as a static site that opens offline (file://, a Static Space)",
         "Write a folder of pages: the tour, every figure of each cache as an interactive chart, the tables, the "
         "figure pack's files, and a token search for caches of at most 10,000 tokens. The charts' JavaScript is "
         "written beside the pages: nothing is fetched from the network, so index.html opens from a USB stick, a "
@@ -135,18 +166,27 @@ COMMANDS: dict[str, Command] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line; with ``only``, the options of that command alone (the others' modules
+    stay unimported), else of every command."""
     p = _Parser(prog="precompute", description="Precompute weight-tying analyses into DuckDB caches.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name, command in COMMANDS.items():
-        options.add_options(sub.add_parser(name, help=command.help, description=command.description), command.config)
+        parser = sub.add_parser(name, help=command.help, description=command.description)
+        if only is None or name == only:
+            options.add_options(parser, command.config)
     return p
+
+
+def _command_of(argv: list[str]) -> str:
+    """The command ``argv`` names (its first word), or "" for none (``--help``): only its options are built."""
+    return next((a for a in argv if not a.startswith("-")), "") if argv else ""
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        values = vars(build_parser().parse_args(argv))
+        values = vars(build_parser(_command_of(argv)).parse_args(argv))
         command = COMMANDS[values.pop("command")]
         if "command" in {f.name for f in fields(command.config)}:  # the command line that built a cache
             values["command"] = "python -m precompute " + shlex.join(argv)
@@ -155,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
         path = command.run(cfg)
         if path is not None:
             print(f"wrote {path} in {time.perf_counter() - t0:.0f} s")
+            from precompute.report import print_summary
+
             print_summary(path, as_json=False)
         return 0
     except ValueError as exc:  # a UserError of a command, or a library function's bad argument

@@ -9,6 +9,7 @@ The app may start the writer only as a child process, and only where listed belo
 from __future__ import annotations
 
 import ast
+import json
 import re
 from functools import cache
 from itertools import pairwise
@@ -284,3 +285,32 @@ def test_the_benchmark_check_sees_an_import_of_the_tests():
                    "def main():\n    from tests import webgl\n"):
         assert any(t.split(".")[0] == "tests" for t in _imports(ast.parse(source))), source
     assert _imports(ast.parse('"""Builds models as tests/tiny_models.py does."""\n')) == []
+
+
+LIGHT = ("torch", "transformers", "streamlit")
+"""What a command that reads a cache (or only prints its help) never loads."""
+
+
+def test_commands_that_read_a_cache_load_neither_torch_nor_streamlit(tmp_path):
+    """``--help``, ``summary``, ``figures`` and ``site`` run in a fresh interpreter; afterwards
+    none of LIGHT is in sys.modules (the CLI loads a command's modules only when it runs)."""
+    import subprocess
+    import sys
+
+    from tying.cache.fixtures import build_synthetic_cache
+
+    cache = build_synthetic_cache(tmp_path, lens=False, training=False)
+    runs = [["--help"], ["summary", str(cache), "--json"],
+            ["figures", str(cache), "--out", str(tmp_path / "fig"), "--format", "svg"],
+            ["site", str(cache), "--out", str(tmp_path / "site"), "--formats", "svg"]]
+    probe = ("import contextlib, io, json, sys\nfrom precompute.cli import main\n"
+             "with contextlib.redirect_stdout(io.StringIO()):\n"
+             "    try:\n        code = main(json.loads(sys.argv[1]))\n"
+             "    except SystemExit as e:\n        code = e.code\n"
+             f"print(json.dumps([code, sorted({{m.split('.')[0] for m in sys.modules}} & set({list(LIGHT)!r}))]))\n")
+    for argv in runs:
+        out = subprocess.run([sys.executable, "-c", probe, json.dumps(argv)], cwd=ROOT, capture_output=True,
+                             text=True, timeout=300)
+        code, loaded = json.loads(out.stdout.strip().splitlines()[-1])
+        assert code == 0, (argv, out.stderr[-2000:])
+        assert loaded == [], f"precompute {' '.join(argv[:1])} loaded {loaded}"
