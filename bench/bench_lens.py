@@ -29,11 +29,11 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from tying.device import pick_device
 from tying.lens.evaluate import evaluate_lens
 from tying.lens.lenses import LogitLens
 from tying.lens.parts import find_lens_parts, residual_stream
 from tying.lens.train import train_tuned_lens
-from tying.loading.device import pick_device
 
 TRAIN_TOKENS = 250 * 8 * 2048
 """Estimated training run: 250 steps of 8 sequences of 2,048 tokens."""

@@ -28,7 +28,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tying.analysis.neighbours import knn, overlap_at_k
-from tying.loading.device import as_tensor, pick_device
+from tying.device import as_tensor, pick_device
 
 TARGET_RATIO = 2.0
 

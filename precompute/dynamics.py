@@ -27,7 +27,7 @@ from tqdm.auto import tqdm
 
 from precompute.options import internal, option
 from tying.analysis.align import rowwise_cosine
-from tying.analysis.share import DEFAULT_EARLY_STEPS
+from tying.analysis.share import DEFAULT_EARLY_STEPS, with_output_share
 from tying.cache.store import cache_path, check_name, short_name
 from tying.cache.writer import CacheWriter
 from tying.errors import UserError
@@ -154,6 +154,7 @@ def run_grads(cfg: GradsConfig) -> Path:
     t0 = time.perf_counter()
     log, how = read_provenance_csv(cfg.csv, step_column=cfg.step_column, input_column=cfg.input_column,
                                    output_column=cfg.output_column, loss_column=cfg.loss_column)
+    log = with_output_share(log)
     run = cfg.run or Path(cfg.csv).stem
     runs = pd.DataFrame([{"run": run, "variant": "imported", "seed": None, "input_grad_scale": None,
                           "steps": int(log["step"].max()), "final_loss": float(log["loss"].iloc[-1]),

@@ -118,7 +118,7 @@ def resolve_budget(opts: LensOptions, device, seq_len: int | None = None) -> tup
 
 def lens_text(spec: str, max_chars: int) -> tuple[list[str], list[str]]:
     """Training and evaluation paragraphs (disjoint) of the lens text."""
-    from tying.toylab.corpus import load_corpus
+    from tying.loading.corpus import load_corpus
 
     text = load_corpus(spec, max_chars)
     paras = [p for p in text.split("\n\n") if p.strip()]

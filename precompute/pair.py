@@ -140,7 +140,7 @@ class PairRun:
 
     # -- stage: load -----------------------------------------------------------------
     def load(self):
-        from tying.loading.device import pick_device
+        from tying.device import pick_device
         from tying.loading.weights import load_model_matrices
 
         cfg = self.cfg

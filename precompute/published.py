@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from precompute.options import internal, option
-from tying.analysis.share import DEFAULT_EARLY_STEPS
+from tying.analysis.share import DEFAULT_EARLY_STEPS, with_output_share
 from tying.cache import reference
 from tying.cache.store import cache_path, check_name
 from tying.cache.writer import CacheWriter
@@ -200,6 +200,7 @@ def paper_tables(cfg: PaperConfig) -> tuple[dict[str, pd.DataFrame], dict[str, p
         raise UserError(f"'{data}' lacks {', '.join(missing)} (the published files: see published/README.md)")
     csv = data / "olmo-1b-tied-gradient-provenance.csv"
     log, how = read_provenance_csv(csv)
+    log = with_output_share(log)
     src = source_of(csv)
     run = "OLMo-1B tied (published run)"
     grads_run = {"run": run, "variant": "imported", "seed": None, "input_grad_scale": 1.0,

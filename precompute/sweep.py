@@ -30,7 +30,7 @@ from tying.analysis.share import early_steps_for, output_share
 from tying.analysis.twins import compare_tied_to_twin
 from tying.cache.store import cache_path, params_hash
 from tying.cache.writer import CacheWriter
-from tying.toylab.corpus import load_corpus
+from tying.loading.corpus import load_corpus
 from tying.toylab.tokenizer import encode_corpus, train_bpe
 
 ARMS = {"tied": "tied", "untied": "untied", "tied_matched": "tied"}

@@ -28,7 +28,7 @@ from tying.cache.reference import TABLE2_METHOD
 from tying.cache.store import cache_path, check_name, params_hash
 from tying.cache.writer import CacheWriter
 from tying.errors import UserError
-from tying.toylab.corpus import load_corpus
+from tying.loading.corpus import load_corpus
 from tying.toylab.tokenizer import encode_corpus, train_bpe
 
 

@@ -69,10 +69,10 @@ class Tracer:
     """
 
     def __init__(self, cache_path: Path, device: str | None = None, *, trust_remote_code: bool = False):
+        from tying.device import as_device
         from tying.lens.files import load_lens, unembedding_fingerprint
         from tying.lens.parts import find_lens_parts
         from tying.loading.causal_lm import load_causal_lm
-        from tying.loading.device import as_device
 
         if not cache_path.is_file():
             raise UserError(f"no cache at {cache_path}")

@@ -40,7 +40,7 @@ N_TRIALS = 12
 SERVER = r"""
 import json, os, sys, time
 import precompute.cli, precompute.pair, precompute.lens  # the heavy imports, done once
-import tying.analysis.align, tying.analysis.align_table, tying.loading.device, tying.analysis.neighbours, tying.analysis.spectral, tying.loading.weights, tying.cache.summary
+import tying.analysis.align, tying.analysis.align_table, tying.device, tying.analysis.neighbours, tying.analysis.spectral, tying.loading.weights, tying.cache.summary
 import faiss, umap, transformers  # imported lazily by a run (umap for its version)
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast
 import transformers.models.llama.modeling_llama

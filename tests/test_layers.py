@@ -20,14 +20,15 @@ PACKAGES = ("tying", "precompute", "explorer")
 APP = ("explorer", "views", "app")
 
 LIBRARY_DEPENDS_ON = {
-    "loading": {"analysis"},  # gradlog: a logged step's output share (analysis.share)
-    "analysis": {"loading"},  # device placement of the torch kernels (loading.device)
+    "loading": set(),  # reading weights, tokenizers, logs and corpora: nothing else of the library
+    "analysis": set(),  # the numerics: pure functions on arrays (their device from tying.device)
     "cache": {"analysis"},  # summary statistics; fixture caches computed like real ones
     "lens": {"loading", "analysis", "cache"},  # models on a device; convergence; atomic lens files
-    "toylab": {"loading", "analysis"},  # device placement; row cosines of the trained matrices
+    "toylab": {"loading", "analysis"},  # the corpus and tokenizers; row cosines of the trained matrices
 }
-"""Which of the library's sub-packages each may import (besides itself and tying.errors).
-lens and toylab (torch models) import neither each other nor are imported by the rest."""
+"""Which of the library's sub-packages each may import (besides itself and the library's root
+modules: tying.errors, tying.device, tying.memory, tying.registry). lens and toylab (torch
+models) import neither each other nor are imported by the rest."""
 
 TORCH = ("torch", "transformers", "safetensors.torch")
 """Imports that load torch."""

@@ -28,7 +28,7 @@ def corpus(tmp_path_factory):
     if text.is_file():
         body = text.read_text(encoding="utf-8")[:120_000]
     else:  # a fresh clone without the demo's corpus: the offline one
-        from tying.toylab.corpus import load_corpus
+        from tying.loading.corpus import load_corpus
 
         body = load_corpus("python-docs", 120_000)
     path = tmp_path_factory.mktemp("corpus") / "corpus.txt"

@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tying.toylab.corpus import check_corpus, python_docs_corpus, read_text_corpus
+from tying.loading.corpus import check_corpus, python_docs_corpus, read_text_corpus
 from tying.toylab.model import build_twins, embedding_matrices, toy_config
 from tying.toylab.provenance import GradientProvenance, check_scale
 from tying.toylab.tokenizer import encode_corpus, train_bpe
@@ -87,7 +87,7 @@ def test_bpe_roundtrip_and_eos(tokenized, tmp_path):
 def test_hub_dataset_without_datasets_package(monkeypatch):
     import sys
 
-    from tying.toylab.corpus import load_hf_dataset_text
+    from tying.loading.corpus import load_hf_dataset_text
 
     monkeypatch.setitem(sys.modules, "datasets", None)  # import fails as if not installed
     with pytest.raises(ValueError, match="needs the 'datasets' package"):

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from tying.analysis.align_protocol import METHODS, UNFITTED, check_matrix, check_pair, require_equal_widths
-from tying.loading.device import as_device, as_tensor, to_numpy
+from tying.device import as_device, as_tensor, to_numpy
 
 BLOCK_ROWS = 4096
 """Rows per block for products accumulated over the token axis."""

@@ -32,8 +32,8 @@ from tying.analysis.align_protocol import (
     result_note,
     split_tokens,
 )
+from tying.device import as_device
 from tying.errors import NotApplicable
-from tying.loading.device import as_device
 
 
 def _split_products(matrices: dict, pairs: set, eval_rows: np.ndarray, device) -> dict:

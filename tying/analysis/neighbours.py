@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from tying.analysis.overlap import overlap_at_k, overlap_curve  # noqa: F401 - part of this module's API
-from tying.loading.device import as_device, as_tensor, to_numpy
+from tying.device import as_device, as_tensor, to_numpy
 
 BACKENDS = ("auto", "faiss", "torch", "symmetric")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tying.loading.device import to_numpy
+from tying.device import to_numpy
 
 PLACE_K = 10
 """Fitted neighbours a placed token is interpolated from."""

@@ -91,3 +91,10 @@ def step_share(input_norms, output_norms) -> np.ndarray:
     both = i + o
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(both > 0, o / np.where(both > 0, both, 1.0), math.nan)
+
+
+def with_output_share(log):
+    """A gradient-provenance log (``grad_input_norm``, ``grad_output_norm`` per step, as
+    :func:`tying.loading.gradlog.read_provenance_csv` reads one) with its ``output_share`` column."""
+    return log.assign(output_share=step_share(log["grad_input_norm"], log["grad_output_norm"]))
+

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from tying.loading.device import to_numpy
+from tying.device import to_numpy
 
 
 def _as_numpy(X) -> np.ndarray:

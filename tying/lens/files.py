@@ -16,10 +16,10 @@ from pathlib import Path
 import torch
 
 from tying.cache.writer import atomic_write
+from tying.device import as_device
 from tying.lens.lenses import TunedLens
 from tying.lens.parts import LensParts
 from tying.lens.run import chunks
-from tying.loading.device import as_device
 
 LENS_FORMAT = "tying-tuned-lens/1"
 """The ``format`` entry of a saved lens's header and sidecar."""

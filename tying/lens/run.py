@@ -7,8 +7,8 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
+from tying.device import as_device
 from tying.lens.parts import LensParts, find_lens_parts, model_device
-from tying.loading.device import as_device
 
 CHUNK_TOKENS = 2048
 """Tokens per vocabulary-sized block: memory for logits stays at a few (chunk x vocab) arrays."""

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import torch
 
+from tying.device import as_device
 from tying.errors import UserError, first_line
-from tying.loading.device import as_device
 
 
 def load_causal_lm(folder: str, device=None, *, trust_remote_code: bool = False):

@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tying.analysis.share import step_share
 from tying.errors import UserError, first_line
 
 DEFAULT_COLUMNS = {"step": "step", "input": "embedding_grad_l2_norm", "output": "output_proj_grad_l2_norm"}
@@ -65,7 +64,6 @@ def read_provenance_csv(csv, *, step_column: str = DEFAULT_COLUMNS["step"],
         raise UserError(f"'{csv}' has negative gradient norms")
     out = out.sort_values("step").drop_duplicates("step", keep="last")
     out["step"] = out["step"].astype(np.int64)
-    out["output_share"] = step_share(out["grad_input_norm"], out["grad_output_norm"])
     out["grad_total_norm"] = np.nan  # the two parts' vector sum is not in the log
     if "loss" not in out:
         out["loss"] = np.nan

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from tying.errors import UserError
-from tying.toylab.corpus import PARAGRAPH_BREAK
+from tying.loading.corpus import PARAGRAPH_BREAK
 
 EOS = "<|endoftext|>"
 """The one special token: ends every document (paragraph) of the encoded corpus."""

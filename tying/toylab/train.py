@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from tying.analysis.align import rowwise_cosine
-from tying.loading.device import as_device
+from tying.device import as_device
 from tying.toylab.model import VARIANTS, build_twins, check_variant, embedding_matrices
 from tying.toylab.provenance import GradientProvenance, check_scale
 
