@@ -145,6 +145,16 @@ def test_layers_point_one_way():
                 assert dep_top == "tying" or _in_render(dep), f"the render layer's {name} imports {dep}"
 
 
+def test_pages_import_the_app_only():
+    """views/*.py read through explorer (the readers, the render layer, explorer.words for the
+    paper's names and numbers), never the library or the writer."""
+    for name in _modules():
+        if name.startswith("views."):
+            for dep in _imports(_tree(name)):
+                top = dep.split(".")[0]
+                assert top not in ("tying", "precompute"), f"the page {name} imports {dep}: read it through explorer"
+
+
 def _in_render(name: str) -> bool:
     return name == RENDER or name.startswith(RENDER + ".")
 

@@ -4,7 +4,7 @@ import streamlit as st
 
 from explorer import data, export, frame, state
 from explorer.render import charts, tables
-from tying.cache.schema import DISPLAY_COMPARISONS, display_comparison
+from explorer.words import DISPLAY_COMPARISONS, display_comparison
 
 ref = frame.current()
 frame.require(ref, "alignment", "alignment results", "python -m precompute pair ... (without --skip alignment)")

@@ -6,7 +6,7 @@ import streamlit as st
 
 from explorer import data, export, frame, sections, state
 from explorer.render import charts, tables
-from tying.cache import reference
+from explorer.words import reference
 
 ref = frame.current()
 frame.require(ref, "runs", "training dynamics", "python -m precompute demo (or evolution / grads)")

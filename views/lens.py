@@ -5,8 +5,7 @@ import streamlit as st
 
 from explorer import data, export, frame, live, state
 from explorer.render import charts, tables
-from tying.cache import reference
-from tying.errors import UserError, first_line
+from explorer.words import UserError, first_line, reference
 
 ref = frame.current()
 frame.require(ref, "lens_kl", "lens results", "python -m precompute lens ...")

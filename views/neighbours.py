@@ -5,9 +5,9 @@ import pandas as pd
 import streamlit as st
 
 from explorer import data, export, frame, state
+from explorer import words as summary_text
 from explorer.render import charts, tables
-from tying.cache import summary as summary_text
-from tying.cache.schema import MATRIX_NAMES, MATRIX_PAIRS, pair_label
+from explorer.words import MATRIX_NAMES, MATRIX_PAIRS, pair_label
 
 ref = frame.current()
 frame.require(ref, "neighbours", "neighbour lists", "python -m precompute pair ... (without --skip neighbours)")

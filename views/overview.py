@@ -7,12 +7,13 @@ import streamlit as st
 
 from explorer import data, frame, sections, state
 from explorer.render import tables
-from tying.cache import reference
-from tying.cache.schema import MATRIX_PAIRS, pair_label
-from tying.cache.summary import (
+from explorer.words import (
+    MATRIX_PAIRS,
     coverage_text,
     match_text,
     overlap_context_text,
+    pair_label,
+    reference,
     share_beside_paper,
     spectral_scope,
 )

@@ -11,8 +11,7 @@ import streamlit as st
 
 from explorer import data, deck, deck_backdrop, deck_grid, export, frame, state
 from explorer.render import charts
-from tying.cache.schema import MATRIX_NAMES
-from tying.cache.summary import projection_text
+from explorer.words import MATRIX_NAMES, projection_text
 
 ref = frame.current()
 frame.require(ref, "umap", "UMAP projection", "python -m precompute pair ... (without --skip umap)")

@@ -7,7 +7,7 @@ import streamlit as st
 
 from explorer import data, export, frame, sections, state
 from explorer.render import charts, tables
-from tying.cache import claims as claims_mod
+from explorer.words import claims as claims_mod
 
 ref = frame.current_sweep()
 s = data.summary(ref)

@@ -13,7 +13,7 @@ import streamlit as st
 from explorer import data, export, frame, sections, state
 from explorer.render import figures, tour
 from explorer.render.charts import PALETTE
-from tying.cache import claims as claims_mod
+from explorer.words import claims as claims_mod
 
 N = len(tour.STEPS)
 number = state.get("step", 1)
