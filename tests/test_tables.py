@@ -66,40 +66,40 @@ def test_lens_convergence_lines():
 
 
 def test_figure1_bars_stand_on_the_axis_and_name_comparisons_as_the_page_does():
-    from explorer.render import charts
+    from explorer.render import alignment_charts
 
     df = pd.DataFrame({"comparison": ["O->T"] * 50 + ["I->T"] * 50, "cosine": np.linspace(-0.1, 1, 100)})
-    spec = charts.cosine_histogram(df).to_dict()
+    spec = alignment_charts.cosine_histogram(df).to_dict()
     bars = spec["layer"][0]
     assert bars["mark"]["type"] == "bar" and bars["encoding"]["y2"] == {"datum": 0}
     assert bars["encoding"]["color"]["scale"]["domain"] == ["O→T", "I→T"]
 
 
 def test_evolution_axis_ends_at_the_last_step():
-    from explorer.render import charts
+    from explorer.render import dynamics_charts
 
     e = pd.DataFrame({"run": "r", "step": [0, 10, 250], "label": ["0", "10", "250"], "matrix": "O",
                       "cos_init": [1.0, 0.9, 0.4], "cos_prev": [np.nan, 0.9, 0.5]})
-    x = charts.evolution(e).to_dict()["layer"][0]["encoding"]["x"]["scale"]
+    x = dynamics_charts.evolution(e).to_dict()["layer"][0]["encoding"]["x"]["scale"]
     assert x["domain"] == [1, 250] and x["nice"] is False
 
 
 def test_one_seed_shows_no_spread_column_and_readable_lens_charts():
-    from explorer.render import charts
+    from explorer.render import dynamics_charts, lens_charts, style
 
     one = tables.seeds({"seeds": {"x": {"n": 1, "mean": 0.5, "std": None}}})
     assert list(one.columns) == ["metric", "mean", "seeds"]
     traj = pd.DataFrame([{"model": "tied", "sample": 0, "position": p, "token": "a", "layer": layer, "lens": "tuned",
                           "rank": 1, "prediction": "b", "prob": 0.5} for p in range(3) for layer in range(5)])
-    assert charts.trajectory(traj).to_dict()["height"] >= 260  # five hidden states, not a 110-px sliver
+    assert lens_charts.trajectory(traj).to_dict()["height"] >= 260  # five hidden states, not a 110-px sliver
     kl = pd.DataFrame([{"model": m, "lens": lens, "layer": layer, "kl_mean": 8.0 if layer == 0 else 0.1,
                         "kl_std": 0.0} for m in ("tied", "untied") for lens in ("tuned", "logit") for layer in range(4)])
-    spec = charts.kl_curves(kl, y_axis="symlog").to_dict()
+    spec = lens_charts.kl_curves(kl, y_axis="symlog").to_dict()
     assert spec["layer"][1]["encoding"]["y"]["scale"]["type"] == "symlog"
-    share = charts.output_share(pd.DataFrame({"run": ["tied/seed0"] * 3 + ["tied_scaled_x5/seed0"] * 3,
-                                              "step": [1, 2, 3] * 2, "output_share": 0.6})).to_dict()
+    share = dynamics_charts.output_share(pd.DataFrame({"run": ["tied/seed0"] * 3 + ["tied_scaled_x5/seed0"] * 3,
+                                                       "step": [1, 2, 3] * 2, "output_share": 0.6})).to_dict()
     colour = share["layer"][0]["encoding"]["color"]["scale"]
-    assert colour["domain"] == ["tied/seed0", "tied_scaled_x5/seed0"] and colour["range"] == [charts.COLOURS["T"]] * 2
+    assert colour["domain"] == ["tied/seed0", "tied_scaled_x5/seed0"] and colour["range"] == [style.COLOURS["T"]] * 2
 
 
 def _summary(name):

@@ -5,7 +5,7 @@ from pathlib import Path
 import streamlit as st
 
 from explorer import data, export, frame, sections, state
-from explorer.render import charts, tables
+from explorer.render import dynamics_charts, tables
 from tying.cache import reference
 
 ref = frame.current()
@@ -44,10 +44,10 @@ if len(log):
     def share_figure():
         sub = provenance()
         window = max(10, int(sub.groupby("run").size().max()) // 100) if len(sub) else 10  # ~1% of a long run
-        return charts.output_share(sub, window=window), sub
+        return dynamics_charts.output_share(sub, window=window), sub
 
     if chosen:
-        export.show(lambda: (charts.gradient_norms(provenance()), provenance()), f"gradient-norms-{ref.name}",
+        export.show(lambda: (dynamics_charts.gradient_norms(provenance()), provenance()), f"gradient-norms-{ref.name}",
                     key="norms", spec_key=("norms",) + prov_key)
         export.show(share_figure, f"output-share-{ref.name}", key="share", spec_key=("share",) + prov_key)
         shares = tables.output_shares(s, chosen)
@@ -72,7 +72,7 @@ if len(evo):
     pick = st.multiselect("Runs", runs_e, on_change=state.sync, args=("evo_runs",),
                           key=state.widget_key("evo_runs", evo_default, lambda v: set(v) <= set(runs_e)))
     if pick:
-        export.show(lambda: (charts.evolution(evo[evo["run"].isin(pick)], col), evo[evo["run"].isin(pick)]),
+        export.show(lambda: (dynamics_charts.evolution(evo[evo["run"].isin(pick)], col), evo[evo["run"].isin(pick)]),
                     f"evolution-{ref.name}", key="evo", spec_key=("evo", ref, tuple(pick), col))
     ev_ref = paper.get("evolution")
     if ev_ref:
@@ -96,7 +96,7 @@ elif len(sc):
     def scaling_figure():
         g = (sc[sc["method"] == method].groupby(["input_grad_scale", "target"])["mean_cosine"]
              .agg(["mean", "std", "count"]).reset_index())
-        return charts.scaling(g), g
+        return dynamics_charts.scaling(g), g
 
     export.show(scaling_figure, f"scaling-{ref.name}", key="scaling", spec_key=("scaling", ref, method))
     st.caption("Bars: mean over seeds; whiskers: ± one standard deviation (when there are several seeds). "
@@ -143,11 +143,12 @@ if others and (len(evo) or len(log)):
         return chosen
 
     if evo_runs:
-        compared("Embedding evolution runs", evo_runs, defaults(sorted(evo_runs)), tables.evolution_by_fraction,
-                 charts.evolution_compared, "evolution", "side_evo")
+        compared("Embedding evolution runs", evo_runs, defaults(sorted(evo_runs)),
+                 tables.evolution_by_fraction, dynamics_charts.evolution_compared, "evolution", "side_evo")
     if log_runs and compared("Gradient provenance runs", log_runs,
-                             [o for o in defaults(sorted(log_runs)) if "untied" not in o], tables.share_by_fraction,
-                             charts.share_compared, "output-share", "side_log"):
+                             [o for o in defaults(sorted(log_runs)) if "untied" not in o],
+                             tables.share_by_fraction, dynamics_charts.share_compared, "output-share",
+                             "side_log"):
         st.caption("Rolling mean over 2% of each run's logged steps. Output share per step as each log holds it "
                    "(a toy-lab run: exact input norm; the authors' log: their input proxy); early in training the "
                    "output side dominates in both.")

@@ -6,7 +6,7 @@ import altair as alt
 import streamlit as st
 
 from explorer import data, export, frame, sections, state
-from explorer.render import charts, tables
+from explorer.render import sweep_charts, tables
 from tying.cache import claims as claims_mod
 
 ref = frame.current_sweep()
@@ -34,8 +34,8 @@ st.caption(f"{len(rows)} runs: widths {', '.join(str(w) for w in sorted({c['d_mo
            f"per cell; {cfg.get('n_layers', '?')} layers, {budget} on {cfg.get('corpus', '?')}. "
            "Means over seeds; whiskers: 95% t-intervals of the mean over seeds. Every claim on this page follows "
            "from those intervals: where an interval includes zero, no claim is made and the page says so.")
-x = st.radio("Against", list(charts.SWEEP_X), horizontal=True, on_change=state.sync, args=("axis",),
-             key=state.widget_key("axis", next(iter(charts.SWEEP_X)), charts.SWEEP_X.__contains__),
+x = st.radio("Against", list(sweep_charts.SWEEP_X), horizontal=True, on_change=state.sync, args=("axis",),
+             key=state.widget_key("axis", next(iter(sweep_charts.SWEEP_X)), sweep_charts.SWEEP_X.__contains__),
              format_func=lambda v: "width" if v == "d_model" else "embedding share (tied)")
 points = tables.sweep_points(cells)
 matched = "loss_gap_matched" in points and points["loss_gap_matched"].notna().any()
@@ -57,8 +57,8 @@ st.subheader("Does the tied matrix stay output-like?")
 st.markdown("Positive: T is closer to the untied **output** matrix than to the input matrix (the paper's bias). "
             "The verdict is decided on the linear bias drawn here, per width, from its 95% interval.")
 verdict_line("sweep_bias")
-export.show(lambda: (charts.sweep_lines(points, tables.sweep_bias_series(points), x=x,
-                                        y_title="bias (mean over seeds)"), points),
+export.show(lambda: (sweep_charts.sweep_lines(points, tables.sweep_bias_series(points), x=x,
+                                              y_title="bias (mean over seeds)"), points),
             f"sweep-bias-{ref.name}-{x}", key="sweep_bias", spec_key=("sweep-bias", ref, x))
 if "cos_start_input_untied" in points and points["cos_start_input_untied"].notna().any():
     st.caption("How far the untied input matrix I moved from the initialisation it shares with T and O (mean "
@@ -74,8 +74,8 @@ st.markdown("Loss gap = untied minus tied eval loss on the same held-out text. *
             "ahead.**" + (" Beside it, the gap against the parameter-matched tied model: below zero there, the "
                           "untied twin is ahead of a tied model with as many parameters." if matched else ""))
 verdict_line("sweep_gap")
-export.show(lambda: (charts.sweep_lines(points, gap_series, x=x, y_title="loss gap (nats)", crossings=crossings,
-                                        bands=bands), points),
+export.show(lambda: (sweep_charts.sweep_lines(points, gap_series, x=x, y_title="loss gap (nats)", crossings=crossings,
+                                              bands=bands), points),
             f"sweep-loss-gap-{ref.name}-{x}", key="sweep_gap", spec_key=("sweep-gap", ref, x, matched, len(bands)))
 if len(bands):
     st.caption("Shaded: the learning-rate sensitivity of each gap: how far the probes' gap moves when one arm's rate "
@@ -101,8 +101,8 @@ if baselines:
     refs["label"] = refs["baseline"].str.replace("_loss", "") + " " + refs["loss"].map("{:.2f}".format)
 
     def loss_chart():
-        lines = charts.sweep_lines(points, tables.sweep_series(points, "losses"), x=x, y_title="eval loss (nats)",
-                                   y_include=list(refs["loss"]))
+        lines = sweep_charts.sweep_lines(points, tables.sweep_series(points, "losses"), x=x,
+                                         y_title="eval loss (nats)", y_include=list(refs["loss"]))
         rule = alt.Chart(refs).mark_rule(color="#888", strokeDash=[2, 2]).encode(y="loss:Q", tooltip=["label:N"])
         text = alt.Chart(refs).mark_text(align="left", dy=-6, color="#666").encode(
             y="loss:Q", x=alt.value(4), text="label:N")
