@@ -20,11 +20,12 @@ from explorer import data, export
 from explorer.render import (
     alignment_charts,
     dynamics_charts,
+    dynamics_tables,
     lens_charts,
     projection_charts,
     style,
     sweep_charts,
-    tables,
+    sweep_tables,
 )
 
 CACHE = Path(__file__).resolve().parent.parent / "cache"
@@ -143,13 +144,13 @@ def test_side_by_side_charts_use_the_palette_and_name_every_source():
     demo, paper = ref("demo"), ref("paper")
     logs = {f"demo: {r}": g for r, g in data.per_run(demo, "train_log").items() if r == "tied/seed0"}
     logs |= {f"paper: {r}": g for r, g in data.per_run(paper, "train_log").items()}
-    share = dynamics_charts.share_compared(tables.share_by_fraction(logs))
+    share = dynamics_charts.share_compared(dynamics_tables.share_by_fraction(logs))
     found = assert_legends_match_marks(share)
     assert found[("color", "source")]["range"] == [style.COLOURS["T"]] * 2  # both tied: T's colour, never blue
     names_whole(share, list(logs))
     evo = {f"demo: {r}": g for r, g in data.per_run(demo, "evolution").items() if r in ("tied/seed0", "untied/seed0")}
     evo |= {f"paper: {r}": g for r, g in data.per_run(paper, "evolution").items()}
-    both = dynamics_charts.evolution_compared(tables.evolution_by_fraction(evo))
+    both = dynamics_charts.evolution_compared(dynamics_tables.evolution_by_fraction(evo))
     found = assert_legends_match_marks(both)
     assert found[("color", "matrix")]["domain"] == ["T", "I", "O"]
     assert found[("strokeDash", "source")]["domain"] == sorted(evo)
@@ -254,8 +255,8 @@ def page_charts():
     demo, paper, sweep = ref("demo"), ref("paper"), ref("sweep")
     log = data.table(demo, "train_log")
     s = data.summary(sweep)
-    points = tables.sweep_points(s["sweep_cells"])
-    crossings, _ = tables.sweep_crossings(points, "d_model")
+    points = sweep_tables.sweep_points(s["sweep_cells"])
+    crossings, _ = sweep_tables.sweep_crossings(points, "d_model")
     coords = data.umap_shown(demo)
     hi = coords[coords["token"].isin(coords["token"].iloc[:3])].assign(role=["picked"] + ["neighbour"] * 8)
     sc = data.table(demo, "scaling")
@@ -275,7 +276,7 @@ def page_charts():
         "output share": dynamics_charts.output_share(log),
         "evolution": dynamics_charts.evolution(data.table(paper, "evolution")),
         "scaling": dynamics_charts.scaling(g),
-        "sweep": sweep_charts.sweep_lines(points, tables.SWEEP_SERIES["loss"], crossings=crossings),
+        "sweep": sweep_charts.sweep_lines(points, sweep_tables.SWEEP_SERIES["loss"], crossings=crossings),
     }
 
 

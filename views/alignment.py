@@ -3,7 +3,7 @@
 import streamlit as st
 
 from explorer import data, export, frame, state
-from explorer.render import alignment_charts, tables
+from explorer.render import alignment_charts, seed_tables
 from tying.cache.schema import DISPLAY_COMPARISONS, display_comparison
 
 ref = frame.current()
@@ -33,13 +33,13 @@ if per_token.empty:
     st.stop()
 means = data.alignment_means(ref, method, split)
 s_all = data.summary(ref)
-seed_tag = " · seed 0" if tables.n_seeds(s_all) > 1 else ""
+seed_tag = " · seed 0" if seed_tables.n_seeds(s_all) > 1 else ""
 cols = st.columns(3)
 for col, comp in zip(cols, DISPLAY_COMPARISONS):
     if comp in means:
         col.metric(f"mean cosine {display_comparison(comp)}{seed_tag}", f"{means[comp]:.3f}")
-metric = tables.SEED_METRICS.get((method, split))
-note = tables.one_seed_note(s_all, {display_comparison(c): metric.format(c=c) for c in ("O->T", "I->T")}
+metric = seed_tables.SEED_METRICS.get((method, split))
+note = seed_tables.one_seed_note(s_all, {display_comparison(c): metric.format(c=c) for c in ("O->T", "I->T")}
                                  if metric else {})
 if note:
     st.caption(note)

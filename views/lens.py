@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from explorer import data, export, frame, live, state
-from explorer.render import lens_charts, tables
+from explorer.render import lens_charts, lens_tables, style
 from tying.cache import reference
 from tying.errors import UserError, first_line
 
@@ -63,7 +63,7 @@ if beside_toylab and preset in reference.TUNED_LENS_KL:
                f"(the authors' layer indexing). " + (s["scale"]["line"][:1].upper() + s["scale"]["line"][1:] + "."
                                                if s.get("scale") else ""))
 if paper is not None or published or beside_toylab:
-    st.caption(tables.lens_text_note(s))
+    st.caption(lens_tables.lens_text_note(s))
 gap = (s.get("lens") or {}).get("gap")
 if gap:
     st.caption(f"Mean tuned-lens KL over the first {gap['layers']} hidden states: tied {gap['tied']:.2f} bits, "
@@ -145,5 +145,5 @@ if data.has_rows(ref, "lens_trajectory") or own_text_possible:
         layer = st.select_slider("Top-k at hidden state", layers,
                                  key=state.widget_key("layer", layers[-1], lambda v: v in layers),
                                  on_change=state.sync, args=("layer",))
-        top = tables.top_k(t, layer)  # a row per input token: as narrow as k
-        frame.table(top, height=tables.fit_height(top))
+        top = lens_tables.top_k(t, layer)  # a row per input token: as narrow as k
+        frame.table(top, height=style.fit_height(top))

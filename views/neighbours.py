@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from explorer import data, export, frame, state
-from explorer.render import alignment_charts, tables
+from explorer.render import alignment_charts, seed_tables
 from tying.cache import summary as summary_text
 from tying.cache.schema import MATRIX_NAMES, MATRIX_PAIRS, pair_label
 
@@ -88,11 +88,11 @@ st.caption(f"'also in' names the other matrices that list the same neighbour. Th
 st.subheader(f"overlap@{k} over the vocabulary")
 table = data.overlap_table(ref, k)
 mc = st.columns(3)
-seed_tag = " · seed 0" if tables.n_seeds(data.summary(ref)) > 1 else ""
+seed_tag = " · seed 0" if seed_tables.n_seeds(data.summary(ref)) > 1 else ""
 for col, (a, b) in zip(mc, MATRIX_PAIRS):
     col.metric(f"mean overlap@{k} {pair_label(a, b)}{seed_tag}", f"{table[pair_label(a, b)].mean():.3f}")
 if k == 10:
-    note = tables.one_seed_note(data.summary(ref), {f"overlap@10 {pair_label(a, b)}":
+    note = seed_tables.one_seed_note(data.summary(ref), {f"overlap@10 {pair_label(a, b)}":
                                                          f"overlap@10 {pair_label(a, b)}" for a, b in MATRIX_PAIRS})
     if note:
         st.caption(data.escape_markdown(note, entities=False))

@@ -3,7 +3,7 @@ the tour (views/tour.py), the figure pack (``python -m precompute figures``), th
 download and the static site (``python -m precompute site``).
 
 Each entry builds from a cache with the same chart builders, tables and data readers as the
-pages (the ``*_charts`` modules of :mod:`explorer.render`, :mod:`~explorer.render.tables` and
+pages (the ``*_charts`` and ``*_tables`` modules of :mod:`explorer.render`, and
 :mod:`~explorer.render.read`), so a slide, a file and a page show one thing. ``build(ref)``
 returns ``(chart, data)`` for a figure and ``(None, table)`` for a table. Nothing here draws
 on a page: it runs without a Streamlit server (the data readers' caches then live in memory).
@@ -16,11 +16,13 @@ import pandas as pd
 from explorer.render import (
     alignment_charts,
     dynamics_charts,
+    dynamics_tables,
     lens_charts,
+    paper_tables,
     projection_charts,
     read,
     sweep_charts,
-    tables,
+    sweep_tables,
 )
 from explorer.render.figure import Figure, has, kind
 from tying import registry
@@ -38,12 +40,12 @@ def alignment_histogram(ref):
 
 def table1(ref):
     s = read.summary(ref)
-    return None, (tables.paper_table1_all() if s.get("kind") == "published" else tables.table1(s))
+    return None, (paper_tables.paper_table1_all() if s.get("kind") == "published" else paper_tables.table1(s))
 
 
 def table5(ref):
     s = read.summary(ref)
-    return None, (tables.paper_table5_all() if s.get("kind") == "published" else tables.table5(s))
+    return None, (paper_tables.paper_table5_all() if s.get("kind") == "published" else paper_tables.table5(s))
 
 
 def overlap_curve(ref):
@@ -86,10 +88,10 @@ def output_share(ref):
     runs = sorted(log["run"].unique())
     seeds = [r for r in runs if r.startswith("tied/seed")]
     if len(seeds) > 1:  # the toy lab's seeds: their mean with the seeds' range, the verdict's early steps shaded
-        sub = tables.provenance_view(log[log["run"].isin(seeds)], side)
+        sub = dynamics_tables.provenance_view(log[log["run"].isin(seeds)], side)
         prov = (read.summary(ref).get("gradient_provenance") or {}).get(seeds[0]) or {}
         return dynamics_charts.output_share_band(sub, window=10, early_steps=prov.get("early_steps")), sub
-    sub = tables.provenance_view(log[log["run"].isin(_tied_runs(log))], side)
+    sub = dynamics_tables.provenance_view(log[log["run"].isin(_tied_runs(log))], side)
     window = max(10, int(sub.groupby("run").size().max()) // 100) if len(sub) else 10
     return dynamics_charts.output_share(sub, window=window), sub
 
@@ -104,7 +106,7 @@ def evolution(ref):
 
 def scaling(ref):
     sc = read.table(ref, "scaling")
-    method = tables.scaling_methods(sc["method"].unique())[0]
+    method = paper_tables.scaling_methods(sc["method"].unique())[0]
     g = (sc[sc["method"] == method].groupby(["input_grad_scale", "target"])["mean_cosine"]
          .agg(["mean", "std", "count"]).reset_index())
     return dynamics_charts.scaling(g), g
@@ -113,16 +115,16 @@ def scaling(ref):
 def table2(ref):
     s = read.summary(ref)
     if s.get("kind") == "published":
-        return None, tables.paper_scaling()
+        return None, paper_tables.paper_scaling()
     sc = read.table(ref, "scaling")
-    method = tables.scaling_methods(sc["method"].unique())[0]
+    method = paper_tables.scaling_methods(sc["method"].unique())[0]
     g = (sc[sc["method"] == method].groupby(["input_grad_scale", "target"])["mean_cosine"]
          .agg(["mean", "std", "count"]).reset_index())
     wide = g.pivot(index="input_grad_scale", columns="target", values="mean").reset_index()
     wide.columns.name = None
     wide = wide.rename(columns={"input_grad_scale": "input gradient x", "I": "cosine to untied I",
                                 "O": "cosine to untied O"})
-    wide.insert(1, "map", tables.scaling_method_label(method))
+    wide.insert(1, "map", paper_tables.scaling_method_label(method))
     wide["seeds"] = g.groupby("input_grad_scale")["count"].max().to_numpy()
     paper = {f: reference.TABLE2.get(f) for f in wide["input gradient x"]}
     wide["paper I"] = [p["I"] if p else None for p in paper.values()]
@@ -137,22 +139,22 @@ def lens_kl(ref):
 
 def sweep_gap(ref):
     s = read.summary(ref)
-    points = tables.sweep_points(s["sweep_cells"])
-    crossings, _ = tables.sweep_crossings(points, "d_model")
-    series = tables.sweep_series(points, "gaps")
+    points = sweep_tables.sweep_points(s["sweep_cells"])
+    crossings, _ = sweep_tables.sweep_crossings(points, "d_model")
+    series = sweep_tables.sweep_series(points, "gaps")
     probes = read.table(ref, "lr_probe") if read.has_rows(ref, "lr_probe") else None
     return sweep_charts.sweep_lines(points, series, x="d_model", y_title="loss gap (nats)", crossings=crossings,
-                              bands=tables.sweep_lr_bands(points, probes, series)), points
+                              bands=sweep_tables.sweep_lr_bands(points, probes, series)), points
 
 
 def sweep_bias(ref):
-    points = tables.sweep_points(read.summary(ref)["sweep_cells"])
-    return sweep_charts.sweep_lines(points, tables.sweep_bias_series(points), x="d_model",
+    points = sweep_tables.sweep_points(read.summary(ref)["sweep_cells"])
+    return sweep_charts.sweep_lines(points, sweep_tables.sweep_bias_series(points), x="d_model",
                                     y_title="bias (mean over seeds)"), points
 
 
 def sweep_table(ref):
-    return None, tables.sweep_table(read.summary(ref)["sweep_cells"])
+    return None, sweep_tables.sweep_table(read.summary(ref)["sweep_cells"])
 
 
 FIGURES: tuple[Figure, ...] = (

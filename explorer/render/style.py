@@ -1,4 +1,4 @@
-"""The look every chart shares: palette, legends, dash patterns and fonts.
+"""The look every chart shares: palette, legends, dash patterns and fonts, and a table's height.
 
 One palette everywhere (``PALETTE``, Okabe and Ito's colour-blind-safe set): T (tied) reddish
 purple, I (untied input) blue, O (untied output) vermillion; rules, whiskers and legend strokes
@@ -17,6 +17,7 @@ them), are grouped by what they draw: :mod:`~explorer.render.alignment_charts`,
 from __future__ import annotations
 
 import altair as alt
+import pandas as pd
 
 PALETTE = {"T": "#CC79A7", "I": "#0072B2", "O": "#D55E00"}
 NEUTRAL = "#888888"  # 3.5:1 on white, 5.3:1 on Streamlit's dark background
@@ -100,3 +101,7 @@ def runs_dashed(field: str, runs, title: str = "run") -> dict:
         return {}
     return {"strokeDash": alt.StrokeDash(f"{field}:N", scale=dash_scale(runs), legend=run_legend(title, runs))}
 
+
+def fit_height(df: pd.DataFrame, row_px: int = 35) -> int:
+    """A st.dataframe height that shows every row (header included) without an inner scroll bar."""
+    return row_px * (len(df) + 1) + 3
