@@ -101,7 +101,7 @@ def sizes(cache: Path) -> dict:
     import pydeck as pdk
 
     from explorer import deck, deck_backdrop, deck_grid
-    from explorer.render import charts
+    from explorer.render import projection_charts
 
     con = duckdb.connect(str(cache), read_only=True)
     coords = con.execute("SELECT matrix, token, x, y FROM umap ORDER BY matrix, token").df()
@@ -111,7 +111,7 @@ def sizes(cache: Path) -> dict:
     token = int(coords["token"].iloc[0])
     hi = coords[coords["token"] == token].assign(shown="token", role="picked")
     out = {}
-    for m in charts.PROJECTION_ORDER:
+    for m in projection_charts.PROJECTION_ORDER:
         back = deck_backdrop.backdrop(points, [m])
         view = deck.view_deck(points, hi, grid, [m], back=back)
         out[m] = {"points": len(points[m].ids), "sent": len(view.to_json()), "png": sum(r.n_bytes for r in back.rasters),

@@ -32,7 +32,7 @@ from pydeck.bindings.json_tools import default_serialize
 from explorer import data
 from explorer.deck_backdrop import FOCUS_ZOOM, LAYER, NEAR_LAYER, Backdrop, backdrop, cell_position, token_at
 from explorer.deck_grid import VIEW_WIDTH_PX, Grid, ViewPoints, bounds_of, fit, grid_of, rgba, view_points
-from explorer.render.charts import HIGHLIGHT
+from explorer.render.style import HIGHLIGHT
 
 VEGA_MAX_TOKENS = 25_000
 """Most projected tokens the Projection page draws with Vega (and today's sampling slider);

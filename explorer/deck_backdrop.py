@@ -32,7 +32,7 @@ import numpy as np
 
 from explorer.deck_grid import BASE, GRID, VIEW_WIDTH_PX, ViewPoints, bounds_of, fit, points_json, rgba
 from explorer.render import raster as rastering
-from explorer.render.charts import PALETTE
+from explorer.render.style import PALETTE
 
 FOCUS_ZOOM = 3.0
 """How much closer (in powers of two) a view is drawn around a searched or clicked token."""

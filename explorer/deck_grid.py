@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from explorer.render.charts import PROJECTION_ORDER
+from explorer.render.projection_charts import PROJECTION_ORDER
 
 GRID = 31_621
 """The grid the coordinates are sent on: 0..GRID over the longer side of the map."""

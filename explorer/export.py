@@ -26,8 +26,8 @@ import pyarrow as pa
 import streamlit as st
 
 from explorer import state
-from explorer.render.charts import style, with_legend_layout
 from explorer.render.spec import PRESENTATION_SIZE, scaled_sizes, slug, to_png, to_svg
+from explorer.render.style import style, with_legend_layout
 
 MAX_FIGURES = 512  # figures kept in memory (least recently used dropped first)
 

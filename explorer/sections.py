@@ -8,7 +8,7 @@ from typing import Any
 import streamlit as st
 
 from explorer import frame
-from explorer.render import tables
+from explorer.render import seed_tables, style
 from tying.cache import claims as claims_mod
 
 
@@ -18,9 +18,9 @@ def across_seeds(s: dict[str, Any], intro: str | None = None) -> None:
     st.subheader("Across seeds")
     if intro:
         st.markdown(intro)
-    per_seed = tables.seeds(s)
-    frame.table(per_seed, numbers=("mean", "std"), height=tables.fit_height(per_seed))
-    d = tables.directions(s)
+    per_seed = seed_tables.seeds(s)
+    frame.table(per_seed, numbers=("mean", "std"), height=style.fit_height(per_seed))
+    d = seed_tables.directions(s)
     if len(d):
         frame.table(d)
 

@@ -266,7 +266,7 @@ class _Builder:
 
     def build(self) -> dict[str, Any]:
         from explorer.render import read as data
-        from explorer.render.charts import PALETTE  # the app's T, I and O colours
+        from explorer.render.style import PALETTE  # the app's T, I and O colours
         from tying.cache.claims import claims
 
         t0 = time.perf_counter()

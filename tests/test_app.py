@@ -174,7 +174,7 @@ def test_error_states(tmp_path, monkeypatch, caches):
 def test_presentation_mode_enlarges_chart_fonts():
     import altair as alt
 
-    from explorer.render.charts import style
+    from explorer.render.style import style
 
     chart = alt.Chart(pd.DataFrame({"x": [1]})).mark_point().encode(x="x")
     small = style(chart).to_dict()["config"]["axis"]["labelFontSize"]
@@ -185,11 +185,11 @@ def test_presentation_mode_enlarges_chart_fonts():
 def test_exports_render_png_svg(caches):
 
     from explorer import export
-    from explorer.render import charts
+    from explorer.render import alignment_charts
 
     df = pd.DataFrame({"comparison": ["O->T"] * 50 + ["I->T"] * 50,
                        "cosine": np.r_[np.linspace(0.5, 1, 50), np.linspace(-0.1, 0.4, 50)]})
-    chart = charts.cosine_histogram(df)
+    chart = alignment_charts.cosine_histogram(df)
     png = export.to_png(chart)
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 2000
     svg = export.to_svg(chart, presentation=True)
@@ -320,15 +320,15 @@ def test_density_is_side_by_side_and_says_so(caches, monkeypatch):
 
 
 def test_overlaid_projection_names_the_matrix_of_each_label():
-    from explorer.render import charts
+    from explorer.render import projection_charts
 
     df = pd.DataFrame({"matrix": list("TIO"), "token": [1, 1, 1], "x": [0.0, 1.0, 2.0], "y": [0.0, 1.0, 2.0],
                        "shown": ["cat"] * 3})
     hi = df.assign(role="picked")
-    spec = charts.projection(df, hi, mode="overlaid").to_dict()
+    spec = projection_charts.projection(df, hi, mode="overlaid").to_dict()
     labels = next(v for v in spec["datasets"].values() if v and "label" in v[0])
     assert sorted(r["label"] for r in labels) == ["cat (I)", "cat (O)", "cat (T)"]
-    side = charts.projection(df, hi).to_dict()  # the exported side-by-side figure: one view per matrix
+    side = projection_charts.projection(df, hi).to_dict()  # the exported side-by-side figure: one view per matrix
     assert [v["title"] for v in side["hconcat"]] == ["I (untied input)", "T (tied)", "O (untied output)"]
 
 

@@ -17,7 +17,16 @@ import pandas as pd
 import pytest
 
 from explorer import data, export
-from explorer.render import charts, tables
+from explorer.render import (
+    alignment_charts,
+    dynamics_charts,
+    dynamics_tables,
+    lens_charts,
+    projection_charts,
+    style,
+    sweep_charts,
+    sweep_tables,
+)
 
 CACHE = Path(__file__).resolve().parent.parent / "cache"
 LEGEND_CHANNELS = ("color", "strokeDash", "shape")
@@ -101,7 +110,7 @@ def names_whole(chart, names, presentation: bool = False) -> None:
 
 def test_figure3_on_the_paper_cache_tells_the_runs_apart_by_dash():
     evo = data.table(ref("paper"), "evolution")
-    chart = charts.evolution(evo)
+    chart = dynamics_charts.evolution(evo)
     found = assert_legends_match_marks(chart)
     assert found[("color", "matrix")]["domain"] == ["I", "O"]  # no T entry: the paper's runs are untied
     runs = sorted(evo["run"].unique())
@@ -115,33 +124,33 @@ def test_figure3_on_the_paper_cache_tells_the_runs_apart_by_dash():
 def test_gradient_norms_of_two_seeds_name_each_run():
     log = data.table(ref("demo"), "train_log")
     two = log[log["run"].isin(["tied/seed0", "tied/seed1"])]
-    found = assert_legends_match_marks(charts.gradient_norms(two))
+    found = assert_legends_match_marks(dynamics_charts.gradient_norms(two))
     assert found[("strokeDash", "run")]["domain"] == ["tied/seed0", "tied/seed1"]
-    assert found[("color", "side")]["range"] == [charts.COLOURS["I"], charts.COLOURS["O"]]
-    one = assert_legends_match_marks(charts.gradient_norms(two[two["run"] == "tied/seed0"]))
+    assert found[("color", "side")]["range"] == [style.COLOURS["I"], style.COLOURS["O"]]
+    one = assert_legends_match_marks(dynamics_charts.gradient_norms(two[two["run"] == "tied/seed0"]))
     assert ("strokeDash", "run") not in one  # one run: nothing to tell apart
 
 
 def test_output_share_runs_coloured_by_kind_and_dashed_in_one_legend():
     log = data.table(ref("demo"), "train_log")
-    chart = charts.output_share(log[log["run"].isin(["tied/seed0", "tied_scaled_x5/seed0", "untied/seed0"])])
+    chart = dynamics_charts.output_share(log[log["run"].isin(["tied/seed0", "tied_scaled_x5/seed0", "untied/seed0"])])
     found = assert_legends_match_marks(chart)
     colour, dash = found[("color", "run")], found[("strokeDash", "run")]
     assert colour["domain"] == dash["domain"] and colour["legend"] == dash["legend"]  # merged into one legend
-    assert colour["range"] == [charts.COLOURS["T"], charts.COLOURS["T"], charts.COLOURS["I"]]
+    assert colour["range"] == [style.COLOURS["T"], style.COLOURS["T"], style.COLOURS["I"]]
 
 
 def test_side_by_side_charts_use_the_palette_and_name_every_source():
     demo, paper = ref("demo"), ref("paper")
     logs = {f"demo: {r}": g for r, g in data.per_run(demo, "train_log").items() if r == "tied/seed0"}
     logs |= {f"paper: {r}": g for r, g in data.per_run(paper, "train_log").items()}
-    share = charts.share_compared(tables.share_by_fraction(logs))
+    share = dynamics_charts.share_compared(dynamics_tables.share_by_fraction(logs))
     found = assert_legends_match_marks(share)
-    assert found[("color", "source")]["range"] == [charts.COLOURS["T"]] * 2  # both tied: T's colour, never blue
+    assert found[("color", "source")]["range"] == [style.COLOURS["T"]] * 2  # both tied: T's colour, never blue
     names_whole(share, list(logs))
     evo = {f"demo: {r}": g for r, g in data.per_run(demo, "evolution").items() if r in ("tied/seed0", "untied/seed0")}
     evo |= {f"paper: {r}": g for r, g in data.per_run(paper, "evolution").items()}
-    both = charts.evolution_compared(tables.evolution_by_fraction(evo))
+    both = dynamics_charts.evolution_compared(dynamics_tables.evolution_by_fraction(evo))
     found = assert_legends_match_marks(both)
     assert found[("color", "matrix")]["domain"] == ["T", "I", "O"]
     assert found[("strokeDash", "source")]["domain"] == sorted(evo)
@@ -152,17 +161,17 @@ def test_side_by_side_charts_use_the_palette_and_name_every_source():
 
 def test_kl_legend_lists_only_the_lenses_drawn():
     paper_kl = data.table(ref("paper"), "lens_kl")  # the paper publishes the tuned lens only
-    found = assert_legends_match_marks(charts.kl_curves(paper_kl))
+    found = assert_legends_match_marks(lens_charts.kl_curves(paper_kl))
     assert found[("shape", "series")]["domain"] == ["tuned lens"]
     demo_kl = data.table(ref("demo"), "lens_kl")
-    found = assert_legends_match_marks(charts.kl_curves(demo_kl))
+    found = assert_legends_match_marks(lens_charts.kl_curves(demo_kl))
     assert found[("shape", "series")]["domain"] == ["tuned lens", "logit lens"]
 
 
 def test_kl_axis_spans_the_tuned_lens_and_clips_the_logit_lens_by_default():
     kl = data.table(ref("demo"), "lens_kl")
     tuned = kl[kl["lens"] == "tuned"]
-    spec = charts.kl_curves(kl).to_dict()
+    spec = lens_charts.kl_curves(kl).to_dict()
     top = spec["layer"][1]["encoding"]["y"]["scale"]["domain"][1]
     assert (tuned["kl_mean"] + tuned["kl_std"]).max() <= top < kl["kl_mean"].max()
     assert all(v["mark"].get("clip") for v in spec["layer"][:3])
@@ -171,18 +180,19 @@ def test_kl_axis_spans_the_tuned_lens_and_clips_the_logit_lens_by_default():
     assert len(written) == 1 and len(over)
     texts = next(rows for v, rows in units(spec) if v["mark"]["type"] == "text")["value"]
     assert sorted(texts) == sorted(f"{v:.2f} ↑" for v in over["kl_mean"])  # each clipped value written at the edge
-    full = charts.kl_curves(kl, y_axis="full").to_dict()
+    full = lens_charts.kl_curves(kl, y_axis="full").to_dict()
     assert "domain" not in full["layer"][1]["encoding"]["y"]["scale"] and len(full["layer"]) == 3
-    assert charts.kl_curves(kl, y_axis="symlog").to_dict()["layer"][1]["encoding"]["y"]["scale"]["type"] == "symlog"
+    symlog = lens_charts.kl_curves(kl, y_axis="symlog").to_dict()
+    assert symlog["layer"][1]["encoding"]["y"]["scale"]["type"] == "symlog"
     with pytest.raises(ValueError, match="y_axis must be one of"):
-        charts.kl_curves(kl, y_axis="log")
+        lens_charts.kl_curves(kl, y_axis="log")
 
 
 def test_trajectory_columns_are_the_input_tokens_and_text_keeps_to_its_cell():
     traj = pd.DataFrame([{"position": p, "token": tok, "layer": layer, "rank": 1, "prediction": "<|endoftext|>",
                           "prob": 0.3} for p, tok in enumerate(["In", "␣a", 'say "hi"\\', "</script>"])
                          for layer in range(2)])
-    spec = charts.trajectory(traj).to_dict()
+    spec = lens_charts.trajectory(traj).to_dict()
     axis = spec["layer"][0]["encoding"]["x"]["axis"]
     listed = json.loads(axis["labelExpr"].rsplit("[datum.value]", 1)[0])
     assert listed == ["In", "␣a", 'say "hi"\\', "</script>"]  # JSON in the expression: quotes and slashes safe
@@ -190,7 +200,7 @@ def test_trajectory_columns_are_the_input_tokens_and_text_keeps_to_its_cell():
     assert "bandwidth('x')" in text["limit"]["expr"]  # cut to the cell's width with an ellipsis
     shown = data.trajectory(ref("demo"), "tied", "tuned", 0)
     names = shown[shown["rank"] == 1].drop_duplicates("position").sort_values("position")["token"].tolist()
-    labels = json.loads(charts.trajectory(shown).to_dict()["layer"][0]["encoding"]["x"]["axis"]["labelExpr"]
+    labels = json.loads(lens_charts.trajectory(shown).to_dict()["layer"][0]["encoding"]["x"]["axis"]["labelExpr"]
                         .rsplit("[datum.value]", 1)[0])
     assert labels == names and len(labels) == 20
 
@@ -199,7 +209,7 @@ def test_training_curve_panels_share_their_axes_at_the_containers_width():
     curve = pd.concat([pd.DataFrame({"model": m, "step": np.arange(30), "layer": layer,
                                      "kl_bits": np.linspace(5, 1, 30) + layer}) for m in ("tied", "untied")
                        for layer in (0, 1)])
-    panel = charts.lens_training_curve(curve, model="tied").to_dict()
+    panel = lens_charts.lens_training_curve(curve, model="tied").to_dict()
     assert panel["width"] == "container" and panel["encoding"]["color"]["legend"]["orient"] == "bottom"
     assert set(pd.DataFrame(next(iter(panel["datasets"].values())))["model"]) == {"tied"}
 
@@ -210,31 +220,32 @@ def test_the_papers_diamonds_are_named_in_the_legend():
     demo = ref("demo")
     paper = (data.summary(demo).get("paper") or {}).get("table5")
     assert paper
-    chart = charts.overlap_curve(data.overlap_curve(demo), paper, 10)
+    chart = alignment_charts.overlap_curve(data.overlap_curve(demo), paper, 10)
     found = assert_legends_match_marks(chart)
     shape = found[("shape", "source")]
-    assert shape["domain"] == ["this cache", charts.PAPER_OVERLAP_LABEL] and shape["range"] == ["circle", "diamond"]
-    names_whole(chart, [charts.PAPER_OVERLAP_LABEL])
-    alone = assert_legends_match_marks(charts.overlap_curve(data.overlap_curve(demo), None, 10))
+    assert shape["domain"] == ["this cache", alignment_charts.PAPER_OVERLAP_LABEL]
+    assert shape["range"] == ["circle", "diamond"]
+    names_whole(chart, [alignment_charts.PAPER_OVERLAP_LABEL])
+    alone = assert_legends_match_marks(alignment_charts.overlap_curve(data.overlap_curve(demo), None, 10))
     assert alone[("shape", "source")]["domain"] == ["this cache"]  # no paper: no diamond entry
 
 
 def test_alignment_mean_lines_are_named_in_the_legend():
     per_token = data.alignment(ref("demo"), "linear", "held_out")
-    chart = charts.cosine_histogram(per_token, title="t")
+    chart = alignment_charts.cosine_histogram(per_token, title="t")
     found = assert_legends_match_marks(chart)
-    assert found[("strokeDash", "line")]["domain"] == [charts.MEAN_LABEL]
+    assert found[("strokeDash", "line")]["domain"] == [alignment_charts.MEAN_LABEL]
     assert found[("color", "comparison")]["domain"] == ["O→T", "I→T"]
-    names_whole(chart, [charts.MEAN_LABEL, "O→T", "I→T"])
+    names_whole(chart, [alignment_charts.MEAN_LABEL, "O→T", "I→T"])
 
 
 def test_norm_vs_frequency_panels_fill_their_column_on_one_scale():
     norms = data.norms(ref("demo"))
-    panels = [charts.norm_vs_frequency(norms, m).to_dict() for m in ("T", "I", "O")]
+    panels = [alignment_charts.norm_vs_frequency(norms, m).to_dict() for m in ("T", "I", "O")]
     assert all(p["width"] == "container" for p in panels)
     assert len({json.dumps(p["encoding"]["x"]["scale"]) for p in panels}) == 1  # the same axes in every panel
-    assert [p["encoding"]["color"]["value"] for p in panels] == [charts.COLOURS[m] for m in ("T", "I", "O")]
-    assert len(charts.norm_vs_frequency(norms).to_dict()["hconcat"]) == 3  # the exported figure: all three
+    assert [p["encoding"]["color"]["value"] for p in panels] == [style.COLOURS[m] for m in ("T", "I", "O")]
+    assert len(alignment_charts.norm_vs_frequency(norms).to_dict()["hconcat"]) == 3  # the exported figure: all three
 
 
 # -- every page chart ------------------------------------------------------------------------------
@@ -244,27 +255,28 @@ def page_charts():
     demo, paper, sweep = ref("demo"), ref("paper"), ref("sweep")
     log = data.table(demo, "train_log")
     s = data.summary(sweep)
-    points = tables.sweep_points(s["sweep_cells"])
-    crossings, _ = tables.sweep_crossings(points, "d_model")
+    points = sweep_tables.sweep_points(s["sweep_cells"])
+    crossings, _ = sweep_tables.sweep_crossings(points, "d_model")
     coords = data.umap_shown(demo)
     hi = coords[coords["token"].isin(coords["token"].iloc[:3])].assign(role=["picked"] + ["neighbour"] * 8)
     sc = data.table(demo, "scaling")
     g = sc.groupby(["input_grad_scale", "target"])["mean_cosine"].agg(["mean", "std", "count"]).reset_index()
     return {
-        "histogram": charts.cosine_histogram(data.alignment(demo, "linear", "held_out")),
-        "norm panel": charts.norm_vs_frequency(data.norms(demo), "T"),
-        "overlap histogram": charts.overlap_histogram(data.overlap_counts(demo, 10), 10),
-        "overlap curve": charts.overlap_curve(data.overlap_curve(demo), data.summary(demo)["paper"]["table5"], 10),
-        "projection": charts.projection(coords.iloc[:300], hi, mode="overlaid"),
-        "density": charts.projection_view(coords, hi, "T", density=True),
-        "kl": charts.kl_curves(data.table(demo, "lens_kl")),
-        "kl paper": charts.kl_curves(data.table(paper, "lens_kl")),
-        "trajectory": charts.trajectory(data.trajectory(demo, "tied", "tuned", 0)),
-        "gradient norms": charts.gradient_norms(log[log["run"].isin(["tied/seed0", "tied/seed1"])]),
-        "output share": charts.output_share(log),
-        "evolution": charts.evolution(data.table(paper, "evolution")),
-        "scaling": charts.scaling(g),
-        "sweep": charts.sweep_lines(points, tables.SWEEP_SERIES["loss"], crossings=crossings),
+        "histogram": alignment_charts.cosine_histogram(data.alignment(demo, "linear", "held_out")),
+        "norm panel": alignment_charts.norm_vs_frequency(data.norms(demo), "T"),
+        "overlap histogram": alignment_charts.overlap_histogram(data.overlap_counts(demo, 10), 10),
+        "overlap curve": alignment_charts.overlap_curve(data.overlap_curve(demo),
+                                                        data.summary(demo)["paper"]["table5"], 10),
+        "projection": projection_charts.projection(coords.iloc[:300], hi, mode="overlaid"),
+        "density": projection_charts.projection_view(coords, hi, "T", density=True),
+        "kl": lens_charts.kl_curves(data.table(demo, "lens_kl")),
+        "kl paper": lens_charts.kl_curves(data.table(paper, "lens_kl")),
+        "trajectory": lens_charts.trajectory(data.trajectory(demo, "tied", "tuned", 0)),
+        "gradient norms": dynamics_charts.gradient_norms(log[log["run"].isin(["tied/seed0", "tied/seed1"])]),
+        "output share": dynamics_charts.output_share(log),
+        "evolution": dynamics_charts.evolution(data.table(paper, "evolution")),
+        "scaling": dynamics_charts.scaling(g),
+        "sweep": sweep_charts.sweep_lines(points, sweep_tables.SWEEP_SERIES["loss"], crossings=crossings),
     }
 
 
@@ -277,7 +289,7 @@ def test_every_page_chart_fills_its_container_with_its_legends_underneath():
 
 
 def test_one_palette_and_nothing_black_or_white_on_the_background():
-    allowed = set(charts.PALETTE.values()) | {charts.NEUTRAL}
+    allowed = set(style.PALETTE.values()) | {style.NEUTRAL}
     for name, chart in page_charts().items():
         spec = chart.to_dict()
         assert "background" not in spec and "background" not in spec.get("config", {}), name
@@ -298,7 +310,7 @@ def test_the_tied_matrix_is_drawn_last_so_it_stays_visible_over_O():
     """Figure 3 on the toy lab: T runs with O (the paper's claim); its marks are the top layers."""
     evo = data.table(ref("demo"), "evolution")
     evo = evo[evo["run"].isin(["tied/seed0", "untied/seed0"])]
-    layers = charts.evolution(evo).to_dict()["layer"]
+    layers = dynamics_charts.evolution(evo).to_dict()["layer"]
     filters = [str(layer.get("transform", "")) for layer in layers]
     assert len(layers) == 4 and all("'T'" in f or '"T"' in f for f in filters[2:])
     assert all("!" in f for f in filters[:2])

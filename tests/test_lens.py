@@ -385,7 +385,7 @@ def test_convergence_edge_cases():
 
 
 def test_kl_chart_legend_tells_every_series_apart():
-    from explorer.render.charts import PAPER_LENS_LABEL, kl_curves
+    from explorer.render.lens_charts import PAPER_LENS_LABEL, kl_curves
 
     assert "authors' indexing" in PAPER_LENS_LABEL
     kl = pd.DataFrame([dict(model=m, lens=lens, layer=i, kl_mean=1.0 + i, kl_std=0.1)
@@ -406,7 +406,7 @@ def test_kl_chart_legend_tells_every_series_apart():
 
 
 def test_training_curve_chart_is_a_rolling_mean():
-    from explorer.render.charts import lens_training_curve
+    from explorer.render.lens_charts import lens_training_curve
 
     curve = pd.concat([pd.DataFrame({"model": m, "step": np.arange(40), "layer": layer,
                                      "kl_bits": np.arange(40.0) + 10 * layer + (m == "tied")})

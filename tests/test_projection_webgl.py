@@ -14,7 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from explorer import deck, deck_backdrop, deck_grid
-from explorer.render import charts
+from explorer.render import projection_charts, style
 from tests import webgl
 from tests.apppage import open_page
 from tests.waiting import holds_for, wait_until
@@ -110,7 +110,7 @@ def test_image_then_click_cells_then_highlighted_rows_the_picked_token_last():
     rows = spec["layers"][2]["data"]
     assert [(r["t"], r["r"]) for r in rows] == [(1, 0), (3, 0), (2, 1)]  # neighbours, then the picked token
     assert rows[-1]["p"] == points["T"].rows[2].tolist() and rows[-1]["s"] == "tok2"
-    assert spec["layers"][2]["getFillColor"] == deck_grid.rgba(charts.HIGHLIGHT)
+    assert spec["layers"][2]["getFillColor"] == deck_grid.rgba(style.HIGHLIGHT)
     assert spec["layers"][2]["getLineColor"] == [0, 0, 0, 255] and spec["layers"][2]["stroked"] is True
     hit = spec["layers"][1]
     assert hit["getFillColor"] == [0, 0, 0, 0] and hit["pickable"] is True  # transparent, clickable
@@ -124,7 +124,7 @@ def test_image_then_click_cells_then_highlighted_rows_the_picked_token_last():
     # the whole map's image, magnified and blurred there, fades under the window's sharp one
     assert [centred["layers"][i]["opacity"] for i in (0, 1)] == [deck.BLURRED_OPACITY, 1.0]
     assert spec["layers"][0]["opacity"] == 1.0
-    overlaid = _deck_dict(deck.view_deck(points, hi, grid, charts.PROJECTION_ORDER, focus=2,
+    overlaid = _deck_dict(deck.view_deck(points, hi, grid, projection_charts.PROJECTION_ORDER, focus=2,
                                          width_px=3 * deck_grid.VIEW_WIDTH_PX))
     assert [layer["id"] for layer in overlaid["layers"]] == ["image-0", "image-1", "points-I", "points-T", "points-O",
                                                              "near-I", "near-T", "near-O", "highlight", "label"]
@@ -194,7 +194,7 @@ def test_the_page_draws_vega_up_to_the_threshold_and_webgl_above(small, monkeypa
     decks = _decks(at)
     assert len(decks) == 3 and not at.get("vega_lite_chart")
     assert [[layer["id"] for layer in d["layers"]] for d in decks] == [["image-0", f"points-{m}", "highlight"]
-                                                                       for m in charts.PROJECTION_ORDER]
+                                                                       for m in projection_charts.PROJECTION_ORDER]
     png = base64.b64decode(decks[1]["layers"][0]["image"].split(",", 1)[1])  # an image of the view's points
     assert png.startswith(b"\x89PNG")
     # on the whole map the picked token is named above each view (labelled on the map only when centred)
@@ -294,7 +294,7 @@ def test_three_webgl_views_of_152k_tokens_draw_and_the_server_rests(large_server
     folder (with a .venv inside it watchdog's inotify queue overflowed and rescanned without
     end, a core busy for good: .streamlit/config.toml turns the watcher off)."""
     found = _open(chromium, large_server)
-    assert [v["key"].split("_")[1] for v in found] == list(charts.PROJECTION_ORDER)
+    assert [v["key"].split("_")[1] for v in found] == list(projection_charts.PROJECTION_ORDER)
     assert all(v["filled"] > webgl.DRAWN_FILL and v["width"] > 200 and v["height"] >= 400 for v in found)
     assert not _severe(chromium)
     pid = SERVER_PID[large_server]

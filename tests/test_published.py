@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from explorer.render import tables
+from explorer.render import dynamics_tables
 from precompute.cli import main
 from precompute.published import read_evolution_json
 
@@ -148,10 +148,10 @@ def test_paper_with_a_missing_file_writes_nothing(tmp_path, capsys):
 def test_side_by_side_tables_put_runs_on_a_fraction_of_their_length():
     toy = pd.DataFrame({"step": [0, 125, 250], "matrix": "O", "cos_init": [1.0, 0.6, 0.4]})
     real = pd.DataFrame({"step": [0, 10000, 20000], "matrix": "O", "cos_init": [1.0, 0.7, 0.56]})
-    both = tables.evolution_by_fraction({"demo: untied": toy, "paper: OLMo": real})
+    both = dynamics_tables.evolution_by_fraction({"demo: untied": toy, "paper: OLMo": real})
     np.testing.assert_allclose(both[both.source == "demo: untied"]["fraction"], [0, 0.5, 1])
     np.testing.assert_allclose(both[both.source == "paper: OLMo"]["fraction"], [0, 0.5, 1])
     log = pd.DataFrame({"step": np.arange(1, 101), "output_share": np.r_[np.ones(50), np.zeros(50)]})
-    share = tables.share_by_fraction({"run": log}, window_fraction=0.1)  # a window of 10 steps
+    share = dynamics_tables.share_by_fraction({"run": log}, window_fraction=0.1)  # a window of 10 steps
     assert share["share"].iloc[49] == 1.0 and share["share"].iloc[54] == pytest.approx(0.5)
     assert share["fraction"].iloc[-1] == 1.0 and math.isclose(share["fraction"].iloc[0], 0.01)

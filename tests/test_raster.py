@@ -7,7 +7,7 @@ import numpy as np
 from PIL import Image
 
 from explorer import deck_backdrop, deck_grid
-from explorer.render import charts, raster
+from explorer.render import raster, style
 
 
 def test_a_disc_holds_the_pixels_within_its_radius():
@@ -83,7 +83,7 @@ def test_a_raster_puts_each_point_where_its_bounds_say():
     drawn = sorted(zip(left + (xs + 0.5) / k, top - (ys + 0.5) / k))
     for (gx, gy), (x, y) in zip(sorted(p.rows.tolist()), drawn):
         assert abs(gx - x) <= 1 / k and abs(gy - y) <= 1 / k
-    assert img[ys[0], xs[0], :3].tolist() == deck_grid.rgba(charts.PALETTE["T"])[:3]
+    assert img[ys[0], xs[0], :3].tolist() == deck_grid.rgba(style.PALETTE["T"])[:3]
     # a hole leaves the window empty and the rest as it was
     holed = raster_png(deck_backdrop.raster([p], deck_grid.bounds_of([p]), k, 0, hole=(400, 600, 600, 800)))
     holed = np.asarray(Image.open(io.BytesIO(holed)).convert("RGBA"))

@@ -168,7 +168,7 @@ def test_a_token_string_is_escaped_in_a_rendered_page(tmp_path):
 
 
 def test_site_css_takes_the_apps_t_i_o_colours_once(synthetic_site):
-    from explorer.render.charts import PALETTE
+    from explorer.render.style import PALETTE
 
     css = (synthetic_site / "assets" / "site.css").read_text()
     for m, colour in PALETTE.items():

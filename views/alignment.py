@@ -3,7 +3,7 @@
 import streamlit as st
 
 from explorer import data, export, frame, state
-from explorer.render import charts, tables
+from explorer.render import alignment_charts, seed_tables
 from explorer.words import DISPLAY_COMPARISONS, display_comparison
 
 ref = frame.current()
@@ -33,18 +33,18 @@ if per_token.empty:
     st.stop()
 means = data.alignment_means(ref, method, split)
 s_all = data.summary(ref)
-seed_tag = " · seed 0" if tables.n_seeds(s_all) > 1 else ""
+seed_tag = " · seed 0" if seed_tables.n_seeds(s_all) > 1 else ""
 cols = st.columns(3)
 for col, comp in zip(cols, DISPLAY_COMPARISONS):
     if comp in means:
         col.metric(f"mean cosine {display_comparison(comp)}{seed_tag}", f"{means[comp]:.3f}")
-metric = tables.SEED_METRICS.get((method, split))
-note = tables.one_seed_note(s_all, {display_comparison(c): metric.format(c=c) for c in ("O->T", "I->T")}
-                            if metric else {})
+metric = seed_tables.SEED_METRICS.get((method, split))
+note = seed_tables.one_seed_note(s_all, {display_comparison(c): metric.format(c=c) for c in ("O->T", "I->T")}
+                                 if metric else {})
 if note:
     st.caption(note)
 title = f"Per-token cosine, {state.METHOD_LABEL[method]} map, {split.replace('_', '-')}"
-export.show(lambda: (charts.cosine_histogram(per_token, title=title), per_token),
+export.show(lambda: (alignment_charts.cosine_histogram(per_token, title=title), per_token),
             f"alignment-{ref.name}-{method}-{split}", key="hist", spec_key=("hist", ref, method, split))
 
 st.subheader("Best- and worst-aligned tokens")
@@ -79,10 +79,10 @@ if corr:
     st.caption("Correlation of norm with log frequency: " + ", ".join(f"{m} {c:+.2f}" for m, c in corr.items()))
     for col, m in zip(st.columns(3), ("T", "I", "O")):  # one panel a column: they stack on a phone
         with col:
-            export.show(lambda m=m: (charts.norm_vs_frequency(data.norms(ref), m), data.norms(ref)),
+            export.show(lambda m=m: (alignment_charts.norm_vs_frequency(data.norms(ref), m), data.norms(ref)),
                         f"norm-vs-frequency-{ref.name}-{m}", key=f"normfreq_{m}", spec_key=("normfreq", ref, m),
                         downloads=False)
-    export.download_buttons(lambda: (charts.norm_vs_frequency(data.norms(ref)), data.norms(ref)),
+    export.download_buttons(lambda: (alignment_charts.norm_vs_frequency(data.norms(ref)), data.norms(ref)),
                             f"norm-vs-frequency-{ref.name}", key="normfreq")
 else:
     st.info("No token frequencies in this cache. Add them with `python -m precompute pair ... --text corpus.txt`.")

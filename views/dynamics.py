@@ -5,7 +5,7 @@ from pathlib import Path
 import streamlit as st
 
 from explorer import data, export, frame, sections, state
-from explorer.render import charts, tables
+from explorer.render import dynamics_charts, dynamics_tables, paper_tables
 from explorer.words import reference
 
 ref = frame.current()
@@ -31,28 +31,28 @@ if len(log):
     has_proxy = bool(log["grad_input_proxy_norm"].notna().any())
     side = "exact"
     if has_proxy:
-        side = st.radio("Input side", list(tables.INPUT_SIDES), horizontal=True, key="prov_side",
-                        format_func=lambda k: tables.INPUT_SIDES[k])
+        side = st.radio("Input side", list(dynamics_tables.INPUT_SIDES), horizontal=True, key="prov_side",
+                        format_func=lambda k: dynamics_tables.INPUT_SIDES[k])
     st.caption("Exact: the input-side gradient summed into the rows of the tokens in the batch — what the matrix "
                "receives. Authors' proxy: the norm of the gradient w.r.t. the embedding layer's output over all "
                "positions, before repeated tokens are summed — the figure the paper's authors logged.")
     prov_key = (ref, tuple(chosen), side)
 
     def provenance():
-        return tables.provenance_view(log[log["run"].isin(chosen)], side)
+        return dynamics_tables.provenance_view(log[log["run"].isin(chosen)], side)
 
     def share_figure():
         sub = provenance()
         window = max(10, int(sub.groupby("run").size().max()) // 100) if len(sub) else 10  # ~1% of a long run
-        return charts.output_share(sub, window=window), sub
+        return dynamics_charts.output_share(sub, window=window), sub
 
     if chosen:
-        export.show(lambda: (charts.gradient_norms(provenance()), provenance()), f"gradient-norms-{ref.name}",
+        export.show(lambda: (dynamics_charts.gradient_norms(provenance()), provenance()), f"gradient-norms-{ref.name}",
                     key="norms", spec_key=("norms",) + prov_key)
         export.show(share_figure, f"output-share-{ref.name}", key="share", spec_key=("share",) + prov_key)
-        shares = tables.output_shares(s, chosen)
+        shares = dynamics_tables.output_shares(s, chosen)
         frame.table(shares, numbers=[c for c in shares.columns if "share" in c or "ratio" in c or "exact" in c],
-                    help=tables.OUTPUT_SHARE_HELP)
+                    help=dynamics_tables.OUTPUT_SHARE_HELP)
         st.caption("Share, the paper's quantity: the mean over logged steps of output / (input + output) with the "
                    "authors' input proxy (what their log holds), over the logged steps ≤ N ('early') and over all "
                    "of them ('overall'); N = 1,000 for an imported log, the first 10% of steps for a toy-lab run. "
@@ -72,7 +72,7 @@ if len(evo):
     pick = st.multiselect("Runs", runs_e, on_change=state.sync, args=("evo_runs",),
                           key=state.widget_key("evo_runs", evo_default, lambda v: set(v) <= set(runs_e)))
     if pick:
-        export.show(lambda: (charts.evolution(evo[evo["run"].isin(pick)], col), evo[evo["run"].isin(pick)]),
+        export.show(lambda: (dynamics_charts.evolution(evo[evo["run"].isin(pick)], col), evo[evo["run"].isin(pick)]),
                     f"evolution-{ref.name}", key="evo", spec_key=("evo", ref, tuple(pick), col))
     ev_ref = paper.get("evolution")
     if ev_ref:
@@ -85,22 +85,22 @@ if len(sc) and (sc["method"] == "paper").all():
     st.markdown("OLMo-1B trained tied with its input-side gradient multiplied by a factor, compared with untied "
                 f"OLMo-1B-0724 at the same step (quoted from the paper): mean per-token cosine after "
                 f"{reference.TABLE2_METHOD_LABEL}.")
-    frame.table(tables.paper_scaling(), numbers=("cosine to untied I", "cosine to untied O"))
+    frame.table(paper_tables.paper_scaling(), numbers=("cosine to untied I", "cosine to untied O"))
 elif len(sc):
     st.subheader("Input-gradient scaling (Table 2)")
     st.markdown("The tied matrix trained with its input-side gradient multiplied by a factor, compared with the "
                 "untied twin's I and O. Scaling the input side moves the tied matrix towards I.")
-    methods = tables.scaling_methods(sc["method"].unique())
-    method = st.radio("Map", methods, horizontal=True, key="scal_method", format_func=tables.scaling_method_label)
+    methods = paper_tables.scaling_methods(sc["method"].unique())
+    method = st.radio("Map", methods, horizontal=True, key="scal_method", format_func=paper_tables.scaling_method_label)
 
     def scaling_figure():
         g = (sc[sc["method"] == method].groupby(["input_grad_scale", "target"])["mean_cosine"]
              .agg(["mean", "std", "count"]).reset_index())
-        return charts.scaling(g), g
+        return dynamics_charts.scaling(g), g
 
     export.show(scaling_figure, f"scaling-{ref.name}", key="scaling", spec_key=("scaling", ref, method))
     st.caption("Bars: mean over seeds; whiskers: ± one standard deviation (when there are several seeds). "
-               + tables.scaling_caption(method))
+               + paper_tables.scaling_caption(method))
 
 seeds = s.get("seeds") or {}
 if seeds:
@@ -139,15 +139,16 @@ if others and (len(evo) or len(log)):
             export.show(build, f"{stem}-{ref.name}-vs-{other_name}", key=f"{key}_chart",
                         spec_key=(key, ref, other_ref, tuple(chosen), x))
             if x == "fraction":
-                st.caption(tables.released_fraction_note({k: int(runs[k]["step"].max()) for k in chosen}))
+                st.caption(dynamics_tables.released_fraction_note({k: int(runs[k]["step"].max()) for k in chosen}))
         return chosen
 
     if evo_runs:
-        compared("Embedding evolution runs", evo_runs, defaults(sorted(evo_runs)), tables.evolution_by_fraction,
-                 charts.evolution_compared, "evolution", "side_evo")
+        compared("Embedding evolution runs", evo_runs, defaults(sorted(evo_runs)),
+                 dynamics_tables.evolution_by_fraction, dynamics_charts.evolution_compared, "evolution", "side_evo")
     if log_runs and compared("Gradient provenance runs", log_runs,
-                             [o for o in defaults(sorted(log_runs)) if "untied" not in o], tables.share_by_fraction,
-                             charts.share_compared, "output-share", "side_log"):
+                             [o for o in defaults(sorted(log_runs)) if "untied" not in o],
+                             dynamics_tables.share_by_fraction, dynamics_charts.share_compared, "output-share",
+                             "side_log"):
         st.caption("Rolling mean over 2% of each run's logged steps. Output share per step as each log holds it "
                    "(a toy-lab run: exact input norm; the authors' log: their input proxy); early in training the "
                    "output side dominates in both.")

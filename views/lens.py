@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from explorer import data, export, frame, live, state
-from explorer.render import charts, tables
+from explorer.render import lens_charts, lens_tables, style
 from explorer.words import UserError, first_line, reference
 
 ref = frame.current()
@@ -17,7 +17,7 @@ st.markdown("How far is each hidden state from the model's final prediction? The
 s = data.summary(ref)
 preset = (s.get("paper") or {}).get("preset")
 paper = None
-label = charts.PAPER_LENS_LABEL
+label = lens_charts.PAPER_LENS_LABEL
 shift = False
 beside_toylab = bool((s.get("paper") or {}).get("beside_toylab"))
 published = s.get("kind") == "published"
@@ -34,13 +34,13 @@ if preset and preset in reference.TUNED_LENS_KL and not beside_toylab and not pu
 # the axis spans the tuned lens (the paper's quantity) unless asked: the logit lens's KL at the
 # input embedding (bits, not tenths) would flatten the tuned curves to the bottom edge
 has_logit = bool((data.table(ref, "lens_kl")["lens"] == "logit").any())
-y_axis = st.radio("KL axis", list(charts.KL_AXES) if has_logit else ["tuned", "symlog"], horizontal=True,
-                  key="lens_y", format_func=lambda v: charts.KL_AXES[v] if has_logit or v != "tuned" else "linear")
+y_axis = st.radio("KL axis", list(lens_charts.KL_AXES) if has_logit else ["tuned", "symlog"], horizontal=True,
+                  key="lens_y", format_func=lambda v: lens_charts.KL_AXES[v] if has_logit or v != "tuned" else "linear")
 
 
 def kl_figure():
     kl = data.table(ref, "lens_kl").sort_values(["model", "lens", "layer"])
-    return charts.kl_curves(kl, paper, paper_label=label, y_axis=y_axis), kl
+    return lens_charts.kl_curves(kl, paper, paper_label=label, y_axis=y_axis), kl
 
 
 export.show(kl_figure, f"lens-kl-{ref.name}", key="kl", spec_key=("kl", ref, shift, y_axis))
@@ -62,7 +62,7 @@ if beside_toylab and preset in reference.TUNED_LENS_KL:
                f"(the authors' layer indexing). " + (s["scale"]["line"][:1].upper() + s["scale"]["line"][1:] + "."
                                                if s.get("scale") else ""))
 if paper is not None or published or beside_toylab:
-    st.caption(tables.lens_text_note(s))
+    st.caption(lens_tables.lens_text_note(s))
 gap = (s.get("lens") or {}).get("gap")
 if gap:
     st.caption(f"Mean tuned-lens KL over the first {gap['layers']} hidden states: tied {gap['tied']:.2f} bits, "
@@ -75,10 +75,10 @@ if data.has_rows(ref, "lens_curve"):
         models = sorted(curve["model"].unique())
         for col, m in zip(st.columns(len(models)), models):  # a panel a column: they stack on a phone
             with col:
-                export.show(lambda m=m: (charts.lens_training_curve(curve, log_y=log_y, model=m), curve),
+                export.show(lambda m=m: (lens_charts.lens_training_curve(curve, log_y=log_y, model=m), curve),
                             f"lens-training-{ref.name}-{m}", key=f"curve_{m}", spec_key=("lens-curve", ref, log_y, m),
                             downloads=False)
-        export.download_buttons(lambda: (charts.lens_training_curve(curve, log_y=log_y), curve),
+        export.download_buttons(lambda: (lens_charts.lens_training_curve(curve, log_y=log_y), curve),
                                 f"lens-training-{ref.name}", key="curve")
         st.caption("Rolling mean over steps; the last hidden state's translator is not trained (KL ~ 0).")
     for line in data.lens_convergence(ref):
@@ -138,11 +138,11 @@ if data.has_rows(ref, "lens_trajectory") or own_text_possible:
     if t is not None and len(t):
         st.caption("Input: " + data.escape_markdown(data.trajectory_text(t)))
         st.caption("Each cell: the top-1 prediction of that hidden state at that position (colour: its probability).")
-        export.show(lambda: (charts.trajectory(t), t), f"trajectory-{ref.name}-{model}-{lens}", key="traj",
+        export.show(lambda: (lens_charts.trajectory(t), t), f"trajectory-{ref.name}-{model}-{lens}", key="traj",
                     spec_key=spec_key)
         layers = sorted(t["layer"].unique())
         layer = st.select_slider("Top-k at hidden state", layers,
                                  key=state.widget_key("layer", layers[-1], lambda v: v in layers),
                                  on_change=state.sync, args=("layer",))
-        top = tables.top_k(t, layer)  # a row per input token: as narrow as k
-        frame.table(top, height=tables.fit_height(top))
+        top = lens_tables.top_k(t, layer)  # a row per input token: as narrow as k
+        frame.table(top, height=style.fit_height(top))

@@ -6,7 +6,7 @@ import streamlit as st
 
 from explorer import data, export, frame, state
 from explorer import words as summary_text
-from explorer.render import charts, tables
+from explorer.render import alignment_charts, seed_tables
 from explorer.words import MATRIX_NAMES, MATRIX_PAIRS, pair_label
 
 ref = frame.current()
@@ -88,12 +88,12 @@ st.caption(f"'also in' names the other matrices that list the same neighbour. Th
 st.subheader(f"overlap@{k} over the vocabulary")
 table = data.overlap_table(ref, k)
 mc = st.columns(3)
-seed_tag = " · seed 0" if tables.n_seeds(data.summary(ref)) > 1 else ""
+seed_tag = " · seed 0" if seed_tables.n_seeds(data.summary(ref)) > 1 else ""
 for col, (a, b) in zip(mc, MATRIX_PAIRS):
     col.metric(f"mean overlap@{k} {pair_label(a, b)}{seed_tag}", f"{table[pair_label(a, b)].mean():.3f}")
 if k == 10:
-    note = tables.one_seed_note(data.summary(ref), {f"overlap@10 {pair_label(a, b)}": f"overlap@10 {pair_label(a, b)}"
-                                                     for a, b in MATRIX_PAIRS})
+    note = seed_tables.one_seed_note(data.summary(ref), {f"overlap@10 {pair_label(a, b)}":
+                                                         f"overlap@10 {pair_label(a, b)}" for a, b in MATRIX_PAIRS})
     if note:
         st.caption(data.escape_markdown(note, entities=False))
 context = data.summary(ref).get("overlap_context")
@@ -114,8 +114,8 @@ if context:
         + (f" The second row: the {len(sub):,} tokens seen at least {context['min_count']} times in the "
            f"corpus, each with its stored top-{k} among all tokens — a second figure, not the paper's "
            "quantity." if len(sub) else ""), entities=False))
-export.show(lambda: (charts.overlap_histogram(data.overlap_counts(ref, k), k), data.overlap_table(ref, k)),
+export.show(lambda: (alignment_charts.overlap_histogram(data.overlap_counts(ref, k), k), data.overlap_table(ref, k)),
             f"overlap-at-{k}-{ref.name}", key="ovhist", spec_key=("ovhist", ref, k))
 paper = (data.summary(ref).get("paper") or {}).get("table5")
-export.show(lambda: (charts.overlap_curve(data.overlap_curve(ref), paper, k), data.overlap_curve(ref)),
+export.show(lambda: (alignment_charts.overlap_curve(data.overlap_curve(ref), paper, k), data.overlap_curve(ref)),
             f"overlap-curve-{ref.name}", key="ovcurve", spec_key=("ovcurve", ref, k))

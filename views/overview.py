@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from explorer import data, frame, sections, state
-from explorer.render import tables
+from explorer.render import paper_tables, seed_tables, style
 from explorer.words import (
     MATRIX_PAIRS,
     coverage_text,
@@ -40,26 +40,26 @@ if s.get("kind") == "published":
     st.subheader("Alignment (the paper's Table 1)")
     st.markdown("Mean per-token cosine; identity on raw rows, orthogonal and linear maps fitted and scored on the "
                 "same centred rows. **Claim: O→T is high, I→T is low.**")
-    t1 = tables.paper_table1_all()
-    frame.table(t1, numbers=("identity (raw rows)", "orthogonal", "linear"), height=tables.fit_height(t1))
+    t1 = paper_tables.paper_table1_all()
+    frame.table(t1, numbers=("identity (raw rows)", "orthogonal", "linear"), height=style.fit_height(t1))
     st.subheader("Neighbour overlap (the paper's Table 5)")
     st.markdown("overlap@10 by matrix pair. **Claim: T\\~O above T\\~I** (GPT-Neo/Pythia, with different tokenizers "
                 "and data, is the exception the paper discusses).")
-    frame.table(tables.paper_table5_all(), numbers=("T~I", "T~O", "I~O"))
+    frame.table(paper_tables.paper_table5_all(), numbers=("T~I", "T~O", "I~O"))
     st.subheader("Input-gradient scaling (the paper's Tables 2 and 6)")
     st.markdown("OLMo-1B trained tied with its input-side gradient multiplied by a factor, compared with untied "
                 "OLMo-1B-0724 at the same step: mean per-token cosine after "
                 f"{reference.TABLE2_METHOD_LABEL}. Scaling moves the tied matrix slightly towards I and away "
                 "from O.")
-    sc = tables.paper_scaling()
-    frame.table(sc, numbers=("cosine to untied I", "cosine to untied O"), height=tables.fit_height(sc))
-label = tables.paper_label(s)
+    sc = paper_tables.paper_scaling()
+    frame.table(sc, numbers=("cosine to untied I", "cosine to untied O"), height=style.fit_height(sc))
+label = paper_tables.paper_label(s)
 if s.get("scale"):
     st.info("**Scale.** " + s["scale"]["line"] + ". The toy lab shows the mechanism, not the paper's magnitudes.")
 
 
 def spread(metric: str) -> str:
-    stat = tables.seed_stat(s, metric)
+    stat = seed_tables.seed_stat(s, metric)
     return f" Over {stat[2]} seeds: {stat[0]:.3f} ± {stat[1]:.3f} (mean ± sample std)." if stat else ""
 
 
@@ -67,8 +67,8 @@ if s.get("alignment"):
     st.subheader("Alignment (Table 1)")
     st.markdown("Mean per-token cosine after mapping the source matrix onto the target. "
                 "**The paper's claim: O→T is high, I→T is low** — the tied matrix resembles the untied *output* matrix.")
-    t1 = tables.table1(s)
-    frame.table(t1, numbers=tuple(t1.columns[2:4]), height=tables.fit_height(t1))
+    t1 = paper_tables.table1(s)
+    frame.table(t1, numbers=tuple(t1.columns[2:4]), height=style.fit_height(t1))
     note = ("In-sample: the map is fitted and scored on the same tokens (as the paper does). Held-out: fitted on "
             "80% of tokens, scored on the rest — the honest number. Identity (raw rows) is the paper's identity "
             "column; identity (centred) subtracts each matrix's mean row first. n/a: identity and orthogonal maps "
@@ -87,7 +87,7 @@ if s.get("overlap_at_10"):
     for col, (a, b) in zip(cols, MATRIX_PAIRS):
         p = pair_label(a, b)
         ref_val = (paper.get("table5") or {}).get(p)
-        stat = tables.seed_stat(s, f"overlap@10 {p}")
+        stat = seed_tables.seed_stat(s, f"overlap@10 {p}")
         seed0 = s['overlap_at_10'].get(p) or 0
         # a several-seed toy lab: the mean over seeds (the claims' and the tour's figure), seed 0's beside it
         col.metric(f"overlap@10 {p}" + (f" · mean of {stat[2]} seeds" if stat else ""),
@@ -148,7 +148,7 @@ if prov:
     seed_metric = "output share early (proxy input)" if b["input"] == "proxy" else "output share early"
     st.markdown(text + spread(seed_metric).replace("Over", " Early share over"))
 
-if tables.n_seeds(s) > 1:
+if seed_tables.n_seeds(s) > 1:
     sections.across_seeds(s, "Each seed trains its own twins (same settings, other initial weights and batches). "
                              "Mean and sample standard deviation over seeds, and whether each of the paper's "
                              "directions holds in every seed.")
@@ -174,8 +174,8 @@ if models:
 
 if s.get("kind") == "published":
     st.subheader("Sources")
-    src = tables.published_sources(s)
-    frame.table(src, height=tables.fit_height(src))
+    src = paper_tables.published_sources(s)
+    frame.table(src, height=style.fit_height(src))
     st.caption("Figures 3, 4, 8 and 9 are drawn from the authors' released files (Training dynamics page); the tables "
                "below and the layerwise KL (Lens page) are the paper's printed numbers.")
 

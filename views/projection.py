@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from explorer import data, deck, deck_backdrop, deck_grid, export, frame, state
-from explorer.render import charts
+from explorer.render import projection_charts
 from explorer.words import MATRIX_NAMES, projection_text
 
 ref = frame.current()
@@ -118,7 +118,7 @@ def highlighted() -> pd.DataFrame:
     nb = (data.neighbours_of(ref, token, k) if data.has_rows(ref, "neighbours")
           else pd.DataFrame(columns=["neighbour", "matrix"]))
     parts = []
-    for m in charts.PROJECTION_ORDER:
+    for m in projection_charts.PROJECTION_ORDER:
         ids = [token] + nb[nb["matrix"] == m]["neighbour"].tolist()
         sub = coords[(coords["matrix"] == m) & coords["token"].isin(ids)].copy()
         sub["role"] = np.where(sub["token"] == token, "picked", "neighbour")
@@ -133,7 +133,7 @@ def shown() -> pd.DataFrame:
 def on_pick(key: str) -> None:
     """A click on a point picks its token here, on Neighbours and in the URL. (Each chart's key
     names the token it was drawn for, so a click is always a new selection.)"""
-    picked = (st.session_state.get(key) or {}).get("selection", {}).get(charts.PICK) or []
+    picked = (st.session_state.get(key) or {}).get("selection", {}).get(projection_charts.PICK) or []
     if picked and "token" in picked[0]:
         state.put(token=int(picked[0]["token"]))
 
@@ -171,7 +171,8 @@ if umap_summary:  # fitted and placed tokens, and how well the placed ones sit (
 def draw_webgl() -> None:
     """Every token in deck.gl views, the highlighted ones on top; exports with Vega."""
     grid, points = deck.points_of(ref)
-    views = [list(charts.PROJECTION_ORDER)] if mode == "overlaid" else [[m] for m in charts.PROJECTION_ORDER]
+    order = projection_charts.PROJECTION_ORDER
+    views = [list(order)] if mode == "overlaid" else [[m] for m in order]
     # a map is about as tall as wide, and a view a third of the page: taller would only add margins
     h = int(height * (1.15 if presentation else 1) * (1.25 if mode == "overlaid" else 1))
     hi = highlighted()
@@ -209,7 +210,7 @@ def draw_webgl() -> None:
             st.pydeck_chart(d, height=h, key=key, on_select=lambda key=key: on_deck_pick(key),
                             selection_mode="single-object",
                             alt=f"UMAP map of {', '.join(ms)}: {len(points[ms[0]].ids):,} tokens")
-    export.download_buttons(lambda: (charts.projection(shown(), highlighted(), mode=mode), shown()),
+    export.download_buttons(lambda: (projection_charts.projection(shown(), highlighted(), mode=mode), shown()),
                             f"umap-{ref.name}", key="umap")
 
 
@@ -220,18 +221,19 @@ def draw_vega() -> None:
                "to zoom, drag to pan, double-click to reset.")
     params = (ref, token, k, density, limit)
     if mode == "overlaid":
-        export.show(lambda: (charts.projection(shown(), highlighted(), mode="overlaid", height=height), shown()),
+        export.show(lambda: (projection_charts.projection(shown(), highlighted(), mode="overlaid", height=height),
+                             shown()),
                     f"umap-{ref.name}", key=f"umap_all_{token}", spec_key=("umap-overlaid",) + params,
-                    on_select=lambda: on_pick(f"umap_all_{token}"), selection_mode=charts.PICK)
+                    on_select=lambda: on_pick(f"umap_all_{token}"), selection_mode=projection_charts.PICK)
         return
-    for col, m in zip(st.columns(3), charts.PROJECTION_ORDER):
+    for col, m in zip(st.columns(3), projection_charts.PROJECTION_ORDER):
         with col:
-            export.show(lambda m=m: (charts.projection_view(shown(), highlighted(), m, density=density, height=height),
-                                     shown()),
+            export.show(lambda m=m: (projection_charts.projection_view(shown(), highlighted(), m, density=density,
+                                                                       height=height), shown()),
                         f"umap-{ref.name}-{m}", key=f"umap_{m}_{token}", spec_key=("umap-view", m) + params,
-                        on_select=lambda m=m: on_pick(f"umap_{m}_{token}"), selection_mode=charts.PICK,
+                        on_select=lambda m=m: on_pick(f"umap_{m}_{token}"), selection_mode=projection_charts.PICK,
                         downloads=False)
-    export.download_buttons(lambda: (charts.projection(shown(), highlighted(), density=density), shown()),
+    export.download_buttons(lambda: (projection_charts.projection(shown(), highlighted(), density=density), shown()),
                             f"umap-{ref.name}", key="umap")
 
 

@@ -6,7 +6,7 @@ import altair as alt
 import streamlit as st
 
 from explorer import data, export, frame, sections, state
-from explorer.render import charts, tables
+from explorer.render import sweep_charts, sweep_tables
 from explorer.words import claims as claims_mod
 
 ref = frame.current_sweep()
@@ -34,14 +34,14 @@ st.caption(f"{len(rows)} runs: widths {', '.join(str(w) for w in sorted({c['d_mo
            f"per cell; {cfg.get('n_layers', '?')} layers, {budget} on {cfg.get('corpus', '?')}. "
            "Means over seeds; whiskers: 95% t-intervals of the mean over seeds. Every claim on this page follows "
            "from those intervals: where an interval includes zero, no claim is made and the page says so.")
-x = st.radio("Against", list(charts.SWEEP_X), horizontal=True, on_change=state.sync, args=("axis",),
-             key=state.widget_key("axis", next(iter(charts.SWEEP_X)), charts.SWEEP_X.__contains__),
+x = st.radio("Against", list(sweep_charts.SWEEP_X), horizontal=True, on_change=state.sync, args=("axis",),
+             key=state.widget_key("axis", next(iter(sweep_charts.SWEEP_X)), sweep_charts.SWEEP_X.__contains__),
              format_func=lambda v: "width" if v == "d_model" else "embedding share (tied)")
-points = tables.sweep_points(cells)
+points = sweep_tables.sweep_points(cells)
 matched = "loss_gap_matched" in points and points["loss_gap_matched"].notna().any()
-crossings, sentences = tables.sweep_crossings(points, x)
+crossings, sentences = sweep_tables.sweep_crossings(points, x)
 if matched:
-    _, more = tables.sweep_crossings(points, x, "loss_gap_matched", "the parameter-matched tied model")
+    _, more = sweep_tables.sweep_crossings(points, x, "loss_gap_matched", "the parameter-matched tied model")
     sentences += more
 
 verdicts = claims_mod.claims(s)
@@ -57,8 +57,8 @@ st.subheader("Does the tied matrix stay output-like?")
 st.markdown("Positive: T is closer to the untied **output** matrix than to the input matrix (the paper's bias). "
             "The verdict is decided on the linear bias drawn here, per width, from its 95% interval.")
 verdict_line("sweep_bias")
-export.show(lambda: (charts.sweep_lines(points, tables.sweep_bias_series(points), x=x,
-                                        y_title="bias (mean over seeds)"), points),
+export.show(lambda: (sweep_charts.sweep_lines(points, sweep_tables.sweep_bias_series(points), x=x,
+                                              y_title="bias (mean over seeds)"), points),
             f"sweep-bias-{ref.name}-{x}", key="sweep_bias", spec_key=("sweep-bias", ref, x))
 if "cos_start_input_untied" in points and points["cos_start_input_untied"].notna().any():
     st.caption("How far the untied input matrix I moved from the initialisation it shares with T and O (mean "
@@ -67,15 +67,15 @@ if "cos_start_input_untied" in points and points["cos_start_input_untied"].notna
                + ". Where I is still near its start, T being closer to O than to I says little about I.")
 
 probes = data.table(ref, "lr_probe") if data.has_rows(ref, "lr_probe") else None
-gap_series = tables.sweep_series(points, "gaps")
-bands = tables.sweep_lr_bands(points, probes, gap_series)
+gap_series = sweep_tables.sweep_series(points, "gaps")
+bands = sweep_tables.sweep_lr_bands(points, probes, gap_series)
 st.subheader("Does untying pay off?")
 st.markdown("Loss gap = untied minus tied eval loss on the same held-out text. **Below zero, the untied twin is "
             "ahead.**" + (" Beside it, the gap against the parameter-matched tied model: below zero there, the "
                           "untied twin is ahead of a tied model with as many parameters." if matched else ""))
 verdict_line("sweep_gap")
-export.show(lambda: (charts.sweep_lines(points, gap_series, x=x, y_title="loss gap (nats)", crossings=crossings,
-                                        bands=bands), points),
+export.show(lambda: (sweep_charts.sweep_lines(points, gap_series, x=x, y_title="loss gap (nats)", crossings=crossings,
+                                              bands=bands), points),
             f"sweep-loss-gap-{ref.name}-{x}", key="sweep_gap", spec_key=("sweep-gap", ref, x, matched, len(bands)))
 if len(bands):
     st.caption("Shaded: the learning-rate sensitivity of each gap: how far the probes' gap moves when one arm's rate "
@@ -101,8 +101,8 @@ if baselines:
     refs["label"] = refs["baseline"].str.replace("_loss", "") + " " + refs["loss"].map("{:.2f}".format)
 
     def loss_chart():
-        lines = charts.sweep_lines(points, tables.sweep_series(points, "losses"), x=x, y_title="eval loss (nats)",
-                                   y_include=list(refs["loss"]))
+        lines = sweep_charts.sweep_lines(points, sweep_tables.sweep_series(points, "losses"), x=x,
+                                         y_title="eval loss (nats)", y_include=list(refs["loss"]))
         rule = alt.Chart(refs).mark_rule(color="#888", strokeDash=[2, 2]).encode(y="loss:Q", tooltip=["label:N"])
         text = alt.Chart(refs).mark_text(align="left", dy=-6, color="#666").encode(
             y="loss:Q", x=alt.value(4), text="label:N")
@@ -116,7 +116,7 @@ if baselines:
         st.caption(f"The baselines are fitted on all {max(fitted):,} training tokens, {max(fitted) / seen:.2f}x the "
                    f"{seen:,} each arm read: more text than the models saw, so a model above the bigram line is "
                    "behind a baseline that read more.")
-    behind = tables.sweep_behind_bigram(points)
+    behind = sweep_tables.sweep_behind_bigram(points)
     st.markdown("Not yet past bigram statistics (mean eval loss above the bigram's): " + "; ".join(behind) + "."
                 if behind else "Every arm's mean eval loss is below the bigram's at every width.")
 
@@ -127,16 +127,16 @@ st.markdown("**Bias**: does the tied matrix stay output-like? (The linear map fi
             "paper's protocol; I cosine to start: how far the untied input matrix moved from its initialisation; "
             "output share early: the output side's share of the gradient over the first 10% of steps, with the "
             "authors' input proxy, the paper's quantity.)")
-frame.table(tables.sweep_table(cells, "bias"), pin=2)  # vocabulary and width stay in view on a phone
+frame.table(sweep_tables.sweep_table(cells, "bias"), pin=2)  # vocabulary and width stay in view on a phone
 st.markdown("**Loss**: does untying pay off?")
-frame.table(tables.sweep_table(cells, "loss"), pin=2)
+frame.table(sweep_tables.sweep_table(cells, "loss"), pin=2)
 st.markdown("**Budget**: every arm's parameters, feed-forward width and learning rate")
-frame.table(tables.sweep_table(cells, "budget"), pin=2)
+frame.table(sweep_tables.sweep_table(cells, "budget"), pin=2)
 st.markdown("**Second figures**: the linear map fitted on 80% of the tokens and scored on the rest, the output "
             "share with the exact input norm, and the tokens each arm read")
-frame.table(tables.sweep_table(cells, "second"), pin=2)
+frame.table(sweep_tables.sweep_table(cells, "second"), pin=2)
 if probes is not None:
     st.markdown("**Learning-rate probes**: each arm's validation loss (nats) after a probe run of seed 0 at every rate "
                 "of the grid; * the chosen rate, the probe minimum. The probes train on the training tokens less "
                 "their last 5% and score that 5% (the validation split); the evaluation windows lie after it.")
-    frame.table(tables.lr_probe_table(probes), pin=3)
+    frame.table(sweep_tables.lr_probe_table(probes), pin=3)

@@ -12,7 +12,7 @@ import streamlit as st
 
 from explorer import data, export, frame, sections, state
 from explorer.render import figures, tour
-from explorer.render.charts import PALETTE
+from explorer.render.style import PALETTE
 from explorer.words import claims as claims_mod
 
 N = len(tour.STEPS)

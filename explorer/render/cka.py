@@ -6,8 +6,8 @@ import altair as alt
 import pandas as pd
 
 from explorer.render import read
-from explorer.render.charts import COLOURS, NEUTRAL
 from explorer.render.figure import Figure, has
+from explorer.render.style import COLOURS, NEUTRAL
 
 ORDER = ("T~O", "T~I", "I~O")  # the paper's contrast first: is T closer to O than to I?
 

@@ -2,18 +2,28 @@
 the tour (views/tour.py), the figure pack (``python -m precompute figures``), the app's zip
 download and the static site (``python -m precompute site``).
 
-Each entry builds from a cache with the same chart builders and data readers as the pages
-(:mod:`~explorer.render.charts`, :mod:`~explorer.render.read`, :mod:`~explorer.render.tables`), so a slide, a file
-and a page show one thing. ``build(ref)`` returns ``(chart, data)`` for a figure and
-``(None, table)`` for a table. Nothing here draws on a page: it runs without a Streamlit
-server (the data readers' caches then live in memory).
+Each entry builds from a cache with the same chart builders, tables and data readers as the
+pages (the ``*_charts`` and ``*_tables`` modules of :mod:`explorer.render`, and
+:mod:`~explorer.render.read`), so a slide, a file and a page show one thing. ``build(ref)``
+returns ``(chart, data)`` for a figure and ``(None, table)`` for a table. Nothing here draws
+on a page: it runs without a Streamlit server (the data readers' caches then live in memory).
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from explorer.render import charts, read, tables
+from explorer.render import (
+    alignment_charts,
+    dynamics_charts,
+    dynamics_tables,
+    lens_charts,
+    paper_tables,
+    projection_charts,
+    read,
+    sweep_charts,
+    sweep_tables,
+)
 from explorer.render.figure import Figure, has, kind
 from tying import registry
 from tying.cache import reference
@@ -24,23 +34,24 @@ from tying.cache.schema import MATRIX_NAMES
 
 def alignment_histogram(ref):
     per_token = read.alignment(ref, "linear", "held_out")
-    return charts.cosine_histogram(per_token, title="Per-token cosine, linear map, held-out tokens"), per_token
+    title = "Per-token cosine, linear map, held-out tokens"
+    return alignment_charts.cosine_histogram(per_token, title=title), per_token
 
 
 def table1(ref):
     s = read.summary(ref)
-    return None, (tables.paper_table1_all() if s.get("kind") == "published" else tables.table1(s))
+    return None, (paper_tables.paper_table1_all() if s.get("kind") == "published" else paper_tables.table1(s))
 
 
 def table5(ref):
     s = read.summary(ref)
-    return None, (tables.paper_table5_all() if s.get("kind") == "published" else tables.table5(s))
+    return None, (paper_tables.paper_table5_all() if s.get("kind") == "published" else paper_tables.table5(s))
 
 
 def overlap_curve(ref):
     curve = read.overlap_curve(ref)
     paper = (read.summary(ref).get("paper") or {}).get("table5")
-    return charts.overlap_curve(curve, paper, 10), curve
+    return alignment_charts.overlap_curve(curve, paper, 10), curve
 
 
 def projection(ref, token: int | None = None, view_size: int = 300):
@@ -52,17 +63,17 @@ def projection(ref, token: int | None = None, view_size: int = 300):
     nb = (read.neighbours_of(ref, token, 10) if read.has_rows(ref, "neighbours")
           else pd.DataFrame(columns=["neighbour", "matrix"]))
     parts = []
-    for m in charts.PROJECTION_ORDER:
+    for m in projection_charts.PROJECTION_ORDER:
         ids = [token] + nb[nb["matrix"] == m]["neighbour"].tolist()
         sub = coords[(coords["matrix"] == m) & coords["token"].isin(ids)].copy()
         sub["role"] = ["picked" if t == token else "neighbour" for t in sub["token"]]
         parts.append(sub)
-    return charts.projection(shown, pd.concat(parts, ignore_index=True), view_size=view_size), shown
+    return projection_charts.projection(shown, pd.concat(parts, ignore_index=True), view_size=view_size), shown
 
 
 def norm_frequency(ref):
     norms = read.norms(ref)
-    return charts.norm_vs_frequency(norms), norms
+    return alignment_charts.norm_vs_frequency(norms), norms
 
 
 def _tied_runs(log: pd.DataFrame) -> list[str]:
@@ -77,12 +88,12 @@ def output_share(ref):
     runs = sorted(log["run"].unique())
     seeds = [r for r in runs if r.startswith("tied/seed")]
     if len(seeds) > 1:  # the toy lab's seeds: their mean with the seeds' range, the verdict's early steps shaded
-        sub = tables.provenance_view(log[log["run"].isin(seeds)], side)
+        sub = dynamics_tables.provenance_view(log[log["run"].isin(seeds)], side)
         prov = (read.summary(ref).get("gradient_provenance") or {}).get(seeds[0]) or {}
-        return charts.output_share_band(sub, window=10, early_steps=prov.get("early_steps")), sub
-    sub = tables.provenance_view(log[log["run"].isin(_tied_runs(log))], side)
+        return dynamics_charts.output_share_band(sub, window=10, early_steps=prov.get("early_steps")), sub
+    sub = dynamics_tables.provenance_view(log[log["run"].isin(_tied_runs(log))], side)
     window = max(10, int(sub.groupby("run").size().max()) // 100) if len(sub) else 10
-    return charts.output_share(sub, window=window), sub
+    return dynamics_charts.output_share(sub, window=window), sub
 
 
 def evolution(ref):
@@ -90,30 +101,30 @@ def evolution(ref):
     runs = sorted(evo["run"].unique())
     pick = [r for r in runs if r.endswith("seed0") and not r.startswith("tied_scaled")] or runs[:4]
     sub = evo[evo["run"].isin(pick)]
-    return charts.evolution(sub, "cos_init"), sub
+    return dynamics_charts.evolution(sub, "cos_init"), sub
 
 
 def scaling(ref):
     sc = read.table(ref, "scaling")
-    method = tables.scaling_methods(sc["method"].unique())[0]
+    method = paper_tables.scaling_methods(sc["method"].unique())[0]
     g = (sc[sc["method"] == method].groupby(["input_grad_scale", "target"])["mean_cosine"]
          .agg(["mean", "std", "count"]).reset_index())
-    return charts.scaling(g), g
+    return dynamics_charts.scaling(g), g
 
 
 def table2(ref):
     s = read.summary(ref)
     if s.get("kind") == "published":
-        return None, tables.paper_scaling()
+        return None, paper_tables.paper_scaling()
     sc = read.table(ref, "scaling")
-    method = tables.scaling_methods(sc["method"].unique())[0]
+    method = paper_tables.scaling_methods(sc["method"].unique())[0]
     g = (sc[sc["method"] == method].groupby(["input_grad_scale", "target"])["mean_cosine"]
          .agg(["mean", "std", "count"]).reset_index())
     wide = g.pivot(index="input_grad_scale", columns="target", values="mean").reset_index()
     wide.columns.name = None
     wide = wide.rename(columns={"input_grad_scale": "input gradient x", "I": "cosine to untied I",
                                 "O": "cosine to untied O"})
-    wide.insert(1, "map", tables.scaling_method_label(method))
+    wide.insert(1, "map", paper_tables.scaling_method_label(method))
     wide["seeds"] = g.groupby("input_grad_scale")["count"].max().to_numpy()
     paper = {f: reference.TABLE2.get(f) for f in wide["input gradient x"]}
     wide["paper I"] = [p["I"] if p else None for p in paper.values()]
@@ -123,27 +134,27 @@ def table2(ref):
 
 def lens_kl(ref):
     kl = read.table(ref, "lens_kl").sort_values(["model", "lens", "layer"])
-    return charts.kl_curves(kl, None), kl
+    return lens_charts.kl_curves(kl, None), kl
 
 
 def sweep_gap(ref):
     s = read.summary(ref)
-    points = tables.sweep_points(s["sweep_cells"])
-    crossings, _ = tables.sweep_crossings(points, "d_model")
-    series = tables.sweep_series(points, "gaps")
+    points = sweep_tables.sweep_points(s["sweep_cells"])
+    crossings, _ = sweep_tables.sweep_crossings(points, "d_model")
+    series = sweep_tables.sweep_series(points, "gaps")
     probes = read.table(ref, "lr_probe") if read.has_rows(ref, "lr_probe") else None
-    return charts.sweep_lines(points, series, x="d_model", y_title="loss gap (nats)", crossings=crossings,
-                              bands=tables.sweep_lr_bands(points, probes, series)), points
+    return sweep_charts.sweep_lines(points, series, x="d_model", y_title="loss gap (nats)", crossings=crossings,
+                              bands=sweep_tables.sweep_lr_bands(points, probes, series)), points
 
 
 def sweep_bias(ref):
-    points = tables.sweep_points(read.summary(ref)["sweep_cells"])
-    return charts.sweep_lines(points, tables.sweep_bias_series(points), x="d_model",
-                              y_title="bias (mean over seeds)"), points
+    points = sweep_tables.sweep_points(read.summary(ref)["sweep_cells"])
+    return sweep_charts.sweep_lines(points, sweep_tables.sweep_bias_series(points), x="d_model",
+                                    y_title="bias (mean over seeds)"), points
 
 
 def sweep_table(ref):
-    return None, tables.sweep_table(read.summary(ref)["sweep_cells"])
+    return None, sweep_tables.sweep_table(read.summary(ref)["sweep_cells"])
 
 
 FIGURES: tuple[Figure, ...] = (

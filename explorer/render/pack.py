@@ -43,8 +43,8 @@ import altair as alt
 import pandas as pd
 
 from explorer.render import figures, read
-from explorer.render.charts import NEUTRAL, style
 from explorer.render.spec import vega_lite_spec
+from explorer.render.style import NEUTRAL, style
 from tying.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[2]

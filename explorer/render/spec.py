@@ -8,7 +8,7 @@ import re
 
 import altair as alt
 
-from explorer.render.charts import style, with_legend_layout
+from explorer.render.style import style, with_legend_layout
 
 EXPORT_WIDTH = 720  # charts sized to their container get this width in exported files
 PRESENTATION_SIZE = 1.5  # presentation mode: fixed chart heights (and widths) grow by this much

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from explorer.render import figures, read
-from explorer.render.charts import PALETTE
+from explorer.render.style import PALETTE
 from tying.cache import claims as claims_mod
 
 

@@ -1,0 +1,38 @@
+"""The Lens page's table and note (pure functions): a trajectory's top-k predictions at one
+hidden state, and the text the authors' lenses saw against this cache's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from tying.cache import reference
+
+
+def lens_text_note(s: dict[str, Any]) -> str:
+    """The text the authors' lenses saw against this cache's, where the paper's KL is shown or quoted."""
+    params = ((s.get("stages") or {}).get("lens") or {}).get("params") or {}
+    text = f"Text: the authors' tuned lenses were {reference.LENS_TEXT}."
+    if params.get("text"):
+        budget = params.get("budget") or {}
+        train = budget.get("train_tokens") or params.get("train_tokens")
+        text += f" This cache's lenses were trained and evaluated on {params['text']}"
+        if train:
+            text += f" ({train:,} training tokens, {params.get('eval_tokens') or 0:,} evaluation tokens)"
+        text += (": another text and budget, so the absolute KL is not comparable with theirs, only its pattern "
+                 "across layers and between tied and untied.")
+    return text
+
+
+def top_k(t: pd.DataFrame, layer: int) -> pd.DataFrame:
+    """A trajectory's top-k predictions at one hidden state: a row per input position, headed by
+    its number and (visible) token, e.g. '3: path', and a column per rank ('top 1', 'top 2', ...):
+    as many rows as the text has tokens, so the table is as narrow as k, whatever the text."""
+    at = t[t["layer"] == layer]
+    tokens = at.drop_duplicates("position").set_index("position")["token"]
+    wide = at.pivot_table(index="position", columns="rank", values="prediction", aggfunc="first")
+    wide.columns = [f"top {r}" for r in wide.columns]
+    wide.index = [f"{p}: {tokens.get(p, '')}" for p in wide.index]
+    return wide.rename_axis("input token").reset_index()

@@ -1,0 +1,183 @@
+"""The Sweep page's tables and series, from a sweep's summary (pure functions): the grid
+points, the series each chart draws, the learning-rate bands and probes, where a loss gap
+changes sign, the arms still behind the bigram baseline, and the cell table in parts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from tying.analysis.sweep import PLOTTED, chosen_rates, crossing, lr_sensitivity
+from tying.cache import summary
+
+SWEEP_SERIES = {"bias": {"bias_linear_in": "O→T minus I→T (linear, in-sample)",
+                         "bias_linear": "O→T minus I→T (linear, held-out)",
+                         "bias_overlap": "T~O minus T~I (overlap@10)"},
+                "loss": {"loss_gap": "untied minus tied eval loss"},
+                "gaps": {"loss_gap": "untied minus tied eval loss",
+                         "loss_gap_matched": "untied minus parameter-matched tied"},
+                "losses": {"eval_loss_tied": "tied", "eval_loss_untied": "untied",
+                           "eval_loss_tied_matched": "tied, parameter-matched"}}
+"""The sweep page's series per chart (column -> legend label); a column a cache lacks (one
+written before the parameter-matched arm) is left out: :func:`sweep_series`."""
+
+
+def sweep_bias_series(points: pd.DataFrame) -> dict[str, str]:
+    """The bias chart's series: the linear bias the sweep_bias verdict is decided on (in-sample,
+    the paper's protocol; held-out for a cache without it) and the overlap bias."""
+    have = sweep_series(points, "bias")
+    if "bias_linear_in" in have:
+        have.pop("bias_linear")
+    return have
+
+
+def sweep_lr_bands(points: pd.DataFrame, probes: pd.DataFrame, series: dict[str, str]) -> pd.DataFrame:
+    """The learning-rate sensitivity of each plotted loss gap: per grid point the mean gap plus the
+    shift of the probes' gap when one arm's rate moves one step of the grid
+    (:func:`tying.analysis.sweep.lr_sensitivity`). Columns vocab_size, d_model, series (the label),
+    lo, hi; empty without probes."""
+    arms = {"loss_gap": "tied", "loss_gap_matched": "tied_matched"}
+    rows = []
+    if probes is None or not len(probes):
+        return pd.DataFrame(rows, columns=["vocab_size", "d_model", "series", "lo", "hi"])
+    for _, p in points.iterrows():
+        cell = probes[(probes["d_model"] == p["d_model"]) & (probes["vocab_size"] == p["vocab_size"])]
+        for col, label in series.items():
+            band = lr_sensitivity(cell, "untied", arms.get(col, "tied"))
+            if band is not None and pd.notna(p.get(col)):
+                rows.append({"vocab_size": p["vocab_size"], "d_model": p["d_model"], "series": label,
+                             "lo": p[col] + band["low"], "hi": p[col] + band["high"]})
+    return pd.DataFrame(rows, columns=["vocab_size", "d_model", "series", "lo", "hi"])
+
+
+def lr_probe_table(probes: pd.DataFrame) -> pd.DataFrame:
+    """The stored learning-rate probes as a table: a row per width and arm, a column per rate
+    (validation loss, nats), the chosen (lowest) one marked with an asterisk."""
+    if probes is None or not len(probes):
+        return pd.DataFrame()
+    rows = []
+    for (v, d, arm), g in probes.groupby(["vocab_size", "d_model", "arm"], sort=True):
+        chosen = chosen_rates(g)[arm]
+        row = {"vocabulary": int(v), "d_model": int(d), "arm": SWEEP_ARM_NAMES.get(arm, arm),
+               "probe steps": int(g["steps"].max())}
+        for lr, loss in g.groupby("lr")["loss"].mean().items():
+            row[f"lr {lr:g}"] = f"{loss:.3f}" + (" *" if lr == chosen else "")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+SWEEP_ARM_NAMES = {"tied": "tied", "untied": "untied", "tied_matched": "parameter-matched tied"}
+
+SWEEP_ARMS = {"eval_loss_tied": "tied", "eval_loss_untied": "untied", "eval_loss_tied_matched": "parameter-matched tied"}
+
+
+def sweep_series(points: pd.DataFrame, chart: str) -> dict[str, str]:
+    """The series of ``SWEEP_SERIES[chart]`` whose columns the points have."""
+    return {c: label for c, label in SWEEP_SERIES[chart].items() if c in points and points[c].notna().any()}
+
+
+def sweep_points(cells: list[dict[str, Any]]) -> pd.DataFrame:
+    """A sweep summary's grid points; a half-width the summary leaves null (one seed) is inf:
+    no whisker, and no interval that excludes zero."""
+
+    d = pd.DataFrame(cells)
+    for col in PLOTTED:
+        if f"{col}_half" in d:
+            d[f"{col}_half"] = d[f"{col}_half"].astype(float).fillna(float("inf"))
+    return d
+
+
+def sweep_crossings(points: pd.DataFrame, x: str, gap: str = "loss_gap",
+                    against: str = "tied") -> tuple[pd.DataFrame, list[str]]:
+    """Where a loss gap (``gap``: untied minus ``against``) changes sign, per vocabulary size: the
+    named crossings (vocab_size, x, label) and one sentence per vocabulary that claims only what
+    the 95% intervals allow."""
+
+    rows, lines = [], []
+    if gap not in points:
+        return pd.DataFrame(rows, columns=["vocab_size", "x", "label"]), lines
+    for v, g in points.groupby("vocab_size", sort=True):
+        g = g.sort_values(x)
+        c = crossing(g[x], g[gap], g[f"{gap}_half"], log_x=(x == "d_model"))
+        where = "width" if x == "d_model" else "embedding share"
+        head = f"Vocabulary {int(v):,}" + ("" if against == "tied" else f", untied against {against}")
+        if c["x"] is not None:
+            lo, hi = c["between"]
+            shown = f"{c['x']:.0f}" if x == "d_model" else f"{c['x']:.1%}"
+            span = (f"{lo:.0f} and {hi:.0f}" if x == "d_model" else f"{lo:.1%} and {hi:.1%}")
+            rows.append({"vocab_size": int(v), "x": c["x"], "label": f"≈ {shown}"})
+            falls = float(g.loc[g[x] == lo, gap].iloc[0]) > 0  # positive (tied ahead) below the crossing
+            if x == "d_model":
+                what = f"untying starts to pay off at a {where}" if falls else f"untying stops paying off at a {where}"
+            else:
+                what = f"untying pays off {'above' if falls else 'below'} an {where}"
+            lines.append(f"{head}: {what} of about {shown} (between {span}; {c['why']}).")
+        else:
+            lines.append(f"{head}: no crossing named — {c['why']}.")
+    return pd.DataFrame(rows, columns=["vocab_size", "x", "label"]), lines
+
+
+def sweep_behind_bigram(points: pd.DataFrame) -> list[str]:
+    """The arms whose mean eval loss is above the smoothed bigram's on the same windows, one
+    "d=32 (tied, untied)" per width: not yet past bigram statistics. Empty without baselines."""
+    if "bigram_loss" not in points or points["bigram_loss"].isna().all():
+        return []
+    out = []
+    for _, r in points.sort_values(["vocab_size", "d_model"]).iterrows():
+        behind = [name for col, name in SWEEP_ARMS.items() if col in r and pd.notna(r[col])
+                  and r[col] > r["bigram_loss"]]
+        if behind:
+            out.append(f"V={int(r['vocab_size']):,} d={int(r['d_model'])} ({', '.join(behind)})")
+    return out
+
+
+SWEEP_TABLE_PARTS = {
+    "bias": ["vocabulary", "d_model", "seeds", "embedding share (tied)", "O→T linear in-sample",
+             "I→T linear in-sample", "T~O overlap", "T~I overlap", "I cosine to start", "output share early (proxy)"],
+    "loss": ["vocabulary", "d_model", "seeds", "eval loss tied", "eval loss untied", "eval loss matched",
+             "bigram", "loss gap", "gap vs matched"],
+    "budget": ["vocabulary", "d_model", "parameters (tied)", "parameters (untied)", "parameters (matched)",
+               "d_ff (twins / matched)", "lr tied", "lr untied", "lr matched"],
+    "second": ["vocabulary", "d_model", "O→T linear", "I→T linear", "output share early (exact)", "tokens seen",
+               "epochs"],
+}
+"""The sweep's cell table in parts, each narrow enough for a laptop's width: the bias side
+(the in-sample map the verdict reads, overlap, how far I moved), the loss side, the budget
+(every arm's parameter count, feed-forward width and learning rate) and the second figures
+(the held-out map, the exact-norm share, the tokens each arm read), each with the cell's
+vocabulary and width. Text cells read mean ± sample std
+over seeds (the spread of the seeds, not the 95% interval of the mean)."""
+
+
+def sweep_table(cells: list[dict[str, Any]], part: str | None = None) -> pd.DataFrame:
+    """One row per grid point: mean ± sample std over seeds, as text ("—" where a cache lacks the
+    column); ``part``: the columns of ``SWEEP_TABLE_PARTS[part]`` only (None: every column)."""
+    def pm(c, col):
+        return summary.plus_minus(c.get(col), c.get(f"{col}_std"), c["n"], missing="—")
+
+    def num(c, col, fmt):
+        v = c.get(col)
+        return "—" if v is None or (isinstance(v, float) and not np.isfinite(v)) else format(v, fmt)
+
+    out = pd.DataFrame([{"vocabulary": c["vocab_size"], "d_model": c["d_model"], "seeds": c["n"],
+                         "parameters (tied)": num(c, "params_tied", ",.0f"),
+                         "parameters (untied)": num(c, "params_untied", ",.0f"),
+                         "parameters (matched)": num(c, "params_tied_matched", ",.0f"),
+                         "embedding share (tied)": f"{c['embedding_share_tied']:.1%}",
+                         "O→T linear": pm(c, "linear_o_t"), "I→T linear": pm(c, "linear_i_t"),
+                         "O→T linear in-sample": pm(c, "linear_o_t_in"), "I→T linear in-sample": pm(c, "linear_i_t_in"),
+                         "I cosine to start": pm(c, "cos_start_input_untied"),
+                         "d_ff (twins / matched)": f"{num(c, 'd_ff', '.0f')} / {num(c, 'd_ff_matched', '.0f')}",
+                         "T~O overlap": pm(c, "overlap_t_o"), "T~I overlap": pm(c, "overlap_t_i"),
+                         "output share early (proxy)": pm(c, "output_share_early_proxy"),  # the paper's
+                         "output share early (exact)": pm(c, "output_share_early"),
+                         "eval loss tied": pm(c, "eval_loss_tied"), "eval loss untied": pm(c, "eval_loss_untied"),
+                         "eval loss matched": pm(c, "eval_loss_tied_matched"), "bigram": num(c, "bigram_loss", ".3f"),
+                         "loss gap": pm(c, "loss_gap"), "gap vs matched": pm(c, "loss_gap_matched"),
+                         "tokens seen": num(c, "tokens_seen", ",.0f"), "epochs": num(c, "epochs", ".2f"),
+                         "lr tied": num(c, "lr_tied", "g"), "lr untied": num(c, "lr_untied", "g"),
+                         "lr matched": num(c, "lr_tied_matched", "g")} for c in cells])
+    return out if part is None else out[SWEEP_TABLE_PARTS[part]]

@@ -1,0 +1,28 @@
+"""The paper's words and numbers as the pages use them: what a page reads besides the cache.
+
+Pages import the app (``explorer``) only; the names they need from the library are here, in
+one list: the matrices and their pairs, the paper's reference numbers, the claims and their
+verdicts, the summary's sentences, and the one-line error a page shows.
+"""
+
+from tying.cache import claims, reference
+from tying.cache.schema import (
+    DISPLAY_COMPARISONS,
+    MATRIX_NAMES,
+    MATRIX_PAIRS,
+    display_comparison,
+    pair_label,
+)
+from tying.cache.summary import (
+    coverage_text,
+    match_text,
+    overlap_context_text,
+    projection_text,
+    share_beside_paper,
+    spectral_scope,
+)
+from tying.errors import UserError, first_line
+
+__all__ = ["DISPLAY_COMPARISONS", "MATRIX_NAMES", "MATRIX_PAIRS", "UserError", "claims", "coverage_text",
+           "display_comparison", "first_line", "match_text", "overlap_context_text", "pair_label",
+           "projection_text", "reference", "share_beside_paper", "spectral_scope"]
