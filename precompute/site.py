@@ -433,10 +433,10 @@ _NUMBER = re.compile(r"^[-−+]?[0-9][0-9.,]*( ± [0-9.,]+)?%?$")
 
 
 def table_cells(df) -> dict[str, list]:
-    """A table as the figure pack writes its cells (explorer.render.pack.formatted: 3 decimals, whole
+    """A table as the figure pack writes its cells (explorer.render.typesetting.formatted: 3 decimals, whole
     numbers for a column of them, "—" for none), for macros.html's data_table: the column names,
     whether each is a column of numbers (right-aligned), and the rows of text."""
-    from explorer.render.pack import formatted
+    from explorer.render.typesetting import formatted
 
     cells = formatted(df)
     numeric = [all(v == "—" or _NUMBER.match(v) for v in cells[c]) and any(v != "—" for v in cells[c])
