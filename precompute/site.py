@@ -38,7 +38,7 @@ from precompute import site_assets
 from precompute.options import option
 from precompute.report import resolve_cache
 from precompute.site_assets import js_data
-from tying.cache.claims import NO_DATA
+from tying.cache.verdicts import NO_DATA
 from tying.errors import UserError
 
 SEARCH_MAX_TOKENS = 10_000  # a cache with more tokens gets no token search (its data file would be large)

@@ -20,6 +20,7 @@ import pandas as pd
 from explorer.render import figures, read
 from explorer.render.charts import PALETTE
 from tying.cache import claims as claims_mod
+from tying.cache.verdicts import NO_DATA
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ def step_at(number: int) -> Step:
 def holds_data(step: Step, ref: read.CacheRef) -> bool:
     """Whether ``ref`` holds what ``step`` shows: its claim has numbers and its figure is available."""
     s = read.summary(ref)
-    if step.claim is not None and claims_mod.CLAIMS[step.claim](s).verdict == claims_mod.NO_DATA:
+    if step.claim is not None and claims_mod.CLAIMS[step.claim](s).verdict == NO_DATA:
         return False
     if step.figure is not None:
         return any(f.name == step.figure for f in figures.available(ref))
