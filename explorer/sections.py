@@ -1,4 +1,4 @@
-"""Page sections that more than one page shows (layout only: the numbers come from explorer.tables)."""
+"""Page sections that more than one page shows (layout only: the numbers come from explorer.render (the *_tables modules))."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import streamlit as st
 from explorer import frame
 from explorer.render import seed_tables, style
 from tying.cache import claims as claims_mod
+from tying.cache.verdicts import NO_DATA, VERDICT_STYLE
 
 
 def across_seeds(s: dict[str, Any], intro: str | None = None) -> None:
@@ -25,9 +26,6 @@ def across_seeds(s: dict[str, Any], intro: str | None = None) -> None:
         frame.table(d)
 
 
-VERDICT_STYLE = claims_mod.VERDICT_STYLE
-
-
 def verdict_badge(verdict: str) -> str:
     """An HTML badge for a verdict: its sign and word on its colour."""
     colour, sign = VERDICT_STYLE[verdict]
@@ -38,7 +36,7 @@ def verdict_badge(verdict: str) -> str:
 def verdicts(s: dict[str, Any], presentation: bool = False) -> int:
     """The paper's claims with this cache's numbers and verdicts, one row each (claims the cache
     has no data for are left out); returns how many rows were drawn."""
-    rows = [c for c in claims_mod.claims(s).values() if c.verdict != claims_mod.NO_DATA]
+    rows = [c for c in claims_mod.claims(s).values() if c.verdict != NO_DATA]
     if not rows:
         return 0
     size = "1.3rem" if presentation else "1rem"

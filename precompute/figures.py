@@ -1,7 +1,7 @@
 """`precompute figures`: every figure and table a cache supports, as files (the figure pack).
 
 A read-side renderer: it draws with the app's own chart builders and registry
-(:mod:`explorer.figures`, through :mod:`explorer.pack`), so a file shows what the page shows;
+(:mod:`explorer.render.figures`, through :mod:`explorer.render.pack`), so a file shows what the page shows;
 tests/test_layers.py lists this module as the writer's one door into the app's code. The
 app's sidebar offers the same pack as a zip.
 """

@@ -25,6 +25,7 @@ from tying.cache.summary import (
     spectral_scope,
     summarize,
 )
+from tying.cache.verdicts import NO_DATA
 from tying.errors import UserError
 
 
@@ -100,7 +101,7 @@ def _format_claims(s: dict[str, Any], lines: list[str]) -> None:
     """The paper's claims as a table: id, verdict, this cache's numbers (and the paper's), one row
     each; claims the cache holds no data for are listed on one line."""
     got = claims.claims(s)
-    shown = {k: c for k, c in got.items() if c.verdict != claims.NO_DATA}
+    shown = {k: c for k, c in got.items() if c.verdict != NO_DATA}
     lines.append("")
     lines.append("Claims (verdicts computed from this cache; 'reported': the paper's printed value, not evidence)")
     for k, c in shown.items():

@@ -38,7 +38,7 @@ from precompute import site_assets
 from precompute.options import option
 from precompute.report import resolve_cache
 from precompute.site_assets import js_data
-from tying.cache.claims import NO_DATA
+from tying.cache.verdicts import NO_DATA
 from tying.errors import UserError
 
 SEARCH_MAX_TOKENS = 10_000  # a cache with more tokens gets no token search (its data file would be large)
@@ -433,10 +433,10 @@ _NUMBER = re.compile(r"^[-−+]?[0-9][0-9.,]*( ± [0-9.,]+)?%?$")
 
 
 def table_cells(df) -> dict[str, list]:
-    """A table as the figure pack writes its cells (explorer.render.pack.formatted: 3 decimals, whole
+    """A table as the figure pack writes its cells (explorer.render.typesetting.formatted: 3 decimals, whole
     numbers for a column of them, "—" for none), for macros.html's data_table: the column names,
     whether each is a column of numbers (right-aligned), and the rows of text."""
-    from explorer.render.pack import formatted
+    from explorer.render.typesetting import formatted
 
     cells = formatted(df)
     numeric = [all(v == "—" or _NUMBER.match(v) for v in cells[c]) and any(v != "—" for v in cells[c])

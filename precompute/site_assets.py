@@ -22,8 +22,8 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from tying.cache.claims import NO_CLAIM, VERDICT_STYLE
 from tying.cache.schema import MATRICES, MATRIX_NAMES
+from tying.cache.verdicts import NO_CLAIM, VERDICT_STYLE
 
 TEMPLATES = "templates"  # the folder of precompute holding the templates and the scripts
 SCRIPTS = ("site.js", "tokens.js")  # copied to assets/ unchanged
@@ -54,7 +54,7 @@ def sentence(text: str) -> str:
 
 
 def verdict_style(verdict: str) -> tuple[str, str]:
-    """A verdict's colour and sign (tying.cache.claims.VERDICT_STYLE; an unknown one grey, unsigned)."""
+    """A verdict's colour and sign (tying.cache.verdicts.VERDICT_STYLE; an unknown one grey, unsigned)."""
     return VERDICT_STYLE.get(verdict, (VERDICT_STYLE[NO_CLAIM][0], ""))
 
 

@@ -17,6 +17,7 @@ import pytest
 
 from precompute.cli import main
 from tying.cache import claims as C
+from tying.cache import verdicts as V
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -26,29 +27,29 @@ SPLIT = [1.0] * 9 + [-0.1]
 
 
 def test_decide_known_answers():
-    d = C.decide(CLEAR)
-    assert d.verdict == C.HOLDS and d.mean == pytest.approx(0.4)
+    d = V.decide(CLEAR)
+    assert d.verdict == V.HOLDS and d.mean == pytest.approx(0.4)
     # the 95% t-interval with 2 degrees of freedom: 4.303 * sd / sqrt(3)
     assert d.hi - d.mean == pytest.approx(4.302653 * np.std(CLEAR, ddof=1) / np.sqrt(3), rel=1e-5)
-    assert C.decide(REVERSED).verdict == C.FAILS
-    assert C.decide(AROUND_ZERO).verdict == C.NO_CLAIM
+    assert V.decide(REVERSED).verdict == V.FAILS
+    assert V.decide(AROUND_ZERO).verdict == V.NO_CLAIM
     # the seeds all agree but the spread is too large to tell the mean from zero: no claim
-    assert C.decide([0.01, 0.5, 0.02]).verdict == C.NO_CLAIM
-    split = C.decide(SPLIT)
-    assert split.verdict == C.MIXED and "1 of 10 go the other way" in split.text
-    assert C.decide([0.3]).verdict == C.HOLDS and C.decide([-0.3]).verdict == C.FAILS
-    assert C.decide([0.0]).verdict == C.NO_CLAIM and C.decide([]).verdict == C.NO_DATA
-    assert C.decide([None, float("nan")]).verdict == C.NO_DATA
-    assert C.decide([0.2, 0.2]).verdict == C.HOLDS  # equal runs: a zero-width interval clear of zero
+    assert V.decide([0.01, 0.5, 0.02]).verdict == V.NO_CLAIM
+    split = V.decide(SPLIT)
+    assert split.verdict == V.MIXED and "1 of 10 go the other way" in split.text
+    assert V.decide([0.3]).verdict == V.HOLDS and V.decide([-0.3]).verdict == V.FAILS
+    assert V.decide([0.0]).verdict == V.NO_CLAIM and V.decide([]).verdict == V.NO_DATA
+    assert V.decide([None, float("nan")]).verdict == V.NO_DATA
+    assert V.decide([0.2, 0.2]).verdict == V.HOLDS  # equal runs: a zero-width interval clear of zero
 
 
 def test_combine_known_answers():
-    assert C.combine([C.HOLDS, C.HOLDS]) == C.HOLDS
-    assert C.combine([C.FAILS, C.FAILS]) == C.FAILS
-    assert C.combine([C.HOLDS, C.FAILS]) == C.MIXED
-    assert C.combine([C.HOLDS, C.NO_CLAIM]) == C.NO_CLAIM  # "at every width" cannot be said while one is undecided
-    assert C.combine([C.HOLDS, C.MIXED, C.NO_CLAIM]) == C.MIXED
-    assert C.combine([C.NO_DATA, C.HOLDS]) == C.HOLDS and C.combine([]) == C.NO_DATA
+    assert V.combine([V.HOLDS, V.HOLDS]) == V.HOLDS
+    assert V.combine([V.FAILS, V.FAILS]) == V.FAILS
+    assert V.combine([V.HOLDS, V.FAILS]) == V.MIXED
+    assert V.combine([V.HOLDS, V.NO_CLAIM]) == V.NO_CLAIM  # "at every width" cannot be said while one is undecided
+    assert V.combine([V.HOLDS, V.MIXED, V.NO_CLAIM]) == V.MIXED
+    assert V.combine([V.NO_DATA, V.HOLDS]) == V.HOLDS and V.combine([]) == V.NO_DATA
 
 
 def _toy(align=CLEAR, overlap=CLEAR, share=CLEAR, to_i=CLEAR, from_o=CLEAR, spectral=(0.4, 0.6),
@@ -88,8 +89,8 @@ SEEDED = {"alignment": "align", "overlap": "overlap", "gradient": "share"}
 
 
 @pytest.mark.parametrize("key", ["alignment", "overlap", "gradient"])
-@pytest.mark.parametrize("diffs, verdict", [(CLEAR, C.HOLDS), (REVERSED, C.FAILS), (AROUND_ZERO, C.NO_CLAIM),
-                                            (SPLIT, C.MIXED)])
+@pytest.mark.parametrize("diffs, verdict", [(CLEAR, V.HOLDS), (REVERSED, V.FAILS), (AROUND_ZERO, V.NO_CLAIM),
+                                            (SPLIT, V.MIXED)])
 def test_per_seed_claims_follow_their_seeds(key, diffs, verdict):
     s = _toy(**{SEEDED[key]: diffs})
     c = C.CLAIMS[key](s)
@@ -108,24 +109,24 @@ def test_the_lines_show_the_quantity_their_verdict_is_decided_on():
     s = _toy(share=CLEAR)
     s["seed_values"]["output share early (proxy input)"] = {"0": 0.3, "1": 0.31, "2": 0.29}
     g = C.gradient(s)
-    assert g.verdict == C.FAILS and "output share 30.0%" in g.ours and "authors' input proxy" in g.ours
+    assert g.verdict == V.FAILS and "output share 30.0%" in g.ours and "authors' input proxy" in g.ours
     # the lens line says on the same line that the paper's numbers are of another indexing
     lens = C.lens(_toy())
     assert "shifted indexing" in lens.paper and "not the same quantity" in lens.paper
 
 
 @pytest.mark.parametrize("kwargs, verdict", [
-    ({}, C.HOLDS),
-    ({"to_i": REVERSED, "from_o": REVERSED}, C.FAILS),
-    ({"to_i": AROUND_ZERO}, C.NO_CLAIM),
-    ({"to_i": REVERSED}, C.MIXED),  # towards I reversed while away from O holds: one part of two
-    ({"to_i": SPLIT, "from_o": [0.4] * 10}, C.MIXED),
+    ({}, V.HOLDS),
+    ({"to_i": REVERSED, "from_o": REVERSED}, V.FAILS),
+    ({"to_i": AROUND_ZERO}, V.NO_CLAIM),
+    ({"to_i": REVERSED}, V.MIXED),  # towards I reversed while away from O holds: one part of two
+    ({"to_i": SPLIT, "from_o": [0.4] * 10}, V.MIXED),
 ])
 def test_scaling_decides_both_moves(kwargs, verdict):
     assert C.scaling(_toy(**kwargs)).verdict == verdict
 
 
-@pytest.mark.parametrize("values, verdict", [((0.4, 0.6), C.HOLDS), ((0.7, 0.5), C.FAILS), ((0.5, 0.5), C.NO_CLAIM)])
+@pytest.mark.parametrize("values, verdict", [((0.4, 0.6), V.HOLDS), ((0.7, 0.5), V.FAILS), ((0.5, 0.5), V.NO_CLAIM)])
 def test_one_run_claims_read_their_sign(values, verdict):
     c = C.spectral_map(_toy(spectral=values))
     assert c.verdict == verdict and "one run" in c.ours and "no interval" in c.note
@@ -137,15 +138,15 @@ def test_a_single_pair_without_seeds_reads_its_own_in_sample_numbers():
                                        "I->T": {"linear": {"in_sample": 0.5, "held_out": 0.4}}},
          "overlap_at_10": {"T~O": 0.3, "T~I": 0.1}}
     a = C.alignment(s)
-    assert a.verdict == C.HOLDS and a.ours.startswith("O→T 0.800 vs I→T 0.500 (linear, in-sample, one run)")
+    assert a.verdict == V.HOLDS and a.ours.startswith("O→T 0.800 vs I→T 0.500 (linear, in-sample, one run)")
     assert not a.ours.startswith("toy")  # a real pair is not called a toy
     s["alignment"]["O->T"]["linear"]["in_sample"] = 0.2
-    assert C.alignment(s).verdict == C.FAILS
+    assert C.alignment(s).verdict == V.FAILS
 
 
 def test_no_data_names_the_cache_kind_that_has_it():
     got = C.claims({"kind": "pair"})
-    assert tuple(got) == C.IDS and all(c.verdict == C.NO_DATA for c in got.values())
+    assert tuple(got) == C.IDS and all(c.verdict == V.NO_DATA for c in got.values())
     assert got["alignment"].needs == "toylab" and got["sweep_bias"].needs == got["sweep_gap"].needs == "sweep"
     assert got["published"].needs == "published"
 
@@ -158,16 +159,16 @@ def test_the_published_cache_reports_the_printed_tables_and_decides_on_released_
                        "m2": {"I": {"cos_init": [1.0, 0.6]}, "O": {"cos_init": [1.0, 0.7]}}}}
     got = C.claims(s)
     for key in ("alignment", "overlap", "scaling", "lens"):
-        assert got[key].verdict == C.REPORTED, key
+        assert got[key].verdict == V.REPORTED, key
         assert "not evidence" in got[key].note
     assert got["alignment"].ours == "O→T 0.719 vs I→T 0.525"  # the paper's Table 1 (reference.TABLE1)
     p = got["published"]
-    assert p.verdict == C.MIXED and "in 1 of 2 models" in p.ours
+    assert p.verdict == V.MIXED and "in 1 of 2 models" in p.ours
     one = copy.deepcopy(s)
     del one["evolution"]["m2"]
-    assert C.published(one).verdict == C.HOLDS
+    assert C.published(one).verdict == V.HOLDS
     one["evolution"]["m1"]["O"]["cos_init"] = [1.0, 0.95]
-    assert C.published(one).verdict == C.FAILS
+    assert C.published(one).verdict == V.FAILS
 
 
 # -- the sweep's two claims ------------------------------------------------------------------------
@@ -187,9 +188,9 @@ def _rows(bias: dict[int, list[float]], gap: dict[int, list[float]] | None = Non
 
 
 @pytest.mark.parametrize("bias, verdict", [
-    ({32: CLEAR, 64: CLEAR}, C.HOLDS), ({32: REVERSED, 64: REVERSED}, C.FAILS),
-    ({32: AROUND_ZERO, 64: AROUND_ZERO}, C.NO_CLAIM), ({32: CLEAR, 64: REVERSED}, C.MIXED),
-    ({32: CLEAR, 64: AROUND_ZERO}, C.NO_CLAIM), ({32: SPLIT}, C.MIXED)])
+    ({32: CLEAR, 64: CLEAR}, V.HOLDS), ({32: REVERSED, 64: REVERSED}, V.FAILS),
+    ({32: AROUND_ZERO, 64: AROUND_ZERO}, V.NO_CLAIM), ({32: CLEAR, 64: REVERSED}, V.MIXED),
+    ({32: CLEAR, 64: AROUND_ZERO}, V.NO_CLAIM), ({32: SPLIT}, V.MIXED)])
 def test_sweep_bias_known_answers(bias, verdict):
     c = C.sweep_bias({"kind": "sweep", "sweep": _rows(bias)})
     assert c.verdict == verdict
@@ -198,8 +199,8 @@ def test_sweep_bias_known_answers(bias, verdict):
 
 
 @pytest.mark.parametrize("gap, verdict", [
-    ({32: CLEAR, 64: CLEAR}, C.HOLDS), ({32: REVERSED, 64: REVERSED}, C.FAILS),
-    ({32: AROUND_ZERO, 64: AROUND_ZERO}, C.NO_CLAIM), ({32: CLEAR, 64: REVERSED}, C.MIXED)])
+    ({32: CLEAR, 64: CLEAR}, V.HOLDS), ({32: REVERSED, 64: REVERSED}, V.FAILS),
+    ({32: AROUND_ZERO, 64: AROUND_ZERO}, V.NO_CLAIM), ({32: CLEAR, 64: REVERSED}, V.MIXED)])
 def test_sweep_gap_known_answers_and_the_loss_gap_decides_it(gap, verdict):
     c = C.sweep_gap({"kind": "sweep", "sweep": _rows({32: CLEAR, 64: CLEAR}, gap)})
     assert c.verdict == verdict
@@ -220,12 +221,12 @@ def _rewritten_sweep(tmp_path, sql: str) -> dict:
 @pytest.mark.parametrize("sql, key, verdict", [
     # an output bias of mean zero at every width (-0.05, 0, +0.05 over the seeds): no claim
     ("UPDATE sweep SET linear_o_t = linear_i_t + 0.05 * (seed - 1), "
-     "linear_o_t_in = coalesce(linear_i_t_in, 0) + 0.05 * (seed - 1)", "sweep_bias", C.NO_CLAIM),
+     "linear_o_t_in = coalesce(linear_i_t_in, 0) + 0.05 * (seed - 1)", "sweep_bias", V.NO_CLAIM),
     # a reversed bias: I and O swapped in every row
     ("UPDATE sweep SET linear_o_t = linear_i_t, linear_i_t = linear_o_t, linear_o_t_in = linear_i_t_in, "
-     "linear_i_t_in = linear_o_t_in", "sweep_bias", C.FAILS),
+     "linear_i_t_in = linear_o_t_in", "sweep_bias", V.FAILS),
     # loss gaps of mean zero against the matched arm
-    ("UPDATE sweep SET eval_loss_tied_matched = eval_loss_untied + 0.02 * (seed - 1)", "sweep_gap", C.NO_CLAIM),
+    ("UPDATE sweep SET eval_loss_tied_matched = eval_loss_untied + 0.02 * (seed - 1)", "sweep_gap", V.NO_CLAIM),
 ])
 def test_summary_json_reads_rewritten_copies_of_the_shipped_sweep(tmp_path, capsys, sql, key, verdict):
     path = _rewritten_sweep(tmp_path, sql)
@@ -240,7 +241,7 @@ def test_summary_json_of_the_shipped_paper_cache_reports_the_printed_numbers(cap
     assert main(["summary", str(ROOT / "cache" / "paper.duckdb"), "--json"]) == 0
     got = json.loads(capsys.readouterr().out)["claims"]
     for key in ("alignment", "overlap", "scaling", "lens"):
-        assert got[key]["verdict"] == C.REPORTED, key
+        assert got[key]["verdict"] == V.REPORTED, key
 
 
 def test_summary_text_prints_the_claims_as_a_table(capsys):
@@ -250,7 +251,7 @@ def test_summary_text_prints_the_claims_as_a_table(capsys):
     assert "alignment   holds" in table and "no data: published, sweep_bias, sweep_gap" in table
 
 
-@pytest.mark.parametrize("verdict", C.VERDICTS)
+@pytest.mark.parametrize("verdict", V.VERDICTS)
 def test_every_verdict_has_a_style(verdict):
     from explorer.sections import VERDICT_STYLE
 

@@ -19,7 +19,8 @@ import pandas as pd
 import pytest
 
 from explorer import data
-from explorer.render import figures, pack
+from explorer.render import figures, pack, provenance, typesetting
+from explorer.render.formats import FORMATS, latex, tex_escape
 from precompute.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,13 +69,13 @@ def svg_width(body: bytes) -> float:
     return float(root.get("width"))
 
 
-def check_pack(out: Path, cache: Path, formats=pack.FORMATS, scale: float = 2.0) -> dict:
+def check_pack(out: Path, cache: Path, formats=FORMATS, scale: float = 2.0) -> dict:
     """Every written file valid and listed in the manifest (and nothing else), captions the registry's."""
     manifest = json.loads((out / pack.MANIFEST).read_text())
     listed = [f["file"] for f in manifest["files"]]
     written = sorted(p.name for p in out.iterdir() if p.name != pack.MANIFEST)
     assert sorted(listed) == written and len(set(listed)) == len(listed)
-    assert manifest["cache"] == cache.stem and manifest["commit"] == pack.git_commit()
+    assert manifest["cache"] == cache.stem and manifest["commit"] == provenance.git_commit()
     assert manifest["created"] and manifest["formats"] == list(formats)
     expected = figures.available(data.CacheRef.of(cache))
     assert {f["figure"] for f in manifest["files"]} == {f.name for f in expected}
@@ -214,22 +215,22 @@ def test_the_commit_is_read_from_git():
                                check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         pytest.skip("not a git checkout")
-    assert pack.git_commit() == short[:7]
+    assert provenance.git_commit() == short[:7]
 
 
 def test_the_commit_outside_a_checkout_is_unknown(tmp_path):
-    assert pack.git_commit(tmp_path) == "unknown"
+    assert provenance.git_commit(tmp_path) == "unknown"
     (tmp_path / ".git").mkdir()
     (tmp_path / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
     (tmp_path / ".git" / "packed-refs").write_text("# pack-refs\n" + "ab" * 20 + " refs/heads/main\n")
-    assert pack.git_commit(tmp_path) == "abababa"
+    assert provenance.git_commit(tmp_path) == "abababa"
 
 
 def test_latex_is_escaped_and_the_app_signs_become_macros():
-    assert pack.tex_escape("T~O 50% a_b & O→T ± 1 {x}") == (
+    assert tex_escape("T~O 50% a_b & O→T ± 1 {x}") == (
         r"T\textasciitilde{}O 50\% a\_b \& O$\rightarrow$T $\pm$ 1 \{x\}")
     df = pd.DataFrame({"comparison": ["O→T", "I→T"], "mean": [0.8512, None], "n": [3, 4]})
-    tex = pack.latex(df, "table9", "A table", "Mean & spread, 100%", "Source: x_y.")
+    tex = latex(df, "table9", "A table", "Mean & spread, 100%", "Source: x_y.")
     assert r"Mean \& spread, 100\%" in tex and r"\begin{tabular}{lrr}" in tex
     assert r"O$\rightarrow$T & 0.851 & 3 \\" in tex and "I$\\rightarrow$T & --- & 4" in tex
     assert tex.startswith("% table9: A table\n% Source: x_y.")
@@ -237,10 +238,10 @@ def test_latex_is_escaped_and_the_app_signs_become_macros():
 
 def test_a_wide_table_is_drawn_transposed_and_a_narrow_one_as_is():
     wide = pd.DataFrame({"d_model": [32, 64]} | {f"column {i}": [i, i + 0.5] for i in range(12)})
-    cells = pack._for_slide(pack.formatted(wide))
+    cells = typesetting._for_slide(typesetting.formatted(wide))
     assert list(cells.columns) == ["", "d_model 32", "d_model 64"] and len(cells) == 13
     narrow = pd.DataFrame({"a": [1.0, 2.0], "b": ["x", None]})
-    assert pack._for_slide(pack.formatted(narrow)).to_dict("list") == {"a": ["1", "2"], "b": ["x", "—"]}
+    assert typesetting._for_slide(typesetting.formatted(narrow)).to_dict("list") == {"a": ["1", "2"], "b": ["x", "—"]}
 
 
 def test_the_app_offers_the_pack_in_the_sidebar(monkeypatch):

@@ -1,4 +1,4 @@
-"""Tables the app sets beside the paper's numbers (explorer.tables), on constructed summaries."""
+"""Tables the app sets beside the paper's numbers (explorer.render (the *_tables modules)), on constructed summaries."""
 
 from __future__ import annotations
 

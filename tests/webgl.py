@@ -25,7 +25,7 @@ DRIVER = shutil.which("chromedriver")
 WEBGL_FLAGS = ("--enable-unsafe-swiftshader", "--use-gl=angle", "--use-angle=swiftshader")
 DRAWN_FILL = 0.05
 """A view has drawn when this share of its canvas's pixels is painted (its points)."""
-HIGHLIGHT_RGB = (255, 217, 47)  # explorer.charts.HIGHLIGHT
+HIGHLIGHT_RGB = (255, 217, 47)  # explorer.render.style.HIGHLIGHT
 
 # Each deck on the page: its element's key (st-key-...), canvas size, the share of painted
 # pixels and the colour of the centre pixel (and of the pixels around it).

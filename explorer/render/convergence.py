@@ -1,6 +1,6 @@
 """Whether a tuned lens converged, in one markdown line per model (pure: a table in, text out).
 
-Below the data layer: ``explorer.data`` caches these lines per cache, ``explorer.tables``
+Below the data layer: ``explorer.data`` caches these lines per cache, ``explorer.render (the *_tables modules)``
 re-exports them beside the other page tables.
 """
 

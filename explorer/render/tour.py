@@ -1,7 +1,7 @@
 """The tour: the paper's argument, one step per screen (views/tour.py, and the static site).
 
 Each :class:`Step` names the claim it tests (:mod:`tying.cache.claims`), the figure that shows
-it (:data:`explorer.figures.BY_NAME`), one sentence on how to read that figure, and the detail
+it (:data:`explorer.render.figures.BY_NAME`), one sentence on how to read that figure, and the detail
 page that shows more. :func:`source_for` picks, among the caches at hand, the one that holds a
 step's data: the picked cache when it has it, else the shipped cache of the kind the step
 needs (the toy lab, the authors' published measurements, or the sweep).
@@ -20,6 +20,7 @@ import pandas as pd
 from explorer.render import figures, read
 from explorer.render.style import PALETTE
 from tying.cache import claims as claims_mod
+from tying.cache.verdicts import NO_DATA
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class Step:
     slug: str
     title: str
     claim: str | None  # a key of tying.cache.claims.CLAIMS (None: the set-up)
-    figure: str | None  # a name in explorer.figures.BY_NAME (None: the set-up diagram)
+    figure: str | None  # a name in explorer.render.figures.BY_NAME (None: the set-up diagram)
     read: str  # how to read the chart, one sentence
     page: str  # the detail page's URL path
     needs: str  # the cache kind that holds the step's data: toylab, published or sweep
@@ -82,7 +83,7 @@ def step_at(number: int) -> Step:
 def holds_data(step: Step, ref: read.CacheRef) -> bool:
     """Whether ``ref`` holds what ``step`` shows: its claim has numbers and its figure is available."""
     s = read.summary(ref)
-    if step.claim is not None and claims_mod.CLAIMS[step.claim](s).verdict == claims_mod.NO_DATA:
+    if step.claim is not None and claims_mod.CLAIMS[step.claim](s).verdict == NO_DATA:
         return False
     if step.figure is not None:
         return any(f.name == step.figure for f in figures.available(ref))

@@ -1,0 +1,121 @@
+"""Where a figure of the figure pack comes from: the source line under every image.
+
+:func:`source_line` names the cache, its models (or the published data it was built from),
+this repository's commit (:func:`git_commit`, read from ``.git`` directly: nothing here starts
+a process, tests/test_layers.py) and the recorded parameters of the stages behind the figure
+(:func:`stage_params`). :mod:`explorer.render.pack` writes it under the plot and into each
+file's metadata and the manifest.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from explorer.render import figures, read
+
+ROOT = Path(__file__).resolve().parents[2]
+
+HIDDEN_PARAMS = {"inputs", "stage", "corpus_sha256", "tied", "untied", "tied_revision", "untied_revision"}
+"""Stage parameters a source line leaves out: hashes, and the models (named once already)."""
+
+
+def git_commit(root: Path = ROOT) -> str:
+    """The short commit of the checkout at ``root`` (what ``git rev-parse --short HEAD`` says
+    for an unambiguous 7-digit prefix), read from ``.git``; "unknown" outside a checkout."""
+    git = root / ".git"
+    try:
+        if git.is_file():  # a worktree or a submodule: "gitdir: <path>"
+            git = (root / git.read_text().split(":", 1)[1].strip()).resolve()
+        common = git
+        if (git / "commondir").is_file():  # a worktree keeps its branches in the main .git
+            common = (git / (git / "commondir").read_text().strip()).resolve()
+        head = (git / "HEAD").read_text().strip()
+        if not head.startswith("ref:"):
+            return head[:7] if re.fullmatch(r"[0-9a-f]{40}", head) else "unknown"
+        name = head[4:].strip()
+        for base in (git, common):
+            if (base / name).is_file():
+                return (base / name).read_text().strip()[:7]
+        for base in (git, common):
+            packed = base / "packed-refs"
+            if packed.is_file():
+                for line in packed.read_text().splitlines():
+                    sha, _, ref_name = line.partition(" ")
+                    if ref_name == name and re.fullmatch(r"[0-9a-f]{40}", sha):
+                        return sha[:7]
+    except (OSError, IndexError):
+        pass
+    return "unknown"
+
+
+def _value(v) -> str:
+    if isinstance(v, float):
+        return f"{v:g}"
+    if isinstance(v, str) and os.path.isabs(v):
+        try:  # a path under the repository reads the same on every machine
+            return str(Path(v).relative_to(ROOT))
+        except ValueError:
+            return v
+    return str(v)
+
+
+def stage_params(stages: dict, wanted: tuple[str, ...] | None) -> str:
+    """The recorded parameters of the wanted stages, briefly: ``alignment: held_out=0.2, seed=0``.
+    Stages ``<name>:<cell>`` (a sweep's) are one group, a parameter that differs between
+    them listed as its values (``d_model=32/64/128``)."""
+    groups: dict[str, dict[str, list]] = {}
+    for stage, info in stages.items():
+        group = stage.split(":", 1)[0]
+        if wanted is not None and group not in wanted:
+            continue
+        params = groups.setdefault(group, {})
+        for key, v in ((info or {}).get("params") or {}).items():
+            if key in HIDDEN_PARAMS or v is None or isinstance(v, dict):
+                continue
+            text = ",".join(_value(x) for x in v) if isinstance(v, list) else _value(v)
+            if text and text not in params.setdefault(key, []):
+                params[key].append(text)
+    parts = []
+    for group, params in groups.items():
+        def order(x: str):
+            try:
+                return (0, float(x), x)
+            except ValueError:
+                return (1, 0.0, x)
+        cells = [f"{k}={'/'.join(sorted(vs, key=order))}" for k, vs in params.items() if vs]
+        if cells:
+            parts.append(f"{group}: {', '.join(cells)}")
+    return "; ".join(parts)
+
+
+def _where_from(s: dict) -> str:
+    """The models of a cache (source@revision), or the published data it was built from."""
+    models = s.get("models") or {}
+    named = [f"{role} {m['source']}" + (f"@{m['revision']}" if m.get("revision") else "")
+             for role, m in models.items() if m and m.get("source")]
+    if named:
+        return "models: " + ", ".join(named)
+    repos = []
+    for src in s.get("sources") or []:
+        text = f"{src.get('repository')}@{str(src.get('commit') or '')[:7]}".rstrip("@")
+        if src.get("repository") and text not in repos:
+            repos.append(text)
+    if repos:
+        licence = next((src.get("license", "").split(" (")[0] for src in s["sources"] if src.get("license")), "")
+        return "data: " + ", ".join(repos) + (f" ({licence})" if licence else "")
+    return ""
+
+
+def source_line(ref: read.CacheRef, s: dict, name: str, commit: str) -> str:
+    """Where a figure comes from: the cache, its models (or data), this repository's commit and
+    the parameters of the stages behind it."""
+    parts = [f"weight-tying explorer @ {commit}, cache '{ref.name}' ({s.get('kind') or 'pair'})"]
+    where = _where_from(s)
+    if where:
+        parts.append(where)
+    params = stage_params(s.get("stages") or {}, figures.BY_NAME[name].stages or None if name in figures.BY_NAME else None)
+    if params:
+        parts.append(params)
+    return "Source: " + "; ".join(parts) + "."
