@@ -21,8 +21,8 @@ import textwrap
 import altair as alt
 import pandas as pd
 
-from explorer.render.style import NEUTRAL, style
 from explorer.render.spec import vega_lite_spec
+from explorer.render.style import NEUTRAL, style
 
 FOOTER_GAP = 16  # pixels between a plot (or its legends) and its caption
 TEXT_COLOUR = "#333333"  # the caption; the source line is NEUTRAL
