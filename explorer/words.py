@@ -6,6 +6,7 @@ verdicts, the summary's sentences, and the one-line error a page shows.
 """
 
 from tying.cache import claims, reference
+from tying.cache.reference import OVERLAP_K
 from tying.cache.schema import (
     DISPLAY_COMPARISONS,
     MATRIX_NAMES,
@@ -23,6 +24,6 @@ from tying.cache.summary import (
 )
 from tying.errors import UserError, first_line
 
-__all__ = ["DISPLAY_COMPARISONS", "MATRIX_NAMES", "MATRIX_PAIRS", "UserError", "claims", "coverage_text",
+__all__ = ["DISPLAY_COMPARISONS", "MATRIX_NAMES", "MATRIX_PAIRS", "OVERLAP_K", "UserError", "claims", "coverage_text",
            "display_comparison", "first_line", "match_text", "overlap_context_text", "pair_label",
            "projection_text", "reference", "share_beside_paper", "spectral_scope"]

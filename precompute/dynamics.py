@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from precompute.options import internal, option
+from precompute.options import cache_dir_option, internal, option
 from tying.analysis.align import rowwise_cosine
 from tying.analysis.share import DEFAULT_EARLY_STEPS, with_output_share
 from tying.cache.store import cache_path, check_name, short_name
@@ -47,7 +47,7 @@ class EvolutionConfig:
     model: str = option(help="a Hugging Face id, or a local folder with one subfolder per revision")
     revisions: list[str] = option(help="comma-separated revisions, the first is the reference")
     name: str | None = option(None, shown="`<model>-evolution`", help="cache name")
-    cache_dir: str = option("cache", help="folder of the caches")
+    cache_dir: str = cache_dir_option()
     trust_remote_code: bool = option(False, help="allow a hub model's own code to run (off by default)")
     command: str | None = internal(None)
 
@@ -129,7 +129,7 @@ class GradsConfig:
     csv: str = option(help="the CSV file")
     name: str = option(help="cache name")
     run: str | None = option(None, shown="the file name", help="run label")
-    cache_dir: str = option("cache", help="folder of the caches")
+    cache_dir: str = cache_dir_option()
     step_column: str = option(DEFAULT_COLUMNS["step"], help="column of the step")
     input_column: str = option(DEFAULT_COLUMNS["input"], help="column of the input-side norm; its `_effective` "
                                "twin is read when present")

@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from precompute.options import option
+from precompute.options import cache_dir_option, option
 from precompute.report import resolve_cache
 from tying.errors import UserError
 
@@ -24,7 +24,7 @@ class FiguresConfig:
     """What `precompute figures` does; checked when built."""
 
     cache: str = option(positional=True, help="a cache file (`cache/<name>.duckdb`) or a pair name in `--cache-dir`")
-    cache_dir: str = option("cache", help="folder of the caches")
+    cache_dir: str = cache_dir_option()
     out: str | None = option(None, shown="`figures/<cache name>`",
                              help="folder of the pack; an earlier pack there is replaced as a whole, a folder holding "
                                   "other files is refused")

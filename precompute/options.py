@@ -27,18 +27,21 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import os
 import types
 import typing
 from dataclasses import MISSING, InitVar, field
 from typing import Any
 
+from tying.cache.schema import CACHE_DIR_ENV
 from tying.errors import UserError
 
 METADATA_KEY = "precompute.option"  # the field metadata key of this module
 
 
 def option(default: Any = MISSING, *, help: str, flag: str | None = None, shown: str | None = None,
-           choices: typing.Sequence[str] | None = None, positional: bool = False, repeat: bool = False) -> Any:
+           choices: typing.Sequence[str] | None = None, positional: bool = False, repeat: bool = False,
+           default_factory: Any = MISSING) -> Any:
     """A config field that is a command-line option.
 
     help: what it does (no default in it: the default is added). flag: the option's name when it
@@ -48,9 +51,26 @@ def option(default: Any = MISSING, *, help: str, flag: str | None = None, shown:
     """
     meta = {METADATA_KEY: {"help": help, "flag": flag, "shown": shown, "choices": tuple(choices) if choices else None,
                    "positional": positional, "repeat": repeat}}
+    if default_factory is not MISSING:  # a default read when the config is made (from the environment)
+        return field(default_factory=default_factory, metadata=meta)
     if isinstance(default, list):
         return field(default_factory=lambda d=tuple(default): list(d), metadata=meta)
     return field(default=default, metadata=meta)
+
+
+def default_cache_dir() -> str:
+    return os.environ.get(CACHE_DIR_ENV) or "cache"
+
+
+def cache_dir_option() -> Any:
+    """``--cache-dir``, one definition for every command: ``$TYING_CACHE_DIR`` when set, else ``cache``."""
+    return option(default_factory=default_cache_dir, shown=f"`${CACHE_DIR_ENV}` when set, else `cache`",
+                  help="folder of the caches")
+
+
+def device_option() -> Any:
+    """``--device``, one definition for every command that runs a model."""
+    return option(None, shown="`cuda` when present, else `cpu`", help="torch device: `cpu`, `cuda`, `cuda:1`, ...")
 
 
 def internal(default: Any = MISSING, *, default_factory: Any = MISSING) -> Any:
@@ -58,9 +78,14 @@ def internal(default: Any = MISSING, *, default_factory: Any = MISSING) -> Any:
     return field(default=default, default_factory=default_factory, metadata={METADATA_KEY: None})
 
 
-def nested(cls: type, *, prefix: str) -> Any:
-    """A nested config dataclass whose options appear as ``--<prefix><name>``."""
-    return field(default_factory=cls, metadata={METADATA_KEY: {"nested": prefix}})
+def nested(cls: type, *, prefix: str, defaults: dict[str, Any] | None = None,
+           only: typing.Sequence[str] | None = None) -> Any:
+    """A nested config dataclass whose options appear as ``--<prefix><name>``; ``defaults``
+    replace some of its own (the toy lab's lens trains less), ``only`` exposes some of its
+    options (the others keep their defaults or are set by the command)."""
+    given = dict(defaults or {})
+    return field(default_factory=lambda: cls(**given), metadata={METADATA_KEY: {
+        "nested": prefix, "defaults": tuple(sorted(given.items())), "only": tuple(only) if only else None}})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,9 +121,11 @@ def _unwrap(hint: Any) -> tuple[type, bool]:
 
 
 @functools.cache
-def specs(cls: type, prefix: str = "", dest: str = "") -> tuple[Spec, ...]:
+def specs(cls: type, prefix: str = "", dest: str = "", defaults: tuple = (), only: tuple | None = None
+          ) -> tuple[Spec, ...]:
     """The options of a config dataclass, in field order; every field must be declared with
-    :func:`option`, :func:`internal` or :func:`nested` (a new field cannot be forgotten)."""
+    :func:`option`, :func:`internal` or :func:`nested` (a new field cannot be forgotten).
+    ``defaults`` and ``only``: a nested config's (see :func:`nested`)."""
     hints = typing.get_type_hints(cls)
     out: list[Spec] = []
     for f in cls.__dataclass_fields__.values():  # InitVar pseudo-fields included, in order
@@ -110,15 +137,19 @@ def specs(cls: type, prefix: str = "", dest: str = "") -> tuple[Spec, ...]:
         if meta is None:
             continue
         if "nested" in meta:
-            out += specs(hints[f.name], prefix + meta["nested"], f"{dest}{f.name}.")
+            out += specs(hints[f.name], prefix + meta["nested"], f"{dest}{f.name}.", meta["defaults"], meta["only"])
+            continue
+        if only is not None and f.name not in only:
             continue
         kind, many = _unwrap(hints[f.name])
         if kind not in (bool, int, float, str) or (kind is bool and (many or f.default is not False)):
             raise TypeError(f"{cls.__name__}.{f.name}: unsupported option type {hints[f.name]}")
         default = f.default_factory() if f.default_factory is not MISSING else f.default
+        default = dict(defaults).get(f.name, default)
         name = f.name.replace("_", "-")
         flag = meta["flag"] or (name if meta["positional"] else f"--{prefix}{name}")
-        out.append(Spec(dest + f.name, flag, kind, many, default is MISSING, default, meta["help"], meta["shown"],
+        shown = None if f.name in dict(defaults) else meta["shown"]  # a replaced default reads as its value
+        out.append(Spec(dest + f.name, flag, kind, many, default is MISSING, default, meta["help"], shown,
                         meta["choices"], meta["positional"], meta["repeat"]))
     return tuple(out)
 
@@ -211,5 +242,6 @@ def build(cls: type, values: dict[str, Any], **extra: Any) -> Any:
             top[dest] = value
     hints = typing.get_type_hints(cls)
     for name, sub in inner.items():
-        top[name] = build(hints[name], sub)
+        given = dict(cls.__dataclass_fields__[name].metadata[METADATA_KEY].get("defaults") or ())
+        top[name] = build(hints[name], {**given, **sub})
     return cls(**top)

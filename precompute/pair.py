@@ -19,7 +19,9 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from precompute.lens import LensOptions, lens_text, resolve_budget
-from precompute.options import check_positive, internal, nested, option
+from precompute.options import cache_dir_option, check_positive, device_option, internal, nested, option
+from tying.analysis.placement import PLACE_K
+from tying.analysis.umap_fit import EPOCHS as UMAP_EPOCHS
 from tying.cache import reference
 from tying.cache.store import cache_path, check_name, default_name, params_hash
 from tying.cache.writer import CacheWriter
@@ -44,7 +46,7 @@ class PairConfig:
     untied_revision: str | None = option(None, shown="main", help="hub revision of the untied model")
     preset: str | None = option(None, help="one of the paper's pairs, instead of `--tied` and `--untied`: "
                                 + ", ".join(f"`{p}`" for p in reference.PRESETS))
-    cache_dir: str = option("cache", help="folder of the caches")
+    cache_dir: str = cache_dir_option()
     neighbours_k: int = option(50, help="neighbours stored per token; overlap@k for every k up to it")
     held_out: float = option(0.2, help="share of tokens held out to score fitted maps")
     spectral_k: int = option(64, help="k of the k-NN graphs of the spectral distance")
@@ -55,10 +57,10 @@ class PairConfig:
         "than linearly); by default every common token, as the paper; a sampled result says so in the summary and "
         "the app")
     umap_tokens: int = option(20000, help="tokens UMAP is fitted on (a seeded sample above); every other common "
-                              "token is placed into the same map from its 10 nearest fitted tokens")
-    umap_epochs: int = option(100, help="UMAP optimisation epochs (on an OLMo-shaped pair, 20,000 tokens fitted: the "
-                              "umap stage took 270 s at 100 against 339 s at 200, trustworthiness@10 0.938 against "
-                              "0.943; 200 is umap-learn's own default for large inputs)")
+                              f"token is placed into the same map from its {PLACE_K} nearest fitted tokens")
+    umap_epochs: int = option(UMAP_EPOCHS, help="UMAP optimisation epochs (on an OLMo-shaped pair, 20,000 tokens "
+                              "fitted: the umap stage took 270 s at 100 against 339 s at 200, trustworthiness@10 0.938 "
+                              "against 0.943; 200 is umap-learn's own default for large inputs)")
     match: str = option("strings", choices=MATCH_MODES, help="how rows of two different tokenizers are paired: "
                         "`strings` (the token strings both contain) or `ids` (row i with row i, as the paper's Table 1 "
                         "for GPT-Neo vs Pythia); recorded in the cache")
@@ -67,7 +69,7 @@ class PairConfig:
     skip: list[str] = option([], help="comma-separated stages to skip: `" + ",".join(OPTIONAL_STAGES) + "`")
     skip_lens: InitVar[bool] = option(False, help="skip the lens stage (same as `--skip lens`)")
     force: bool = option(False, help="recompute every stage, even if cached")
-    device: str | None = option(None, shown="`cuda` when present, else `cpu`", help="torch device")
+    device: str | None = device_option()
     trust_remote_code: bool = option(False, help="allow a hub model's own code to run (off by default)")
     min_common_tokens: int = internal(100)
     kind: str = internal("pair")  # 'toylab' when the toy lab's twins are analysed
@@ -191,7 +193,7 @@ class PairRun:
     # -- orchestration -------------------------------------------------------------------
     def stage_params(self, stage: str) -> dict:
         """The parameters the stage's hash covers: what its registry entry reads from this run."""
-        return {"stage": stage, "inputs": self.input_hash, **BY_NAME[stage].params(self)}
+        return {"stage": stage, "inputs": self.input_hash, **BY_NAME[stage].resolve("params")(self)}
 
     @staticmethod
     def recorded_params(stage: str, params: dict, ran: dict | None) -> dict:

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from precompute.options import internal, option
+from precompute.options import cache_dir_option, internal, option
 from tying.analysis.share import DEFAULT_EARLY_STEPS, with_output_share
 from tying.cache import reference
 from tying.cache.store import cache_path, check_name
@@ -153,7 +153,7 @@ class EvolutionJsonConfig:
 
     json: list[str] = option(repeat=True, help="an evolution file; repeat for several models")
     name: str = option(help="cache name")
-    cache_dir: str = option("cache", help="folder of the caches")
+    cache_dir: str = cache_dir_option()
     command: str | None = internal(None)
 
     def __post_init__(self) -> None:
@@ -181,7 +181,7 @@ class PaperConfig:
     data_dir: str = option(str(PUBLISHED_DIR), shown="the project's `published/`",
                            help="folder of the published files")
     name: str = option("paper", help="cache name")
-    cache_dir: str = option("cache", help="folder of the caches")
+    cache_dir: str = cache_dir_option()
     early_steps: int = option(DEFAULT_EARLY_STEPS, help="the early output share is over logged steps <= this")
     command: str | None = internal(None)
     files: dict = internal(default_factory=lambda: dict(FILES))

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from precompute.options import option
+from precompute.options import cache_dir_option, option
 from tying.cache import claims, reference
 from tying.cache.schema import MATRIX_PAIRS, METHOD_LABELS, TABLE1_COMPARISONS, TABLE1_METHODS, pair_label
 from tying.cache.store import CACHE_SUFFIX, CacheError, open_cache
@@ -34,7 +34,7 @@ class SummaryConfig:
     """What `precompute summary` does."""
 
     cache: str = option(positional=True, help="a cache file (`cache/<name>.duckdb`) or a pair name in `--cache-dir`")
-    cache_dir: str = option("cache", help="folder of the caches")
+    cache_dir: str = cache_dir_option()
     json: bool = option(False, help="print every number as JSON")
 
 

@@ -37,7 +37,7 @@ import traceback
 from dataclasses import dataclass
 from typing import TextIO
 
-from precompute.options import check_positive, option
+from precompute.options import cache_dir_option, check_positive, device_option, option
 from precompute.report import resolve_cache
 from precompute.trajectory import MAX_TEXT_CHARS, Tracer
 from tying.errors import UserError, first_line
@@ -48,8 +48,8 @@ class ServeConfig:
     """What `precompute serve-trajectory` does; checked when built."""
 
     cache: str = option(positional=True, help="a cache file (`cache/<name>.duckdb`) or a pair name in `--cache-dir`")
-    cache_dir: str = option("cache", help="folder of the caches")
-    device: str | None = option(None, shown="`cuda` when present, else `cpu`", help="`cpu`, `cuda`, `cuda:1`, ...")
+    cache_dir: str = cache_dir_option()
+    device: str | None = device_option()
     batch: int = option(16, help="at most this many waiting texts are traced together")
     threads: int = option(1, help="CPU threads of torch (more only pays for large models on an otherwise idle CPU; "
                                   "on a busy one they wait for each other)")

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from precompute import site_assets
-from precompute.options import option
+from precompute.options import cache_dir_option, option
 from precompute.report import resolve_cache
 from precompute.site_assets import js_data
 from tying.cache.verdicts import NO_DATA
@@ -65,7 +65,7 @@ class SiteConfig:
                                                      "names in `--cache-dir`")
     out: str = option("site", help="the folder to write (an earlier site there is replaced; any other folder "
                                    "must be empty)")
-    cache_dir: str = option("cache", help="folder of the caches")
+    cache_dir: str = cache_dir_option()
     title: str = option("Weight-tying explorer", help="the site's title, also the Hugging Face Space's")
     formats: list[str] = option(list(DEFAULT_FORMATS), help="image files offered beside each chart, from the figure "
                                                             "pack (`svg`, `pdf`, `png`; its CSV, spec and LaTeX files "

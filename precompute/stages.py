@@ -16,6 +16,7 @@ import pandas as pd
 
 from precompute import lens
 from precompute.pair import lens_gpu_command
+from tying.analysis.placement import PLACEMENT
 from tying.cache.schema import MATRICES, MATRIX_PAIRS, pair_label
 from tying.errors import UserError
 
@@ -170,6 +171,12 @@ def spectral_tables(run, progress) -> tuple[dict[str, pd.DataFrame], dict]:
     ran = {"k": graph_k, "components": used[0] if len(used) == 1 else used, "tokens": n_used,
            "sampled": rows is not None}
     return {"spectral": pd.DataFrame(out)}, ran
+
+
+def umap_params(run) -> dict:
+    """The umap stage's hashed parameters: the sample, the epochs and how the rest are placed."""
+    return {"tokens": run.cfg.umap_tokens, "seed": run.cfg.seed, "epochs": run.cfg.umap_epochs,
+            "placement": PLACEMENT}
 
 
 def umap_tables(run, progress) -> tuple[dict[str, pd.DataFrame], dict]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 from dataclasses import InitVar, dataclass, fields
 
-from precompute.options import flag_of, internal, option
+from precompute.options import cache_dir_option, device_option, flag_of, internal, option
 from precompute.toylab import TwinSettings
 from tying.analysis import sweep as S
 from tying.cache.store import check_name
@@ -38,7 +38,7 @@ class SweepConfig(TwinSettings):
     or QUICK's with ``quick=True``."""
 
     name: str = option("sweep", help="cache name")
-    cache_dir: str = option("cache", help="folder of the caches")
+    cache_dir: str = cache_dir_option()
     work_dir: str | None = option(None, shown="`<cache-dir>/toylab/<name>`", help="where the tokenizers go")
     widths: list[int] | None = option(None, flag="--d-model", shown=_by_quick("widths"), help="widths, comma-separated")
     vocab_sizes: list[int] = option([4096], flag="--vocab-size", help="BPE vocabulary sizes, comma-separated "
@@ -68,7 +68,7 @@ class SweepConfig(TwinSettings):
     shard: str | None = option(None, help="`i/n`: train every n-th cell from the i-th (0 <= i < n), into "
                                "`cache/<name>.shard<i>of<n>.duckdb`")
     force: bool = option(False, help="retrain and recompute everything")
-    device: str | None = option(None, shown="`cuda` when present, else `cpu`", help="torch device")
+    device: str | None = device_option()
     command: str | None = internal(None)
     threads: int | None = internal(None)
 
@@ -148,7 +148,7 @@ class MergeConfig:
 
     shards: list[str] = option(positional=True, help="the shard cache files")
     name: str = option("sweep", help="the merged cache's name")
-    cache_dir: str = option("cache", help="folder of the caches")
+    cache_dir: str = cache_dir_option()
     force: bool = option(False, help="start the merged cache afresh")
 
     def __post_init__(self) -> None:

@@ -12,7 +12,7 @@ import hashlib
 import json
 import sys
 import time
-from dataclasses import InitVar, asdict, dataclass
+from dataclasses import InitVar, asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +20,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from precompute.lens import LensOptions
-from precompute.options import check_positive, internal, option
+from precompute.options import cache_dir_option, check_positive, device_option, internal, nested, option
 from precompute.pair import OPTIONAL_STAGES, PairConfig, PairRun
 from tying.analysis.share import TOYLAB_EARLY_FRACTION, early_steps_for, output_share
 from tying.analysis.twins import compare_tied_to_twin
@@ -56,7 +56,7 @@ class DemoConfig(TwinSettings):
     the config is built."""
 
     name: str = option("demo", help="cache name")
-    cache_dir: str = option("cache", help="folder of the caches")
+    cache_dir: str = cache_dir_option()
     work_dir: str | None = option(None, shown="`<cache-dir>/toylab/<name>`", help="where models and tokenizer go")
     vocab_size: int = option(4096, help="BPE vocabulary")
     d_model: int = option(128, help="model width")
@@ -67,12 +67,13 @@ class DemoConfig(TwinSettings):
     skip: list[str] = option([], help="pair stages to skip: `" + ",".join(OPTIONAL_STAGES) + "`")
     skip_lens: InitVar[bool] = option(False, help="skip the lens stage (same as `--skip lens`)")
     force: bool = option(False, help="retrain and recompute everything")
-    device: str | None = option(None, shown="`cuda` when present, else `cpu`", help="torch device")
+    device: str | None = device_option()
     command: str | None = internal(None)
-    lens_steps: int = option(100, help="tuned-lens training steps")
-    lens_tokens_per_step: int = option(2048, help="tokens per tuned-lens optimiser step, by gradient accumulation "
-                                       "(4 micro-batches of 8 x 64 tokens: 100 steps take about 50 s per toy model "
-                                       "on 2 CPU cores)")
+    lens: LensOptions = nested(LensOptions, prefix="lens-", only=("steps", "tokens_per_step"),
+                               defaults={"steps": 100, "tokens_per_step": 2048, "eval_tokens": 16_384})
+    """The tuned lens of each twin, trained on the demo's own corpus at its context (set by the
+    run); 2,048 tokens per step are 4 micro-batches of 8 x 64 tokens: 100 steps take about 50 s
+    per toy model on 2 CPU cores."""
     early_steps: int | None = option(None, shown=f"the first {TOYLAB_EARLY_FRACTION:.0%} of `--steps`",
                                      help="the early output share is over steps <= this")
 
@@ -91,7 +92,7 @@ class DemoConfig(TwinSettings):
             raise UserError("--input-grad-scale must be > 0, got "
                             f"{','.join(f'{f:g}' for f in self.input_grad_scale) or 'nothing'}")
         self.check_twins()
-        check_positive(self, "vocab_size", "d_model", "seeds", "checkpoints", "lens_steps", "lens_tokens_per_step")
+        check_positive(self, "vocab_size", "d_model", "seeds", "checkpoints", "lens.steps", "lens.tokens_per_step")
         if self.early_steps is not None and self.early_steps < 1:
             raise UserError(f"--early-steps must be a positive step number, got {self.early_steps}")
         if self.vocab_size <= 256:
@@ -148,8 +149,7 @@ class DemoRun:
 
     def training_params(self, corpus_digest: str) -> dict:
         c = asdict(self.cfg)
-        for k in ("name", "cache_dir", "work_dir", "skip", "force", "device", "command", "lens_steps",
-                  "lens_tokens_per_step"):
+        for k in ("name", "cache_dir", "work_dir", "skip", "force", "device", "command", "lens"):
             c.pop(k)
         return {"stage": "training", "corpus_sha256": corpus_digest, **c}
 
@@ -227,9 +227,8 @@ class DemoRun:
         PairRun(PairConfig(
             tied=str(self.model_dir("tied", 1.0, 0)), untied=str(self.model_dir("untied", 1.0, 0)), name=cfg.name,
             cache_dir=cfg.cache_dir, text=str(corpus_file), skip=list(cfg.skip), force=cfg.force,
-            device=cfg.device, kind="toylab", command=cfg.command, umap_epochs=100,
-            lens=LensOptions(text=str(corpus_file), steps=cfg.lens_steps, seq_len=cfg.context,
-                             tokens_per_step=cfg.lens_tokens_per_step, eval_tokens=16_384, max_chars=cfg.max_chars),
+            device=cfg.device, kind="toylab", command=cfg.command,
+            lens=replace(cfg.lens, text=str(corpus_file), seq_len=cfg.context, max_chars=cfg.max_chars),
         )).run()
 
     def training_tables(self, results: dict, scales: list[float]) -> dict[str, pd.DataFrame]:

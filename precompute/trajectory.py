@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from precompute.options import check_positive, option
+from precompute.options import cache_dir_option, check_positive, device_option, option
 from tying.cache.store import CacheError, finished_stages, open_cache, stage_params
 from tying.errors import UserError
 from tying.lens import budget_for
@@ -30,10 +30,10 @@ class TrajectoryConfig:
     cache: str = option(positional=True, help="a cache file (`cache/<name>.duckdb`) or a pair name in `--cache-dir`")
     text: str = option(help=f"the text to trace (at most {MAX_TEXT_CHARS:,} characters); one that starts with `-` "
                             "as `--text=-x`")
-    cache_dir: str = option("cache", help="folder of the caches")
+    cache_dir: str = cache_dir_option()
     top_k: int = option(5, help="predictions per cell")
     max_tokens: int = option(32, help="the text is cut to this many tokens (at most 256)")
-    device: str | None = option(None, shown="`cuda` when present, else `cpu`", help="`cpu`, `cuda`, `cuda:1`, ...")
+    device: str | None = device_option()
     trust_remote_code: bool = option(False, help="allow model code from the model's folder (off by default)")
 
     def __post_init__(self) -> None:

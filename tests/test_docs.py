@@ -126,18 +126,22 @@ def _readme_option_table() -> dict[str, dict[str, str]]:
     return out
 
 
-def _field_defaults(cls, prefix: str = "") -> dict[str, object]:
-    """{option: default} of a config's option fields with a plain default, read off the dataclass itself."""
+def _field_defaults(cls, prefix: str = "", made=None, only=None) -> dict[str, object]:
+    """{option: default} of a config's option fields with a plain default, read off the dataclass itself
+    (a nested config's off the instance its field makes: ``made``, exposing ``only`` those options)."""
     out = {}
     for f in cls.__dataclass_fields__.values():
         meta = f.metadata.get(options.METADATA_KEY)
-        if meta is None:
+        if meta is None or (only is not None and f.name not in only):
             continue
         if "nested" in meta:
-            out |= _field_defaults(f.default_factory, prefix + meta["nested"])
+            inner = f.default_factory()
+            out |= _field_defaults(type(inner), prefix + meta["nested"], inner, meta.get("only"))
             continue
         default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-        if meta["shown"] is None and default not in (None, False, "", [], dataclasses.MISSING):
+        replaced = made is not None and getattr(made, f.name) != default
+        default = getattr(made, f.name) if made is not None else default
+        if (meta["shown"] is None or replaced) and default not in (None, False, "", [], dataclasses.MISSING):
             out[meta["flag"] or f"--{prefix}{f.name.replace('_', '-')}"] = default
     return out
 

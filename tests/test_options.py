@@ -17,15 +17,16 @@ from tying.errors import UserError
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _declared(cls, prefix: str = "") -> set[str]:
-    """The options a config dataclass declares (fields and InitVars; internal ones left out), read off its fields."""
+def _declared(cls, prefix: str = "", only=None) -> set[str]:
+    """The options a config dataclass declares (fields and InitVars; internal ones left out), read off its
+    fields; a nested config's ``only`` those it exposes."""
     out = set()
     for f in cls.__dataclass_fields__.values():
         meta = f.metadata[options.METADATA_KEY]  # every field says whether it is an option
-        if meta is None:
+        if meta is None or (only is not None and f.name not in only):
             continue
         if "nested" in meta:
-            out |= _declared(f.default_factory, prefix + meta["nested"])
+            out |= _declared(type(f.default_factory()), prefix + meta["nested"], meta.get("only"))
         elif meta["positional"]:
             out.add(f.name)
         else:
@@ -194,3 +195,25 @@ def test_an_abbreviated_option_is_refused(capsys):
     code = main(["summary", "cache/demo.duckdb", "--jso"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "--jso" in err
+
+
+def test_every_command_takes_its_cache_dir_from_the_environment(monkeypatch, tmp_path):
+    """One owner for --cache-dir and --device: every command's comes from options.cache_dir_option /
+    device_option, and the cache folder defaults to $TYING_CACHE_DIR (as the app's) when set."""
+    from precompute.cli import COMMANDS
+
+    shared_dir = options.specs(COMMANDS["summary"].config)
+    shown_dir = next(s.shown for s in shared_dir if s.flag == "--cache-dir")
+    seen = 0
+    for name, command in COMMANDS.items():
+        for s in options.specs(command.config):
+            if s.flag == "--cache-dir":
+                seen += 1
+                assert s.shown == shown_dir and s.help == "folder of the caches", name
+            if s.flag == "--device":
+                assert s.shown == "`cuda` when present, else `cpu`" and s.help.startswith("torch device"), name
+    assert seen >= 12
+    monkeypatch.setenv("TYING_CACHE_DIR", str(tmp_path))
+    assert options.build(COMMANDS["summary"].config, {"cache": "demo"}).cache_dir == str(tmp_path)
+    monkeypatch.delenv("TYING_CACHE_DIR")
+    assert options.build(COMMANDS["summary"].config, {"cache": "demo"}).cache_dir == "cache"

@@ -20,10 +20,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-PLACEMENT = "knn10-softmax"
-"""How the umap stage places the tokens it did not fit (part of its hash: a cache written before
-placement existed reruns the stage and gains every common token)."""
-
 
 @dataclass(frozen=True)
 class Page:
@@ -45,7 +41,8 @@ class Analysis:
 
     name: str  # the stage's name in the cache's stages table
     tables: dict[str, str]  # table -> CREATE TABLE body
-    params: Callable[[Any], dict] | None = None  # the run (its .cfg) -> the parameters hashed for the stage
+    params: Callable[[Any], dict] | str | None = None  # the run (its .cfg) -> the parameters hashed for the stage
+    # (or "module:function" naming such a function)
     build: str | None = None  # "module:function" (run, progress) -> (tables, what ran | None); None: not a pair stage
     summary: str | None = None  # "module:function" (connection) -> this analysis's summary fields
     figures: str | None = None  # "module:attribute": a tuple of render-layer Figures it contributes
@@ -54,8 +51,10 @@ class Analysis:
     about: dict[str, str] = field(default_factory=dict)  # table -> what it holds, one line (docs/cache.md)
 
     def resolve(self, what: str) -> Any:
-        """The function or value an entry names (``build``, ``summary`` or ``figures``), imported now."""
-        return resolve(getattr(self, what))
+        """The function or value an entry names (``build``, ``params``, ``summary`` or ``figures``),
+        imported now."""
+        target = getattr(self, what)
+        return resolve(target) if isinstance(target, str) else target
 
 
 def resolve(target: str) -> Any:
@@ -314,8 +313,7 @@ ANALYSES: tuple[Analysis, ...] = (
                        about="linear CKA (debiased) of T~O, T~I and I~O: how alike the matrices are as wholes, "
                              "blind to rotations and scale")),
     Analysis("umap", _ddl("umap"), about=_about("umap"), build="precompute.stages:umap_tables", summary="tying.cache.summary:umap_summary",
-             params=lambda run: {"tokens": run.cfg.umap_tokens, "seed": run.cfg.seed, "epochs": run.cfg.umap_epochs,
-                                 "placement": PLACEMENT},
+             params="precompute.stages:umap_params",
              page=Page("projection.py", "Projection", "🗺️", "projection", needs="umap",
                   about='aligned UMAP maps of I, T and O; click or search a token to follow it across the three')),
     Analysis("lens", _ddl("lens_kl", "lens_curve", "lens_trajectory"), about=_about("lens_kl", "lens_curve", "lens_trajectory"), build="precompute.stages:lens_tables",

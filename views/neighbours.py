@@ -7,7 +7,7 @@ import streamlit as st
 from explorer import data, export, frame, state
 from explorer import words as summary_text
 from explorer.render import alignment_charts, seed_tables
-from explorer.words import MATRIX_NAMES, MATRIX_PAIRS, pair_label
+from explorer.words import MATRIX_NAMES, MATRIX_PAIRS, OVERLAP_K, pair_label
 
 ref = frame.current()
 frame.require(ref, "neighbours", "neighbour lists", "python -m precompute pair ... (without --skip neighbours)")
@@ -17,7 +17,7 @@ n_tokens = len(toks)
 K = data.max_k(ref)
 
 c1, c2 = st.columns([3, 1])
-k = c2.slider("k", 1, K, key=state.widget_key("k", min(10, K), lambda v: 1 <= v <= K, f"k runs from 1 to {K} here"),
+k = c2.slider("k", 1, K, key=state.widget_key("k", min(OVERLAP_K, K), lambda v: 1 <= v <= K, f"k runs from 1 to {K} here"),
               on_change=state.sync, args=("k",))
 
 # -- pick a token ---------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import streamlit as st
 
 from explorer import data, deck, deck_backdrop, deck_grid, export, frame, state
 from explorer.render import projection_charts
-from explorer.words import MATRIX_NAMES, projection_text
+from explorer.words import MATRIX_NAMES, OVERLAP_K, projection_text
 
 ref = frame.current()
 frame.require(ref, "umap", "UMAP projection", "python -m precompute pair ... (without --skip umap)")
@@ -59,7 +59,7 @@ if token is not None and token not in projected:
     token = None
 if token is None:
     token = data.default_token(toks, among=projected)  # the same default as Neighbours
-k = min(int(state.get("k", 10)), data.max_k(ref) or 10)
+k = min(int(state.get("k", OVERLAP_K)), data.max_k(ref) or OVERLAP_K)
 
 # -- search, and centring on a token ---------------------------------------------------------
 # A token found by the search or clicked is centred, closer, in every WebGL view ("focus", this

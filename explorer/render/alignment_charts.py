@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from explorer.render.style import COLOURS, NEUTRAL, SAMPLE_POINTS, colour_scale, legend, run_legend
+from tying.cache.reference import OVERLAP_K
 from tying.cache.schema import DISPLAY_COMPARISONS, MATRIX_NAMES, display_comparison
 
 MEAN_LABEL = "mean of each comparison"
@@ -85,7 +86,7 @@ def norm_vs_frequency(df: pd.DataFrame, matrix: str | None = None) -> alt.TopLev
 
 # -- neighbours ------------------------------------------------------------------------------
 
-PAPER_OVERLAP_LABEL = "paper, Table 5 (k = 10)"
+PAPER_OVERLAP_LABEL = f"paper, Table 5 (k = {OVERLAP_K})"
 
 
 def overlap_histogram(counts: pd.DataFrame, k: int) -> alt.Chart:
@@ -120,7 +121,7 @@ def overlap_curve(df: pd.DataFrame, paper: dict | None = None, k: int | None = N
     if k is not None:
         layers.append(alt.Chart(pd.DataFrame({"k": [k]})).mark_rule(strokeDash=[2, 2], color=NEUTRAL).encode(x="k:Q"))
     if paper:
-        ref = pd.DataFrame({"pair": list(paper), "k": 10, "mean_overlap": list(paper.values()),
+        ref = pd.DataFrame({"pair": list(paper), "k": OVERLAP_K, "mean_overlap": list(paper.values()),
                             "source": PAPER_OVERLAP_LABEL})
         layers.append(alt.Chart(ref).mark_point(size=120, filled=False, strokeWidth=2).encode(
             **enc, shape=shape, tooltip=["pair", alt.Tooltip("mean_overlap:Q", title="paper (Table 5)")]))

@@ -51,7 +51,7 @@ def table5(ref):
 def overlap_curve(ref):
     curve = read.overlap_curve(ref)
     paper = (read.summary(ref).get("paper") or {}).get("table5")
-    return alignment_charts.overlap_curve(curve, paper, 10), curve
+    return alignment_charts.overlap_curve(curve, paper, reference.OVERLAP_K), curve
 
 
 def projection(ref, token: int | None = None, view_size: int = 300):
@@ -60,7 +60,7 @@ def projection(ref, token: int | None = None, view_size: int = 300):
         token = read.default_token(toks, among=read.projected_tokens(ref))
     shown = read.umap_sample(ref, 5000)
     coords = read.umap_shown(ref)
-    nb = (read.neighbours_of(ref, token, 10) if read.has_rows(ref, "neighbours")
+    nb = (read.neighbours_of(ref, token, reference.OVERLAP_K) if read.has_rows(ref, "neighbours")
           else pd.DataFrame(columns=["neighbour", "matrix"]))
     parts = []
     for m in projection_charts.PROJECTION_ORDER:

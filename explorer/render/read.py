@@ -28,8 +28,16 @@ import pandas as pd
 
 from explorer.render import convergence
 from tying.analysis.overlap import overlap_at_k
-from tying.cache.schema import MATRICES, MATRIX_PAIRS, pair_label
-from tying.cache.store import CacheError, has_column, list_caches, open_cache, query_df, stage_params, table_exists
+from tying.cache.schema import CACHE_DIR_ENV, MATRICES, MATRIX_PAIRS, pair_label
+from tying.cache.store import (
+    CacheError,
+    has_column,
+    list_caches,
+    open_cache,
+    query_df,
+    stage_params,
+    table_exists,
+)
 from tying.cache.summary import summarize
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,7 +63,7 @@ def memo(max_entries: int | None, *, copy: bool = False):
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("TYING_CACHE_DIR", ROOT / "cache"))
+    return Path(os.environ.get(CACHE_DIR_ENV) or ROOT / "cache")
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,10 @@ from tying.device import to_numpy
 PLACE_K = 10
 """Fitted neighbours a placed token is interpolated from."""
 
+PLACEMENT = f"knn{PLACE_K}-softmax"
+"""How the umap stage places the tokens it did not fit, as its hash records it (a cache written
+before placement existed reruns the stage and gains every common token)."""
+
 SHARPNESS = 4.0
 """Softmax sharpness of :func:`place`: the k-th neighbour weighs e^-SHARPNESS of the nearest."""
 

@@ -38,7 +38,7 @@ from tying.analysis.placement import (
     neighbourhood_scores,
     place,
 )
-from tying.analysis.umap_fit import check_views, embed, line_layout, pca_fit
+from tying.analysis.umap_fit import EPOCHS, check_views, embed, line_layout, pca_fit
 
 
 @dataclass
@@ -53,7 +53,7 @@ class Projection:
 
 
 def project(matrices: list, fit_rows=None, *, n_neighbors: int = 15, min_dist: float = 0.1, pca_dims: int = 50,
-            seed: int = 0, n_epochs: int = 200, k: int = PLACE_K, quality_k: int = QUALITY_K,
+            seed: int = 0, n_epochs: int = EPOCHS, k: int = PLACE_K, quality_k: int = QUALITY_K,
             quality_tokens: int = QUALITY_TOKENS, holdout: float = HOLDOUT_FRACTION,
             progress: Callable[[str], None] | None = None) -> Projection:
     """Aligned 2-D maps of every row of ``matrices``: AlignedUMAP fitted on ``fit_rows`` (default:

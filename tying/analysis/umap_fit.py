@@ -17,6 +17,10 @@ import numpy as np
 
 from tying.device import to_numpy
 
+EPOCHS = 100
+"""UMAP optimisation epochs, the umap stage's default (on an OLMo-shaped pair, 20,000 tokens
+fitted: 270 s at 100 against 339 s at 200, trustworthiness@10 0.938 against 0.943; 200 is
+umap-learn's own default for large inputs)."""
 
 def _as_numpy(X) -> np.ndarray:
     return np.asarray(to_numpy(X), dtype=np.float32)
@@ -43,7 +47,7 @@ def pca_fit(X: np.ndarray, dims: int, seed: int) -> tuple[np.ndarray, Callable[[
 
 
 def aligned_umap(matrices: list, *, n_neighbors: int = 15, min_dist: float = 0.1, pca_dims: int = 50,
-                 seed: int = 0, n_epochs: int = 200) -> list[np.ndarray]:
+                 seed: int = 0, n_epochs: int = EPOCHS) -> list[np.ndarray]:
     """Aligned 2-D UMAP projections of matrices whose rows are the same tokens.
 
     matrices: list of arrays, each of shape (n_tokens, d_i) (widths may differ). Each is

@@ -31,6 +31,9 @@ TABLE1: dict[str, dict[str, dict[str, float]]] = {
 }
 
 # Table 5: k-NN overlap@10 by matrix pair.
+OVERLAP_K = 10
+"""The paper's k: Table 5 is overlap@10; the k a page shows first and a figure draws."""
+
 TABLE5: dict[str, dict[str, float]] = {
     "olmo": {"T~I": 0.496, "T~O": 0.733, "I~O": 0.455},
     "qwen3": {"T~I": 0.366, "T~O": 0.712, "I~O": 0.366},

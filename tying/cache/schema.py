@@ -16,6 +16,9 @@ from __future__ import annotations
 
 from tying import registry
 
+CACHE_DIR_ENV = "TYING_CACHE_DIR"
+"""The environment variable naming the folder of the caches (the app's and every command's default)."""
+
 SCHEMA_VERSION = 4
 
 MIGRATIONS: dict[int, tuple[str, ...]] = {
