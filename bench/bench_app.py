@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-PAGES = ["overview", "alignment", "neighbours", "projection", "lens", "dynamics"]
+PAGES = ["overview", "alignment", "neighbours", "projection", "lens", "dynamics"]  # the measured set, fixed so runs compare
 
 
 def main(argv=None) -> int:

@@ -33,7 +33,7 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = ["overview", "alignment", "neighbours", "projection", "lens", "dynamics", "sweep"]
+PAGES = ["overview", "alignment", "neighbours", "projection", "lens", "dynamics", "sweep"]  # fixed: runs compare
 # Targets with 20 sessions on 2 cores (issue 11): p95 page time <= 2 s, >= 12 pages/s, no errors.
 P95_TARGET = 2.0
 RATE_TARGET = 12.0

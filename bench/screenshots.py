@@ -21,7 +21,10 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = ("overview", "alignment", "neighbours", "projection", "lens", "dynamics")
+sys.path.insert(0, str(ROOT))
+from tying import registry
+
+PAGES = ("overview", *(p.url_path for p in registry.PAGES if p.needs))  # a cache's pages, from the registry
 
 
 def free_port() -> int:

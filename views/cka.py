@@ -19,5 +19,5 @@ for col, pair in zip(cols, cka.ORDER):
         col.metric(f"CKA {pair}", f"{values[pair]:.3f}")
 export.show(lambda: (cka.cka_bars(df), df), "cka", key="cka", spec_key=("cka", ref))
 st.caption(f"Over {int(df['n_tokens'].iloc[0]):,} common tokens. Debiased estimator (unbiased HSIC, Song et al. "
-           "2012): near 0 for unrelated matrices; the plain estimator (grey ticks) sits above it when the width is "
+           "2012): near 0 for unrelated matrices; the plain estimator (dark ticks) sits above it when the width is "
            "not small against the vocabulary.")

@@ -14,7 +14,7 @@ ORDER = ("T~O", "T~I", "I~O")  # the paper's contrast first: is T closer to O th
 
 def cka_bars(df: pd.DataFrame) -> alt.LayerChart:
     """Debiased linear CKA per matrix pair as bars (1: the same up to a rotation and a scale,
-    0: unrelated), the plain estimator as a grey tick on each."""
+    0: unrelated), the plain estimator as a dark tick on each."""
     d = df.assign(label=df["cka"].map(lambda v: f"{v:.2f}"))
     pairs = [p for p in ORDER if p in set(d["pair"])]
     x = alt.X("pair:N", sort=pairs, title=None, axis=alt.Axis(labelAngle=0))
@@ -24,8 +24,8 @@ def cka_bars(df: pd.DataFrame) -> alt.LayerChart:
     colour = alt.Color("pair:N", scale=alt.Scale(domain=pairs, range=[COLOURS.get(p, NEUTRAL) for p in pairs]),
                        legend=None)
     bars = alt.Chart(d).mark_bar(width={"band": 0.6}).encode(x=x, y=y, color=colour, tooltip=tip)
-    text = alt.Chart(d).mark_text(dy=-10, fontSize=14).encode(x=x, y=y, text="label:N")
-    plain = alt.Chart(d).mark_tick(color=NEUTRAL, thickness=3, size=40).encode(
+    text = alt.Chart(d).mark_text(dy=-12, fontWeight="bold").encode(x=x, y=y, text="label:N")  # sized by style()
+    plain = alt.Chart(d).mark_tick(color="black", thickness=2, size=60, opacity=0.6).encode(
         x=x, y="cka_biased:Q", tooltip=tip)
     return alt.layer(bars, plain, text).properties(width="container", height=280)
 
@@ -38,6 +38,6 @@ def cka_figure(ref: read.CacheRef):
 FIGURES = (
     Figure("figure-cka", "Linear CKA of T, I and O",
            "Debiased linear CKA between each pair of matrices over every common token (Kornblith et al. 2019): 1 "
-           "means the same up to a rotation and a scale, 0 unrelated; grey ticks: the plain, upward-biased "
+           "means the same up to a rotation and a scale, 0 unrelated; dark ticks: the plain, upward-biased "
            "estimator. Output-like T: T~O above T~I.", cka_figure, has("cka"), stages=("cka",)),
 )
