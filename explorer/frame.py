@@ -87,7 +87,7 @@ def find_sweep() -> data.CacheRef | None:
     ordered = sorted(listing, key=lambda c: (c.name != chosen, c.name != "sweep", c.name))
     for entry in ordered:
         ref = _ref(entry)
-        if ref is not None and data.summary(ref).get("sweep_cells"):
+        if ref is not None and data.summary(ref).sweep_cells:
             return ref
     return None
 
@@ -119,7 +119,7 @@ def require(ref: data.CacheRef, table: str, what: str, command: str) -> None:
     and a button to switch to a cache of the folder that has them (else how to add them)."""
     if data.has_rows(ref, table):
         return
-    kind = data.summary(ref).get("kind")
+    kind = data.summary(ref).kind
     other = having(table, ref.name)
     if kind == "sweep":
         line = f"The cache '{ref.name}' is a width sweep of tied and untied twins: it has no {what} (see the Sweep page)."

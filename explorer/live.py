@@ -39,7 +39,7 @@ RESULTS = 256  # answered texts kept
 
 def models_here(ref: data.CacheRef) -> dict[str, Path]:
     """{role: folder} of the cache's models found on this machine (empty: sample texts only)."""
-    return model_dirs(stage_params(data.summary(ref).get("stages"), "load"), ref.path)
+    return model_dirs(stage_params(data.summary(ref).stages, "load"), ref.path)
 
 
 class Tracers:

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import html
-from typing import Any
 
 import streamlit as st
 
 from explorer import frame
 from explorer.render import seed_tables, style
 from tying.cache import claims as claims_mod
+from tying.cache.summary_types import Summary
 from tying.cache.verdicts import NO_DATA, VERDICT_STYLE
 
 
-def across_seeds(s: dict[str, Any], intro: str | None = None) -> None:
+def across_seeds(s: Summary, intro: str | None = None) -> None:
     """The "Across seeds" section of a toy-lab summary ``s``: the headline numbers' mean and
     spread over seeds, then whether each of the paper's directions holds seed by seed."""
     st.subheader("Across seeds")
@@ -33,7 +33,7 @@ def verdict_badge(verdict: str) -> str:
             f"white-space:nowrap;font-weight:700'>{sign} {html.escape(verdict)}</span>")
 
 
-def verdicts(s: dict[str, Any], presentation: bool = False) -> int:
+def verdicts(s: Summary, presentation: bool = False) -> int:
     """The paper's claims with this cache's numbers and verdicts, one row each (claims the cache
     has no data for are left out); returns how many rows were drawn."""
     rows = [c for c in claims_mod.claims(s).values() if c.verdict != NO_DATA]

@@ -2,7 +2,7 @@
 
 Pages import the app (``explorer``) only; the names they need from the library are here, in
 one list: the matrices and their pairs, the paper's reference numbers, the claims and their
-verdicts, the summary's sentences, and the one-line error a page shows.
+verdicts, the summary's sentences and its paper section's type, and the one-line error a page shows.
 """
 
 from tying.cache import claims, reference
@@ -22,8 +22,9 @@ from tying.cache.summary import (
     share_beside_paper,
     spectral_scope,
 )
+from tying.cache.summary_types import PaperReference
 from tying.errors import UserError, first_line
 
-__all__ = ["DISPLAY_COMPARISONS", "MATRIX_NAMES", "MATRIX_PAIRS", "OVERLAP_K", "UserError", "claims", "coverage_text",
-           "display_comparison", "first_line", "match_text", "overlap_context_text", "pair_label",
+__all__ = ["DISPLAY_COMPARISONS", "MATRIX_NAMES", "MATRIX_PAIRS", "OVERLAP_K", "PaperReference", "UserError",
+           "claims", "coverage_text", "display_comparison", "first_line", "match_text", "overlap_context_text", "pair_label",
            "projection_text", "reference", "share_beside_paper", "spectral_scope"]

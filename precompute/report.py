@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from precompute.options import cache_dir_option, option
 from tying.cache import claims, reference
@@ -25,6 +24,7 @@ from tying.cache.summary import (
     spectral_scope,
     summarize,
 )
+from tying.cache.summary_types import PaperReference, Summary
 from tying.cache.verdicts import NO_DATA
 from tying.errors import UserError
 
@@ -57,8 +57,11 @@ def print_summary(path: Path, *, as_json: bool) -> None:
         s = summarize(con)
     finally:
         con.close()
-    s["claims"] = claims.as_json(s)
-    print(json.dumps(s, indent=2, sort_keys=True, default=str, allow_nan=False) if as_json else format_summary(s))
+    if as_json:
+        out = s.to_json() | {"claims": claims.as_json(s)}
+        print(json.dumps(out, indent=2, sort_keys=True, default=str, allow_nan=False))
+    else:
+        print(format_summary(s))
 
 
 def run_summary(cfg: SummaryConfig) -> None:
@@ -69,26 +72,26 @@ def _fmt(x: float | None) -> str:
     return "  n/a" if x is None else f"{x:6.3f}"
 
 
-def format_summary(s: dict[str, Any]) -> str:
+def format_summary(s: Summary) -> str:
     """The summary as the plain-text tables the CLI prints."""
-    lines = [f"{s.get('kind', 'pair')}: {s.get('name')}"]
-    if s.get("scale"):
-        lines.append(f"  {s['scale']['line']}")
+    lines = [f"{s.kind or 'pair'}: {s.name}"]
+    if s.scale:
+        lines.append(f"  {s.scale['line']}")
     for role in ("tied", "untied"):
-        m = s["models"].get(role)
+        m = s.models.get(role)
         if m:
             rev = f"@{m['revision']}" if m.get("revision") else ""
             lines.append(
                 f"  {role:<7} {m['source']}{rev}  d={m['d_model']}  vocab={m['n_vocab']}  "
                 f"embedding share={m['embedding_share']:.1%}"
             )
-    v = s.get("vocabulary") or {}
+    v = s.vocabulary or {}
     if v:
         lines.append(f"  {coverage_text(v)}")
-    paper = s.get("paper") or {}
-    if s.get("alignment") or s.get("overlap"):
+    paper = s.paper or PaperReference()
+    if s.alignment or s.overlap:
         _format_pair_tables(s, paper, lines)
-    if s.get("kind") == "published":
+    if s.kind == "published":
         _format_published(s, lines)
     _format_lens(s, lines)
     _format_training(s, lines)
@@ -97,7 +100,7 @@ def format_summary(s: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _format_claims(s: dict[str, Any], lines: list[str]) -> None:
+def _format_claims(s: Summary, lines: list[str]) -> None:
     """The paper's claims as a table: id, verdict, this cache's numbers (and the paper's), one row
     each; claims the cache holds no data for are listed on one line."""
     got = claims.claims(s)
@@ -114,9 +117,9 @@ def _format_claims(s: dict[str, Any], lines: list[str]) -> None:
 
 
 
-def _format_sweep(s: dict[str, Any], lines: list[str]) -> None:
+def _format_sweep(s: Summary, lines: list[str]) -> None:
     """One line per cell of a width sweep: mean ± sample std over seeds."""
-    cells = s.get("sweep_cells")
+    cells = s.sweep_cells
     if not cells:
         return
     lines.append("")
@@ -133,11 +136,11 @@ def _format_sweep(s: dict[str, Any], lines: list[str]) -> None:
                      f"{plus_minus(c['output_share_early'], c['output_share_early_std'], n):>16}")
 
 
-def _format_published(s: dict[str, Any], lines: list[str]) -> None:
+def _format_published(s: Summary, lines: list[str]) -> None:
     """The paper's own tables (quoted) and where each published file comes from."""
     lines.append("")
     lines.append(f"Published measurements: {reference.PAPER}")
-    for src in s.get("sources") or []:
+    for src in s.sources or []:
         if src.get("file"):
             lines.append(f"  {src.get('figure') or '':<9} {Path(src['file']).name}  <- {src['repository']}@"
                          f"{src['commit'][:12]}:{src.get('path') or ''}  ({src.get('license')})")
@@ -154,7 +157,7 @@ def _format_published(s: dict[str, Any], lines: list[str]) -> None:
 
 
 
-def _format_pair_tables(s: dict[str, Any], paper: dict[str, Any], lines: list[str]) -> None:
+def _format_pair_tables(s: Summary, paper: PaperReference, lines: list[str]) -> None:
     lines.append("")
     lines.append("Table 1: mean per-token cosine (in-sample / held-out); identity (raw rows) is the paper's "
                  "identity column, the other maps are on centred rows")
@@ -164,25 +167,25 @@ def _format_pair_tables(s: dict[str, Any], paper: dict[str, Any], lines: list[st
     for comp in TABLE1_COMPARISONS:
         row = f"  {comp:14}"
         for meth in TABLE1_METHODS:
-            cell = s["alignment"].get(comp, {}).get(meth, {})
+            cell = s.alignment.get(comp, {}).get(meth, {})
             row += f"{_fmt(cell.get('in_sample')):>{width - 9}} /{_fmt(cell.get('held_out'))}"
         lines.append(row)
-        if paper.get("table1") and comp in paper["table1"]:
-            ref = paper["table1"][comp]
+        if paper.table1 and comp in paper.table1:
+            ref = paper.table1[comp]
             lines.append(f"  {label:14}" + "".join(f"{_fmt(ref.get(m)) if m in ref else '-':>{width}}"
                                                     for m in TABLE1_METHODS))
-    vocab = s.get("vocabulary") or {}
-    if paper.get("table1") or not vocab.get("identical", True):
+    vocab = s.vocabulary or {}
+    if paper.table1 or not vocab.get("identical", True):
         lines.append(f"  {match_text(s)}")
     lines.append("")
     lines.append("Table 5: k-NN overlap@10")
     for a, b in MATRIX_PAIRS:
         p = pair_label(a, b)
-        ref = (paper.get("table5") or {}).get(p)
+        ref = (paper.table5 or {}).get(p)
         extra = f"   ({label} {ref:.3f})" if ref is not None else ""
-        lines.append(f"  {p}: {_fmt(s['overlap_at_10'].get(p))}{extra}")
-    if s.get("spectral"):
-        sp = s.get("spectral_params", {})
+        lines.append(f"  {p}: {_fmt(s.overlap_at_10.get(p))}{extra}")
+    if s.spectral:
+        sp = s.spectral_params
         lines.append("")
         sampled = spectral_scope(sp)
         lines.append(
@@ -191,11 +194,11 @@ def _format_pair_tables(s: dict[str, Any], paper: dict[str, Any], lines: list[st
         )
         for a, b in MATRIX_PAIRS:
             p = pair_label(a, b)
-            lines.append(f"  {p}: {_fmt(s['spectral'].get(p))}")
+            lines.append(f"  {p}: {_fmt(s.spectral.get(p))}")
 
 
-def _format_lens(s: dict[str, Any], lines: list[str]) -> None:
-    kl = (s.get("lens") or {}).get("kl") or {}
+def _format_lens(s: Summary, lines: list[str]) -> None:
+    kl = (s.analysis("lens") or {}).get("kl") or {}
     if not kl:
         return
     lines.append("")
@@ -205,26 +208,26 @@ def _format_lens(s: dict[str, Any], lines: list[str]) -> None:
             series = kl.get(model, {}).get(lens)
             if series:
                 lines.append(f"  {model:<7}{lens:<6} " + " ".join(_fmt(x).strip() for x in series))
-    gap = s["lens"].get("gap")
+    gap = s.analysis("lens").get("gap")
     if gap:
         lines.append(f"  tuned-lens KL over the first {gap['layers']} hidden states: tied {gap['tied']:.2f}, "
                      f"untied {gap['untied']:.2f}")
-    ref = (s.get("paper") or {}).get("tuned_lens_kl")
+    ref = s.paper.tuned_lens_kl if s.paper else None
     if ref:
         n = EARLY_LAYERS
-        lines.append(f"  paper ({s['paper']['preset']}, authors' indexing): tied "
+        lines.append(f"  paper ({s.paper.preset}, authors' indexing): tied "
                      f"{sum(ref['tied'][:n]) / n:.2f}, untied {sum(ref['untied'][:n]) / n:.2f} over the first {n}; "
-                     f"note: {s['paper']['tuned_lens_note']}")
+                     f"note: {s.paper.tuned_lens_note}")
 
 
-def _format_training(s: dict[str, Any], lines: list[str]) -> None:
-    paper = s.get("paper") or {}
-    if s.get("gradient_provenance"):
+def _format_training(s: Summary, lines: list[str]) -> None:
+    paper = s.paper or PaperReference()
+    if s.gradient_provenance:
         lines.append("")
         lines.append("Gradient provenance: output share = mean over logged steps of output / (input + output) with "
                      "the authors' input proxy when logged (the paper's quantity); early = logged steps <= N")
-        for run, p in s["gradient_provenance"].items():
-            if s["runs"][run]["variant"] == "untied":
+        for run, p in s.gradient_provenance.items():
+            if s.runs[run]["variant"] == "untied":
                 continue
             b = p.get("beside_paper") or share_beside_paper(p)
             ros = b.get("ratio_of_sums") or {}
@@ -237,36 +240,36 @@ def _format_training(s: dict[str, Any], lines: list[str]) -> None:
                 extra += f";  exact input norm (a second figure, not the paper's): early {_fmt(p['early'])}  " \
                          f"overall {_fmt(p['overall'])}"
             lines.append(extra)
-        ref = paper.get("output_share")
+        ref = paper.output_share
         if ref:
             lines.append(f"  paper ({reference.SCALE['gradient_run']}): early {ref['early']:.4f} "
                          f"(steps <= {ref['early_steps']:,})   overall {ref['overall']:.4f}")
-    if s.get("table2"):
+    if s.table2:
         lines.append("")
         lines.append("Table 2: tied matrix vs the untied twin's I / O (mean per-token cosine); the paper's map is "
                      f"'{reference.TABLE2_METHOD}' ({reference.TABLE2_METHOD_LABEL}), the others are extras")
-        methods = sorted(s["table2"], key=lambda m: (m != reference.TABLE2_METHOD, m))
+        methods = sorted(s.table2, key=lambda m: (m != reference.TABLE2_METHOD, m))
         for method in methods:
-            for run, c in s["table2"][method].items():
+            for run, c in s.table2[method].items():
                 lines.append(f"  {method:<20} {run:<24} I {_fmt(c.get('I'))}   O {_fmt(c.get('O'))}")
-        for scale, ref in (paper.get("table2") or {}).items():
+        for scale, ref in (paper.table2 or {}).items():
             lines.append(f"  {'paper (OLMo-1B)':<20} {'input x' + scale:<24} I {_fmt(ref['I'])}   O {_fmt(ref['O'])}"
                          f"   ({reference.TABLE2_METHOD})")
-    seeds = s.get("seeds") or {}
+    seeds = s.seeds or {}
     if seeds:
         n = max(v["n"] for v in seeds.values())
         lines.append("")
         lines.append(f"Across seeds (mean +- sample std, n={n})")
         for metric, v in seeds.items():
             lines.append(f"  {metric:<36} {_fmt(v['mean'])} +- {_fmt(v['std'])}  (n={v['n']})")
-    for claim, d in (s.get("directions") or {}).items():
+    for claim, d in (s.directions or {}).items():
         lines.append(f"  {claim}: holds in {sum(d['holds'])} of {len(d['holds'])} seeds")
-    if s.get("evolution"):
+    if s.evolution:
         lines.append("")
         lines.append("Embedding evolution: mean per-token cosine to the first checkpoint, at the last one")
-        for run, mats in s["evolution"].items():
+        for run, mats in s.evolution.items():
             cells = "   ".join(f"{m} {_fmt(v['cos_init'][-1])}" for m, v in mats.items())
             lines.append(f"  {run:<24} step {max(v['steps'][-1] for v in mats.values())}: {cells}")
-        ev = paper.get("evolution")
+        ev = paper.evolution
         if ev:
             lines.append(f"  paper ({ev['model']})         step {ev['step']:,}: I {ev['I']:.3f}   O {ev['O']:.3f}")

@@ -38,6 +38,7 @@ from precompute import site_assets
 from precompute.options import cache_dir_option, option
 from precompute.report import resolve_cache
 from precompute.site_assets import js_data
+from tying.cache.summary_types import Summary
 from tying.cache.verdicts import NO_DATA
 from tying.errors import UserError
 
@@ -183,7 +184,7 @@ def _packed(rows: Any) -> Any:
 class _Cache:
     ref: Any
     folder: str
-    summary: dict
+    summary: Summary
     kind: str
     claims: dict
     figures: list = field(default_factory=list)  # explorer.render.figure.Figure, in the registry's order
@@ -205,14 +206,14 @@ class _Cache:
     def description(self) -> str:
         """One sentence on what the cache holds (its models, its scale, or its sweep)."""
         s = self.summary
-        if (s.get("scale") or {}).get("line"):
-            return str(s["scale"]["line"])
-        cells = s.get("sweep_cells") or []
+        if (s.scale or {}).get("line"):
+            return str(s.scale["line"])
+        cells = s.sweep_cells or []
         if cells:
             widths = sorted({int(c["d_model"]) for c in cells})
             seeds = max(int(c.get("n") or 0) for c in cells)
             return f"{len(cells)} cells, widths d = {', '.join(map(str, widths))}, up to {seeds} seeds each."
-        models = s.get("models") or {}
+        models = s.models
         return "; ".join(f"{role}: {m.get('source')}" for role, m in models.items() if m)
 
     @property
@@ -276,7 +277,7 @@ class _Builder:
             self.write(f"assets/{name}", site_assets.script(name))
         for ref in self.refs:
             s = data.summary(ref)
-            self.caches.append(_Cache(ref, folder_name(ref.name), s, s.get("kind") or "pair", claims(s)))
+            self.caches.append(_Cache(ref, folder_name(ref.name), s, s.kind or "pair", claims(s)))
         for c in self.caches:
             c.tokens = self.searchable(c)
         for c in self.caches:

@@ -58,12 +58,12 @@ def test_overview_numbers_equal_the_cache(caches, monkeypatch):
     table1 = next(df.value for df in at.dataframe if "comparison" in df.value.columns)
     row = table1[(table1["comparison"] == "O→T") & (table1["map"] == "linear")].iloc[0]
     # three seeds: the per-token columns are seed 0's twins, said so, with the seeds' mean beside them
-    assert row["in-sample (seed 0)"] == pytest.approx(s["alignment"]["O->T"]["linear"]["in_sample"])
-    assert row["held-out (seed 0)"] == pytest.approx(s["alignment"]["O->T"]["linear"]["held_out"])
-    held = s["seeds"]["O->T linear held-out"]
+    assert row["in-sample (seed 0)"] == pytest.approx(s.alignment["O->T"]["linear"]["in_sample"])
+    assert row["held-out (seed 0)"] == pytest.approx(s.alignment["O->T"]["linear"]["held_out"])
+    held = s.seeds["O->T linear held-out"]
     assert row["held-out, mean ± std of 3 seeds"] == f"{held['mean']:.3f} ± {held['std']:.3f}"
     raw = table1[(table1["comparison"] == "O→T") & (table1["map"] == "identity (raw rows)")].iloc[0]
-    assert raw["in-sample (seed 0)"] == pytest.approx(s["alignment"]["O->T"]["identity_raw"]["in_sample"])
+    assert raw["in-sample (seed 0)"] == pytest.approx(s.alignment["O->T"]["identity_raw"]["in_sample"])
     # a toy-lab cache is set beside the paper's OLMo numbers, labelled as such; raw identity beside raw
     assert raw["paper (olmo)"] == "0.014" and row["paper (olmo)"] == "0.719"
     centred = table1[(table1["comparison"] == "O→T") & (table1["map"] == "identity (centred)")].iloc[0]
@@ -73,15 +73,15 @@ def test_overview_numbers_equal_the_cache(caches, monkeypatch):
     share = seeds[seeds["metric"] == "output share early (exact input)"].iloc[0]
     assert share["seeds"] == 3 and share["mean"] == pytest.approx(0.63) and share["std"] == pytest.approx(0.01)
     # the share beside the paper's 70.3% is the mean of ratios with the authors' proxy; exact is second
-    prov = s["gradient_provenance"]["tied/seed0"]
+    prov = s.gradient_provenance["tied/seed0"]
     text = next(m.value for m in at.markdown if "Output side's share" in m.value)
     assert f"**{prov['beside_paper']['early']:.1%}**" in text and "authors' input proxy" in text
     assert f"exact input norm (what the matrix receives; a second figure, not the paper's): " \
            f"{prov['early']:.1%}" in text
     assert prov["beside_paper"]["early"] != prov["early"]
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["overlap@10 T~O · mean of 3 seeds"] == f"{s['seeds']['overlap@10 T~O']['mean']:.3f}"
-    assert metrics["spectral T~I"] == f"{s['spectral']['T~I']:.3f}"
+    assert metrics["overlap@10 T~O · mean of 3 seeds"] == f"{s.seeds['overlap@10 T~O']['mean']:.3f}"
+    assert metrics["spectral T~I"] == f"{s.spectral['T~I']:.3f}"
 
 
 def test_neighbours_token_and_k_from_the_url(caches, monkeypatch):
@@ -360,13 +360,13 @@ def test_the_shipped_sweep_cache_renders_and_reads_as_the_readme_says(monkeypatc
     root = Path(APP).parent / "cache"
     assert (root / "sweep.duckdb").is_file()
     s = summarize(open_cache(root / "sweep.duckdb"))
-    assert s["kind"] == "sweep" and {c["d_model"] for c in s["sweep_cells"]} >= {32, 64, 128, 256}
-    assert all(c["n"] >= 3 for c in s["sweep_cells"])
+    assert s.kind == "sweep" and {c["d_model"] for c in s.sweep_cells} >= {32, 64, 128, 256}
+    assert all(c["n"] >= 3 for c in s.sweep_cells)
     # rebuilt with issue 29's protocol: every row has the matched arm within 2% (the twins' depth, wider
     # feed-forward layers), the baselines and the keys of the third protocol
-    assert all(abs(r["params_tied_matched"] - r["params_untied"]) <= 0.02 * r["params_untied"] for r in s["sweep"])
-    assert all(r["bigram_loss"] < r["unigram_loss"] and r["tokens_seen"] > 0 for r in s["sweep"])
-    for r in s["sweep"]:
+    assert all(abs(r["params_tied_matched"] - r["params_untied"]) <= 0.02 * r["params_untied"] for r in s.sweep)
+    assert all(r["bigram_loss"] < r["unigram_loss"] and r["tokens_seen"] > 0 for r in s.sweep)
+    for r in s.sweep:
         assert r["n_layers_matched"] == r["n_layers"] and r["d_ff_matched"] > r["d_ff"] == 4 * r["d_model"], r
         assert r["cos_start_input_untied"] is not None and r["linear_o_t_in"] is not None
         assert r["bigram_train_tokens"] > r["tokens_seen"]
@@ -376,7 +376,7 @@ def test_the_shipped_sweep_cache_renders_and_reads_as_the_readme_says(monkeypatc
     con.close()
     for (d, arm), g in probes.groupby(["d_model", "arm"]):
         assert g["lr"].nunique() >= 3, (d, arm)
-        chosen = {r[f"lr_{arm}"] for r in s["sweep"] if r["d_model"] == d}
+        chosen = {r[f"lr_{arm}"] for r in s.sweep if r["d_model"] == d}
         assert chosen == {float(g.loc[g["loss"].idxmin(), "lr"])}, (d, arm)
     assert set(probes["arm"]) == {"tied", "untied", "tied_matched"}
     at = _app(root, monkeypatch, "sweep")

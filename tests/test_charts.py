@@ -218,7 +218,7 @@ def test_training_curve_panels_share_their_axes_at_the_containers_width():
 
 def test_the_papers_diamonds_are_named_in_the_legend():
     demo = ref("demo")
-    paper = (data.summary(demo).get("paper") or {}).get("table5")
+    paper = data.summary(demo).paper.table5
     assert paper
     chart = alignment_charts.overlap_curve(data.overlap_curve(demo), paper, 10)
     found = assert_legends_match_marks(chart)
@@ -255,7 +255,7 @@ def page_charts():
     demo, paper, sweep = ref("demo"), ref("paper"), ref("sweep")
     log = data.table(demo, "train_log")
     s = data.summary(sweep)
-    points = sweep_tables.sweep_points(s["sweep_cells"])
+    points = sweep_tables.sweep_points(s.sweep_cells)
     crossings, _ = sweep_tables.sweep_crossings(points, "d_model")
     coords = data.umap_shown(demo)
     hi = coords[coords["token"].isin(coords["token"].iloc[:3])].assign(role=["picked"] + ["neighbour"] * 8)
@@ -266,7 +266,7 @@ def page_charts():
         "norm panel": alignment_charts.norm_vs_frequency(data.norms(demo), "T"),
         "overlap histogram": alignment_charts.overlap_histogram(data.overlap_counts(demo, 10), 10),
         "overlap curve": alignment_charts.overlap_curve(data.overlap_curve(demo),
-                                                        data.summary(demo)["paper"]["table5"], 10),
+                                                        data.summary(demo).paper.table5, 10),
         "projection": projection_charts.projection(coords.iloc[:300], hi, mode="overlaid"),
         "density": projection_charts.projection_view(coords, hi, "T", density=True),
         "kl": lens_charts.kl_curves(data.table(demo, "lens_kl")),

@@ -102,7 +102,7 @@ def test_the_page_and_the_figure_come_from_the_registry(tmp_path):
 
     ref = read.CacheRef.of(build_synthetic_cache(tmp_path))
     s = read.summary(ref)
-    assert s["cka"]["T~O"]["cka"] > s["cka"]["T~I"]["cka"]
+    assert s.analysis("cka")["T~O"]["cka"] > s.analysis("cka")["T~I"]["cka"]
     assert "figure-cka" in [f.name for f in figures.available(ref)]
     chart, df = figures.BY_NAME["figure-cka"].build(ref)
     assert len(df) == 3 and chart.to_dict()["layer"]

@@ -18,6 +18,9 @@ import pytest
 from precompute.cli import main
 from tying.cache import claims as C
 from tying.cache import verdicts as V
+from tying.cache.summary_types import Summary
+
+S = Summary.from_json  # the summaries below are written as their JSON
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -93,7 +96,7 @@ SEEDED = {"alignment": "align", "overlap": "overlap", "gradient": "share"}
                                             (SPLIT, V.MIXED)])
 def test_per_seed_claims_follow_their_seeds(key, diffs, verdict):
     s = _toy(**{SEEDED[key]: diffs})
-    c = C.CLAIMS[key](s)
+    c = C.CLAIMS[key](S(s))
     assert c.verdict == verdict, (key, c)
     assert c.ours.startswith("toy (1.57M/2.10M parameters, 0.26M training tokens)")  # a toy line says so
     assert f"mean of {len(diffs)} seeds" in c.ours
@@ -101,17 +104,17 @@ def test_per_seed_claims_follow_their_seeds(key, diffs, verdict):
 
 def test_the_lines_show_the_quantity_their_verdict_is_decided_on():
     s = _toy()
-    a = C.alignment(s)
+    a = C.alignment(S(s))
     # in-sample linear (the paper's protocol) beside the paper's; held-out as a labelled second figure
     assert "O→T 0.900 vs I→T 0.500 (linear, in-sample, mean of 3 seeds); held-out: O→T 0.850 vs I→T 0.450" in a.ours
     assert "(linear, in-sample)" in a.paper and "in-sample" in a.note
     # the gradient line shows the proxy share and its verdict is decided on it: proxy reversed, exact not
     s = _toy(share=CLEAR)
     s["seed_values"]["output share early (proxy input)"] = {"0": 0.3, "1": 0.31, "2": 0.29}
-    g = C.gradient(s)
+    g = C.gradient(S(s))
     assert g.verdict == V.FAILS and "output share 30.0%" in g.ours and "authors' input proxy" in g.ours
     # the lens line says on the same line that the paper's numbers are of another indexing
-    lens = C.lens(_toy())
+    lens = C.lens(S(_toy()))
     assert "shifted indexing" in lens.paper and "not the same quantity" in lens.paper
 
 
@@ -123,29 +126,29 @@ def test_the_lines_show_the_quantity_their_verdict_is_decided_on():
     ({"to_i": SPLIT, "from_o": [0.4] * 10}, V.MIXED),
 ])
 def test_scaling_decides_both_moves(kwargs, verdict):
-    assert C.scaling(_toy(**kwargs)).verdict == verdict
+    assert C.scaling(S(_toy(**kwargs))).verdict == verdict
 
 
 @pytest.mark.parametrize("values, verdict", [((0.4, 0.6), V.HOLDS), ((0.7, 0.5), V.FAILS), ((0.5, 0.5), V.NO_CLAIM)])
 def test_one_run_claims_read_their_sign(values, verdict):
-    c = C.spectral_map(_toy(spectral=values))
+    c = C.spectral_map(S(_toy(spectral=values)))
     assert c.verdict == verdict and "one run" in c.ours and "no interval" in c.note
-    assert C.lens(_toy(lens=(values[1], values[0]))).verdict == verdict
+    assert C.lens(S(_toy(lens=(values[1], values[0])))).verdict == verdict
 
 
 def test_a_single_pair_without_seeds_reads_its_own_in_sample_numbers():
     s = {"kind": "pair", "alignment": {"O->T": {"linear": {"in_sample": 0.8, "held_out": 0.7}},
                                        "I->T": {"linear": {"in_sample": 0.5, "held_out": 0.4}}},
          "overlap_at_10": {"T~O": 0.3, "T~I": 0.1}}
-    a = C.alignment(s)
+    a = C.alignment(S(s))
     assert a.verdict == V.HOLDS and a.ours.startswith("O→T 0.800 vs I→T 0.500 (linear, in-sample, one run)")
     assert not a.ours.startswith("toy")  # a real pair is not called a toy
     s["alignment"]["O->T"]["linear"]["in_sample"] = 0.2
-    assert C.alignment(s).verdict == V.FAILS
+    assert C.alignment(S(s)).verdict == V.FAILS
 
 
 def test_no_data_names_the_cache_kind_that_has_it():
-    got = C.claims({"kind": "pair"})
+    got = C.claims(S({"kind": "pair"}))
     assert tuple(got) == C.IDS and all(c.verdict == V.NO_DATA for c in got.values())
     assert got["alignment"].needs == "toylab" and got["sweep_bias"].needs == got["sweep_gap"].needs == "sweep"
     assert got["published"].needs == "published"
@@ -157,7 +160,7 @@ def test_the_published_cache_reports_the_printed_tables_and_decides_on_released_
                               "Table 2 x5": {"input_grad_scale": 5.0, "I": 0.222, "O": 0.369}}},
          "evolution": {"m1": {"I": {"cos_init": [1.0, 0.9]}, "O": {"cos_init": [1.0, 0.5]}},
                        "m2": {"I": {"cos_init": [1.0, 0.6]}, "O": {"cos_init": [1.0, 0.7]}}}}
-    got = C.claims(s)
+    got = C.claims(S(s))
     for key in ("alignment", "overlap", "scaling", "lens"):
         assert got[key].verdict == V.REPORTED, key
         assert "not evidence" in got[key].note
@@ -166,9 +169,9 @@ def test_the_published_cache_reports_the_printed_tables_and_decides_on_released_
     assert p.verdict == V.MIXED and "in 1 of 2 models" in p.ours
     one = copy.deepcopy(s)
     del one["evolution"]["m2"]
-    assert C.published(one).verdict == V.HOLDS
+    assert C.published(S(one)).verdict == V.HOLDS
     one["evolution"]["m1"]["O"]["cos_init"] = [1.0, 0.95]
-    assert C.published(one).verdict == V.FAILS
+    assert C.published(S(one)).verdict == V.FAILS
 
 
 # -- the sweep's two claims ------------------------------------------------------------------------
@@ -192,7 +195,7 @@ def _rows(bias: dict[int, list[float]], gap: dict[int, list[float]] | None = Non
     ({32: AROUND_ZERO, 64: AROUND_ZERO}, V.NO_CLAIM), ({32: CLEAR, 64: REVERSED}, V.MIXED),
     ({32: CLEAR, 64: AROUND_ZERO}, V.NO_CLAIM), ({32: SPLIT}, V.MIXED)])
 def test_sweep_bias_known_answers(bias, verdict):
-    c = C.sweep_bias({"kind": "sweep", "sweep": _rows(bias)})
+    c = C.sweep_bias(S({"kind": "sweep", "sweep": _rows(bias)}))
     assert c.verdict == verdict
     assert c.ours.startswith("toy sweep (0.20M-0.33M parameters, 0.33M training tokens per arm)")
     assert "in-sample" in c.ours and "0.90" in c.note  # how far I moved from its start
@@ -202,7 +205,7 @@ def test_sweep_bias_known_answers(bias, verdict):
     ({32: CLEAR, 64: CLEAR}, V.HOLDS), ({32: REVERSED, 64: REVERSED}, V.FAILS),
     ({32: AROUND_ZERO, 64: AROUND_ZERO}, V.NO_CLAIM), ({32: CLEAR, 64: REVERSED}, V.MIXED)])
 def test_sweep_gap_known_answers_and_the_loss_gap_decides_it(gap, verdict):
-    c = C.sweep_gap({"kind": "sweep", "sweep": _rows({32: CLEAR, 64: CLEAR}, gap)})
+    c = C.sweep_gap(S({"kind": "sweep", "sweep": _rows({32: CLEAR, 64: CLEAR}, gap)}))
     assert c.verdict == verdict
     assert "parameter-matched" in c.ours and "above the smoothed bigram" in c.note
 

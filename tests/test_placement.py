@@ -154,9 +154,9 @@ def test_the_umap_table_covers_every_common_token(pair_models, tmp_path, capsys,
     # the same tokens were fitted in every view
     fitted = {m: set(umap[(umap["matrix"] == m) & ~umap["placed"]]["token"]) for m in ("T", "I", "O")}
     assert fitted["T"] == fitted["I"] == fitted["O"]
-    u = s["umap"]
+    u = s.analysis("umap")
     assert (u["n_fitted"], u["n_placed"], u["n_common"]) == (150, n - 150, n)
-    ran = s["stages"]["umap"]["params"]["ran"]
+    ran = s.stages["umap"]["params"]["ran"]
     assert ran["tokens"] == 150 and ran["placed"] == n - 150
     for m in ("T", "I", "O"):
         q = ran["placement"][m]
@@ -165,7 +165,7 @@ def test_the_umap_table_covers_every_common_token(pair_models, tmp_path, capsys,
     text = projection_text(u)
     assert text.startswith("150 tokens fitted by AlignedUMAP, ") and f"{n - 150:,} placed" in text
     assert "trustworthiness@10" in text
-    json.dumps(s, allow_nan=False)  # the summary stays strict JSON
+    json.dumps(s.to_json(), allow_nan=False)  # the summary stays strict JSON
     # the Projection page says it in its caption
     from tests.apppage import open_page
 
@@ -198,7 +198,7 @@ def test_a_cache_without_the_placed_column_reads_as_all_fitted(tmp_path):
     con = open_cache(path)
     try:
         assert not has_column(con, "umap", "placed")
-        u = summarize(con)["umap"]
+        u = summarize(con).analysis("umap")
     finally:
         con.close()
     assert (u["n_fitted"], u["n_placed"], u["n_common"], u["placement"]) == (4, 0, 6, None)
@@ -213,7 +213,7 @@ def test_a_cache_without_the_placed_column_reads_as_all_fitted(tmp_path):
     con = open_cache(path)
     try:
         assert has_column(con, "umap", "placed")
-        u = summarize(con)["umap"]
+        u = summarize(con).analysis("umap")
         assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
     finally:
         con.close()

@@ -98,32 +98,31 @@ def paper_summary(tmp_path_factory):
 
     con = open_cache(d / "paper.duckdb")
     try:
-        s = summarize(con)
-        s["run_sources"] = query_df(con, "SELECT run, source FROM runs").set_index("run")["source"].to_dict()
-        return s
+        return summarize(con), query_df(con, "SELECT run, source FROM runs").set_index("run")["source"].to_dict()
     finally:
         con.close()
 
 
 def test_paper_cache_gives_the_papers_numbers(paper_summary):
-    s = paper_summary
-    assert s["kind"] == "published"
-    p = s["gradient_provenance"]["OLMo-1B tied (published run)"]
+    s, run_sources = paper_summary
+    assert s.kind == "published"
+    p = s.gradient_provenance["OLMo-1B tied (published run)"]
     assert round(p["early"], 4) == 0.7033 and round(p["overall"], 4) == 0.6357 and p["logged_steps"] == 10010
-    olmo = s["evolution"]["allenai/OLMo-1B-0724-hf"]
+    olmo = s.evolution["allenai/OLMo-1B-0724-hf"]
     assert olmo["I"]["steps"][-1] == 20000 and olmo["O"]["steps"][-1] == 20000
     assert round(olmo["I"]["cos_init"][-1], 3) == 0.865 and round(olmo["O"]["cos_init"][-1], 3) == 0.561
-    assert set(s["evolution"]) == {"allenai/OLMo-1B-0724-hf", "allenai/OLMo-7B-0424-hf", "EleutherAI/pythia-1b"}
-    assert s["lens"]["kl"]["tied"]["tuned"][1] == 9.61 and s["lens"]["kl"]["untied"]["tuned"][-1] == 0.18
+    assert set(s.evolution) == {"allenai/OLMo-1B-0724-hf", "allenai/OLMo-7B-0424-hf", "EleutherAI/pythia-1b"}
+    lens = s.analysis("lens")
+    assert lens["kl"]["tied"]["tuned"][1] == 9.61 and lens["kl"]["untied"]["tuned"][-1] == 0.18
     # every figure carries its source: the file, the authors' repository and commit
-    files = {Path(x["file"]).name: x for x in s["sources"] if x.get("file")}
+    files = {Path(x["file"]).name: x for x in s.sources if x.get("file")}
     assert set(files) == {"olmo-1b-tied-gradient-provenance.csv", "evolution_OLMo-1B-0724-hf.json",
                           "evolution_OLMo-7B-0424-hf.json", "evolution_pythia-1b.json"}
     assert all(x["commit"] == "d94ddeef29af9a6b5c3fef471b07f4365db298cc" and "Apache-2.0" in x["license"]
                for x in files.values())
-    assert {x["figure"] for x in s["sources"]} >= {"Figure 3", "Figure 4", "Table 1", "Table 2", "Table 5", "Table 6"}
-    assert len(s["run_sources"]) == 4
-    assert all("weight-tying-bias@d94ddeef29af" in src for src in s["run_sources"].values())
+    assert {x["figure"] for x in s.sources} >= {"Figure 3", "Figure 4", "Table 1", "Table 2", "Table 5", "Table 6"}
+    assert len(run_sources) == 4
+    assert all("weight-tying-bias@d94ddeef29af" in src for src in run_sources.values())
 
 
 def test_published_folder_keeps_the_license_and_attribution():

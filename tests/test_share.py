@@ -74,7 +74,7 @@ def test_the_authors_log_gives_the_papers_numbers():
     assert s["logged_steps"] == 10010 and s["early_logged_steps"] == 1000
 
 
-def _import(tmp_path, csv: Path, *extra: str) -> dict:
+def _import(tmp_path, csv: Path, *extra: str):
     rc = main(["grads", "--csv", str(csv), "--name", "prov", "--cache-dir", str(tmp_path), *extra])
     assert rc == 0
     con = duckdb.connect(str(tmp_path / "prov.duckdb"), read_only=True)
@@ -86,14 +86,14 @@ def _import(tmp_path, csv: Path, *extra: str) -> dict:
 
 def test_grads_imports_the_authors_log_with_the_papers_definition(tmp_path, capsys):
     s = _import(tmp_path, AUTHORS_LOG)
-    p = s["gradient_provenance"]["olmo-1b-tied-gradient-provenance"]
+    p = s.gradient_provenance["olmo-1b-tied-gradient-provenance"]
     assert round(p["early"], 4) == 0.7033 and round(p["overall"], 4) == 0.6357
     assert p["early_steps"] == 1000 and p["input_norm"] == "effective"
     out = capsys.readouterr().out
     assert "early  0.703" in out and "ratio of summed norms" in out
     # --early-steps moves the window
     s = _import(tmp_path, AUTHORS_LOG, "--early-steps", "10000")
-    assert round(s["gradient_provenance"]["olmo-1b-tied-gradient-provenance"]["early"], 4) == 0.6357
+    assert round(s.gradient_provenance["olmo-1b-tied-gradient-provenance"]["early"], 4) == 0.6357
 
 
 def test_grads_prefers_effective_columns_and_says_which(tmp_path):
@@ -103,13 +103,13 @@ def test_grads_prefers_effective_columns_and_says_which(tmp_path):
                           "embedding_grad_l2_norm_effective": 3.0, "output_proj_grad_l2_norm_effective": 3.0})
     both = tmp_path / "scaled.csv"
     frame.to_csv(both, index=False)
-    p = _import(tmp_path, both, "--early-steps", "50")["gradient_provenance"]["scaled"]
+    p = _import(tmp_path, both, "--early-steps", "50").gradient_provenance["scaled"]
     assert p["input_norm"] == "effective" and p["early"] == pytest.approx(0.5)
     assert p["early_logged_steps"] == 5
     plain = tmp_path / "plain.csv"
     frame.drop(columns=["embedding_grad_l2_norm_effective", "output_proj_grad_l2_norm_effective"]).to_csv(
         plain, index=False)
-    p = _import(tmp_path, plain)["gradient_provenance"]["plain"]
+    p = _import(tmp_path, plain).gradient_provenance["plain"]
     assert p["input_norm"] == "plain" and p["early"] == pytest.approx(0.75)
     con = duckdb.connect(str(tmp_path / "prov.duckdb"), read_only=True)
     settings = json.loads(con.execute("SELECT settings FROM runs").fetchone()[0])

@@ -25,6 +25,7 @@ from precompute import site
 from precompute.cli import main
 from tests.test_browser import CHROMIUM, DRIVER
 from tests.waiting import wait_until
+from tying.cache.summary_types import Summary
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO_BUDGET = 25e6  # bytes: the demo's site fits a Static Space and a USB stick with room to spare
@@ -152,7 +153,7 @@ def test_a_token_string_is_escaped_in_a_rendered_page(tmp_path):
 
     token = "<script>alert('x')</script>"
     shown = "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;"
-    c = site._Cache(SimpleNamespace(name=f"cache {token}"), "cache", {}, "pair", {})
+    c = site._Cache(SimpleNamespace(name=f"cache {token}"), "cache", Summary(), "pair", {})
     c.figures = [SimpleNamespace(name="nb", title=f"Neighbours of {token}", caption=token)]
     c.tables["nb"] = pd.DataFrame({"token": [token], "n": [1]})
     builder = site._Builder([], tmp_path, title=f"site {token}", formats=(), presentation=False, progress=print)

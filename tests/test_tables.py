@@ -8,6 +8,9 @@ import pytest
 
 from explorer.render import convergence, dynamics_tables, lens_tables, paper_tables, seed_tables, sweep_tables
 from tying.cache.summary import paper_reference, seed_directions
+from tying.cache.summary_types import Summary
+
+S = Summary.from_json  # the summaries below are written as their JSON
 
 
 def test_table1_puts_the_papers_identity_beside_the_raw_one():
@@ -15,7 +18,7 @@ def test_table1_puts_the_papers_identity_beside_the_raw_one():
                                 "identity": {"in_sample": 0.6, "held_out": 0.55},
                                 "linear": {"in_sample": 0.9, "held_out": 0.8}}},
          "paper": paper_reference("olmo") | {"beside_toylab": True}}
-    t = paper_tables.table1(s)
+    t = paper_tables.table1(S(s))
     assert list(t.columns) == ["comparison", "map", "in-sample", "held-out", "paper (olmo)"]
     by_map = t.set_index("map")
     assert by_map.loc["identity (raw rows)", "paper (olmo)"] == "0.014"
@@ -23,7 +26,7 @@ def test_table1_puts_the_papers_identity_beside_the_raw_one():
     assert by_map.loc["linear", "paper (olmo)"] == "0.719" and by_map.loc["linear", "held-out"] == 0.8
     assert "orthogonal" not in by_map.index  # absent from the cache: no row
     s.pop("paper")
-    assert list(paper_tables.table1(s).columns) == ["comparison", "map", "in-sample", "held-out"]
+    assert list(paper_tables.table1(S(s)).columns) == ["comparison", "map", "in-sample", "held-out"]
 
 
 def test_seeds_leave_the_spread_blank_for_one_seed_and_directions_per_seed():
@@ -35,11 +38,11 @@ def test_seeds_leave_the_spread_blank_for_one_seed_and_directions_per_seed():
     assert d["O->T above I->T (linear, held-out)"]["holds"] == [True, False]
     assert d["T~O above T~I (overlap@10)"]["all"] is True
     assert d["output share early above 1/2"]["holds"] == [True, False]
-    table = seed_tables.directions({"directions": d})
+    table = seed_tables.directions(S({"directions": d}))
     assert list(table.columns) == ["the paper's direction", "seed 0", "seed 1"]
     assert table.iloc[0]["seed 1"] == "fails"
-    one = seed_tables.seeds({"seeds": {"x": {"n": 1, "mean": 0.5, "std": None},
-                                       "y": {"n": 3, "mean": 0.2, "std": 0.1}}})
+    one = seed_tables.seeds(S({"seeds": {"x": {"n": 1, "mean": 0.5, "std": None},
+                                         "y": {"n": 3, "mean": 0.2, "std": 0.1}}}))
     assert pd.isna(one.set_index("metric").at["x", "std"]) and one.set_index("metric").at["y", "std"] == 0.1
 
 
@@ -88,7 +91,7 @@ def test_evolution_axis_ends_at_the_last_step():
 def test_one_seed_shows_no_spread_column_and_readable_lens_charts():
     from explorer.render import dynamics_charts, lens_charts, style
 
-    one = seed_tables.seeds({"seeds": {"x": {"n": 1, "mean": 0.5, "std": None}}})
+    one = seed_tables.seeds(S({"seeds": {"x": {"n": 1, "mean": 0.5, "std": None}}}))
     assert list(one.columns) == ["metric", "mean", "seeds"]
     traj = pd.DataFrame([{"model": "tied", "sample": 0, "position": p, "token": "a", "layer": layer, "lens": "tuned",
                           "rank": 1, "prediction": "b", "prob": 0.5} for p in range(3) for layer in range(5)])
@@ -134,7 +137,7 @@ def test_one_arrow_everywhere():
 
 
 def test_sweep_table_comes_in_two_parts_that_fit():
-    cells = _summary("sweep")["sweep_cells"]
+    cells = _summary("sweep").sweep_cells
     whole = sweep_tables.sweep_table(cells)
     for part, columns in sweep_tables.SWEEP_TABLE_PARTS.items():
         t = sweep_tables.sweep_table(cells, part)
@@ -205,7 +208,7 @@ def test_the_share_beside_the_papers_is_the_mean_of_ratios_with_the_authors_prox
     b = share_beside_paper(p)
     assert b["input"] == "proxy" and b["like_paper"]
     assert b["early"] == pytest.approx(0.25) and b["overall"] == pytest.approx(0.375)
-    row = dynamics_tables.output_shares({"gradient_provenance": {"tied/seed0": p}}).iloc[0]
+    row = dynamics_tables.output_shares(S({"gradient_provenance": {"tied/seed0": p}})).iloc[0]
     assert row["early share"] == pytest.approx(0.25) and row["early, exact"] == pytest.approx(0.5)
     assert row["input side"] == "authors' proxy"
     # a run that logged no proxy keeps its exact figure, and says it is not the paper's quantity
@@ -221,25 +224,25 @@ def test_labels_say_what_fraction_lens_text_and_twin_sizes_are():
     assert "tied/seed0: steps up to 250" in note and "released" in note
     s = {"stages": {"lens": {"params": {"text": "corpus.txt", "eval_tokens": 16_384,
                                         "budget": {"train_tokens": 204_800}}}}}
-    lens = lens_tables.lens_text_note(s)
+    lens = lens_tables.lens_text_note(S(s))
     assert "WikiText-103" in lens and "WikiText-2" in lens and "corpus.txt (204,800 training tokens" in lens
-    assert "ours" not in lens_tables.lens_text_note({}) and "WikiText-103" in lens_tables.lens_text_note({})
+    assert "ours" not in lens_tables.lens_text_note(S({})) and "WikiText-103" in lens_tables.lens_text_note(S({}))
     # both twins' parameter counts, from the cache's models (not hard-coded)
     scale = toylab_scale({"models": {"tied": {"n_params": 1_574_016}, "untied": {"n_params": 2_098_304}}},
                          {"toylab": "{}"})
     assert "1.57M (tied) and 2.10M (untied) parameters" in scale["line"]
     assert scale["n_params_untied"] == 2_098_304
     demo = _summary("demo")
-    m = demo["models"]
+    m = demo.models
     assert f"{m['tied']['n_params'] / 1e6:.2f}M (tied) and {m['untied']['n_params'] / 1e6:.2f}M (untied)" \
-        in demo["scale"]["line"]
+        in demo.scale["line"]
 
 
 def test_run_names_read_as_words_in_the_seed_table():
     assert seed_tables.run_words("eval loss tied_scaled_x5") == "eval loss tied (input gradient ×5)"
     assert seed_tables.run_words("eval loss untied") == "eval loss untied"
     s = {"seeds": {"eval loss tied_scaled_x5": {"mean": 5.0, "std": 0.1, "n": 3}}}
-    assert seed_tables.seeds(s)["metric"].tolist() == ["eval loss tied (input gradient ×5)"]
+    assert seed_tables.seeds(S(s))["metric"].tolist() == ["eval loss tied (input gradient ×5)"]
 
 
 def test_the_paper_row_is_not_repeated_beside_the_authors_own_log():

@@ -37,7 +37,7 @@ def test_the_shipped_demo_twins_and_their_translators_are_found():
     from tying.cache.store import open_cache
     from tying.cache.summary import summarize
 
-    stages = summarize(open_cache(DEMO))["stages"]
+    stages = summarize(open_cache(DEMO)).stages
     dirs = model_dirs(stages["load"]["params"], DEMO)
     assert set(dirs) == {"tied", "untied"} and all((d / "model.safetensors").is_file() for d in dirs.values())
     for role in dirs:  # the translator trained with the recorded budget comes first

@@ -44,7 +44,7 @@ class Analysis:
     params: Callable[[Any], dict] | str | None = None  # the run (its .cfg) -> the parameters hashed for the stage
     # (or "module:function" naming such a function)
     build: str | None = None  # "module:function" (run, progress) -> (tables, what ran | None); None: not a pair stage
-    summary: str | None = None  # "module:function" (connection) -> this analysis's summary fields
+    summary: str | None = None  # "module:function" (connection, summary so far) -> Summary.analysis(name)
     figures: str | None = None  # "module:attribute": a tuple of render-layer Figures it contributes
     page: Page | None = None
     optional: bool = True  # `precompute pair --skip` may leave it out

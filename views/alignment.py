@@ -50,7 +50,7 @@ export.show(lambda: (alignment_charts.cosine_histogram(per_token, title=title), 
 st.subheader("Best- and worst-aligned tokens")
 comp = st.selectbox("Comparison", sorted(means, key=DISPLAY_COMPARISONS.index), key="align_comp",
                     format_func=display_comparison)
-s_kind = data.summary(ref).get("kind")
+s_kind = data.summary(ref).kind
 has_freq = bool(data.tokens(ref)["freq_tied"].notna().any())
 untrained = data.untrained_tokens(ref, method, split, comp) if has_freq and s_kind == "toylab" else None
 include = True

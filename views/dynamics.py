@@ -6,7 +6,7 @@ import streamlit as st
 
 from explorer import data, export, frame, sections, state
 from explorer.render import dynamics_charts, dynamics_tables, paper_tables
-from explorer.words import reference
+from explorer.words import PaperReference, reference
 
 ref = frame.current()
 frame.require(ref, "runs", "training dynamics", "python -m precompute demo (or evolution / grads)")
@@ -15,9 +15,9 @@ s = data.summary(ref)
 runs = data.table(ref, "runs")
 
 log = data.table(ref, "train_log")
-paper = s.get("paper") or {}
-if s.get("scale"):
-    st.caption("Scale: " + s["scale"]["line"] + ".")
+paper = s.paper or PaperReference()
+if s.scale:
+    st.caption("Scale: " + s.scale["line"] + ".")
 if len(log):
     st.subheader("Gradient provenance (Figure 4)")
     st.markdown("L2 norm of the gradient reaching the embedding matrix through the **input lookup** and through the "
@@ -74,7 +74,7 @@ if len(evo):
     if pick:
         export.show(lambda: (dynamics_charts.evolution(evo[evo["run"].isin(pick)], col), evo[evo["run"].isin(pick)]),
                     f"evolution-{ref.name}", key="evo", spec_key=("evo", ref, tuple(pick), col))
-    ev_ref = paper.get("evolution")
+    ev_ref = paper.evolution
     if ev_ref:
         st.caption(f"The paper ({ev_ref['model']}, untied, real pretraining): cosine to step 0 at step "
                    f"{ev_ref['step']:,} is {ev_ref['I']:.3f} for I and {ev_ref['O']:.3f} for O.")
@@ -102,7 +102,7 @@ elif len(sc):
     st.caption("Bars: mean over seeds; whiskers: ± one standard deviation (when there are several seeds). "
                + paper_tables.scaling_caption(method))
 
-seeds = s.get("seeds") or {}
+seeds = s.seeds or {}
 if seeds:
     sections.across_seeds(s)
 

@@ -15,12 +15,12 @@ st.markdown("How far is each hidden state from the model's final prediction? The
             "KL(final ‖ lens) in bits. The paper: early layers of tied models have higher KL.")
 
 s = data.summary(ref)
-preset = (s.get("paper") or {}).get("preset")
+preset = s.paper.preset if s.paper else None
 paper = None
 label = lens_charts.PAPER_LENS_LABEL
 shift = False
-beside_toylab = bool((s.get("paper") or {}).get("beside_toylab"))
-published = s.get("kind") == "published"
+beside_toylab = bool(s.paper and s.paper.beside_toylab)
+published = s.kind == "published"
 if preset and preset in reference.TUNED_LENS_KL and not beside_toylab and not published:
     paper = pd.DataFrame([{"model": m, "layer": i, "kl_mean": v}
                           for m, series in reference.TUNED_LENS_KL[preset].items() for i, v in enumerate(series)])
@@ -59,11 +59,11 @@ if beside_toylab and preset in reference.TUNED_LENS_KL:
     st.caption(f"The paper's OLMo curve (16 layers) is not drawn over these {data.lens_layers(ref)}-layer toy models. "
                f"For scale: its tuned-lens KL at the input embedding and the first block is {ref_kl['tied'][0]:.2f} and "
                f"{ref_kl['tied'][1]:.2f} bits tied, {ref_kl['untied'][0]:.2f} and {ref_kl['untied'][1]:.2f} untied "
-               f"(the authors' layer indexing). " + (s["scale"]["line"][:1].upper() + s["scale"]["line"][1:] + "."
-                                               if s.get("scale") else ""))
+               f"(the authors' layer indexing). " + (s.scale["line"][:1].upper() + s.scale["line"][1:] + "."
+                                               if s.scale else ""))
 if paper is not None or published or beside_toylab:
     st.caption(lens_tables.lens_text_note(s))
-gap = (s.get("lens") or {}).get("gap")
+gap = (s.analysis("lens") or {}).get("gap")
 if gap:
     st.caption(f"Mean tuned-lens KL over the first {gap['layers']} hidden states: tied {gap['tied']:.2f} bits, "
                f"untied {gap['untied']:.2f} bits.")
@@ -84,7 +84,7 @@ if data.has_rows(ref, "lens_curve"):
     for line in data.lens_convergence(ref):
         st.markdown(line)
 
-own_text_possible = bool(live.models_here(ref)) and s.get("kind") != "published"
+own_text_possible = bool(live.models_here(ref)) and s.kind != "published"
 if data.has_rows(ref, "lens_trajectory") or own_text_possible:
     st.subheader("Prediction trajectory")
     choices = data.trajectory_choices(ref) if data.has_rows(ref, "lens_trajectory") else {"models": [], "samples": []}

@@ -96,7 +96,7 @@ if k == 10:
                                                          f"overlap@10 {pair_label(a, b)}" for a, b in MATRIX_PAIRS})
     if note:
         st.caption(data.escape_markdown(note, entities=False))
-context = data.summary(ref).get("overlap_context")
+context = data.summary(ref).overlap_context
 if context:
     # the toy lab: why its overlaps sit far below the paper's, and a second figure over frequent tokens
     n_tok = len(table)
@@ -116,6 +116,7 @@ if context:
            "quantity." if len(sub) else ""), entities=False))
 export.show(lambda: (alignment_charts.overlap_histogram(data.overlap_counts(ref, k), k), data.overlap_table(ref, k)),
             f"overlap-at-{k}-{ref.name}", key="ovhist", spec_key=("ovhist", ref, k))
-paper = (data.summary(ref).get("paper") or {}).get("table5")
+paper = data.summary(ref).paper
+paper = paper.table5 if paper else None
 export.show(lambda: (alignment_charts.overlap_curve(data.overlap_curve(ref), paper, k), data.overlap_curve(ref)),
             f"overlap-curve-{ref.name}", key="ovcurve", spec_key=("ovcurve", ref, k))

@@ -9,6 +9,7 @@ from explorer import data, frame, sections, state
 from explorer.render import paper_tables, seed_tables, style
 from explorer.words import (
     MATRIX_PAIRS,
+    PaperReference,
     coverage_text,
     match_text,
     overlap_context_text,
@@ -20,23 +21,23 @@ from explorer.words import (
 
 ref = frame.current()
 s = data.summary(ref)
-paper = s.get("paper") or {}
+paper = s.paper or PaperReference()
 st.title(f"Overview · {ref.name}")
 kinds = {"pair": "a tied/untied model pair", "toylab": "the toy lab: tied and untied twins trained here",
          "evolution": "embedding evolution over checkpoints", "provenance": "an imported gradient-provenance log",
          "published": "the paper's published real-model measurements: the authors' released data (Apache-2.0) and "
                       "the paper's tables, quoted, not recomputed here",
          "sweep": "a width sweep of tied and untied twins: its bias and loss gap are on the Sweep page"}
-st.caption(f"This cache holds {kinds.get(s.get('kind'), s.get('kind'))}.")
+st.caption(f"This cache holds {kinds.get(s.kind, s.kind)}.")
 st.subheader("The paper's claims, checked on this cache")
 if sections.verdicts(s, presentation=bool(state.get("presentation"))):
     st.page_link("views/tour.py", label="Walk through them step by step: the tour", icon=":material/school:",
                  query_params=state.carried())
 else:
     st.caption("This cache holds none of the paper's measurements directly"
-               + (": its sweep is on the Sweep page." if s.get("kind") == "sweep" else "."))
+               + (": its sweep is on the Sweep page." if s.kind == "sweep" else "."))
 
-if s.get("kind") == "published":
+if s.kind == "published":
     st.subheader("Alignment (the paper's Table 1)")
     st.markdown("Mean per-token cosine; identity on raw rows, orthogonal and linear maps fitted and scored on the "
                 "same centred rows. **Claim: O→T is high, I→T is low.**")
@@ -54,8 +55,8 @@ if s.get("kind") == "published":
     sc = paper_tables.paper_scaling()
     frame.table(sc, numbers=("cosine to untied I", "cosine to untied O"), height=style.fit_height(sc))
 label = paper_tables.paper_label(s)
-if s.get("scale"):
-    st.info("**Scale.** " + s["scale"]["line"] + ". The toy lab shows the mechanism, not the paper's magnitudes.")
+if s.scale:
+    st.info("**Scale.** " + s.scale["line"] + ". The toy lab shows the mechanism, not the paper's magnitudes.")
 
 
 def spread(metric: str) -> str:
@@ -63,7 +64,7 @@ def spread(metric: str) -> str:
     return f" Over {stat[2]} seeds: {stat[0]:.3f} ± {stat[1]:.3f} (mean ± sample std)." if stat else ""
 
 
-if s.get("alignment"):
+if s.alignment:
     st.subheader("Alignment (Table 1)")
     st.markdown("Mean per-token cosine after mapping the source matrix onto the target. "
                 "**The paper's claim: O→T is high, I→T is low** — the tied matrix resembles the untied *output* matrix.")
@@ -75,20 +76,20 @@ if s.get("alignment"):
             "need equal widths.")
     if label:
         note += f" {label.capitalize()}: the paper's in-sample value."
-        if (s.get("paper") or {}).get("table1") is not None:
+        if paper.table1 is not None:
             note += f" {match_text(s).capitalize()}."
     st.caption(note + spread("O->T linear held-out").replace("Over", " O→T linear held-out over"))
 
-if s.get("overlap_at_10"):
+if s.overlap_at_10:
     st.subheader("Neighbour overlap (Table 5)")
     st.markdown("Share of each token's 10 nearest neighbours (cosine) that two matrices have in common, averaged "
                 r"over tokens. **Claim: T\~O above T\~I.**")
     cols = st.columns(3)
     for col, (a, b) in zip(cols, MATRIX_PAIRS):
         p = pair_label(a, b)
-        ref_val = (paper.get("table5") or {}).get(p)
+        ref_val = (paper.table5 or {}).get(p)
         stat = seed_tables.seed_stat(s, f"overlap@10 {p}")
-        seed0 = s['overlap_at_10'].get(p) or 0
+        seed0 = s.overlap_at_10.get(p) or 0
         # a several-seed toy lab: the mean over seeds (the claims' and the tour's figure), seed 0's beside it
         col.metric(f"overlap@10 {p}" + (f" · mean of {stat[2]} seeds" if stat else ""),
                    f"{stat[0] if stat else seed0:.3f}", help=f"{label}: {ref_val:.3f}" if ref_val is not None else None)
@@ -96,13 +97,13 @@ if s.get("overlap_at_10"):
         caption += f" ± {stat[1]:.3f} (sample std); seed 0's twins: {seed0:.3f}." if stat else ""
         if caption:
             col.caption(caption.strip())
-    if label and (s.get("vocabulary") or {}).get("match") == "ids":
+    if label and (s.vocabulary or {}).get("match") == "ids":
         st.caption("Rows are paired by token id here; the paper's k-NN overlap used the common token strings.")
-    if s.get("overlap_context"):
-        st.caption(data.escape_markdown(overlap_context_text(s["overlap_context"]), entities=False))  # T~I: no strikethrough
+    if s.overlap_context:
+        st.caption(data.escape_markdown(overlap_context_text(s.overlap_context), entities=False))  # T~I: no strikethrough
 
-if s.get("spectral"):
-    sp = s.get("spectral_params", {})
+if s.spectral:
+    sp = s.spectral_params
     st.subheader("Spectral distance")
     which = spectral_scope(sp)
     st.markdown(f"Distance between the weighted k-NN graphs (k={sp.get('graph_k')}; mutual neighbours weigh 1, "
@@ -111,22 +112,22 @@ if s.get("spectral"):
     cols = st.columns(3)
     for col, (a, b) in zip(cols, MATRIX_PAIRS):
         p = pair_label(a, b)
-        col.metric(f"spectral {p}" + (" (sampled)" if sp.get("sampled") else ""), f"{s['spectral'].get(p) or 0:.3f}")
+        col.metric(f"spectral {p}" + (" (sampled)" if sp.get("sampled") else ""), f"{s.spectral.get(p) or 0:.3f}")
 
-lens = s.get("lens") or {}
+lens = s.analysis("lens") or {}
 if lens.get("gap"):
     st.subheader("Layerwise KL (tuned lens)")
     g = lens["gap"]
     text = (f"Tuned-lens KL of the first {g['layers']} hidden states (bits): tied **{g['tied']:.2f}**, untied "
             f"**{g['untied']:.2f}**. **Claim: early layers of tied models show higher KL.**")
-    paper_kl = paper.get("tuned_lens_kl")
+    paper_kl = paper.tuned_lens_kl
     if paper_kl:
         n = g["layers"]
         text += (f" {label.capitalize()}, OLMo: tied {sum(paper_kl['tied'][:n]) / n:.2f}, untied "
                  f"{sum(paper_kl['untied'][:n]) / n:.2f} (the authors' layer indexing: see the Lens page).")
     st.markdown(text)
 
-prov = s.get("gradient_provenance") or {}
+prov = s.gradient_provenance or {}
 if prov:
     st.subheader("Gradient provenance (Figure 4)")
     first = next((r for r in prov if not r.startswith("untied")), next(iter(prov)))
@@ -141,7 +142,7 @@ if prov:
     if b["input"] != "exact" and (p.get("input_norm") or "exact") == "exact":
         text += (f" With the exact input norm (what the matrix receives; a second figure, not the paper's): "
                  f"{(p['early'] or 0):.1%} early, {(p['overall'] or 0):.1%} overall.")
-    paper_share = paper.get("output_share")
+    paper_share = paper.output_share
     if paper_share:
         text += (f" {label.capitalize()}: **{paper_share['early']:.1%}** over steps 1-{paper_share['early_steps']:,} "
                  f"and **{paper_share['overall']:.1%}** over all {paper_share['steps']:,} steps of an OLMo-1B tied run.")
@@ -153,7 +154,7 @@ if seed_tables.n_seeds(s) > 1:
                              "Mean and sample standard deviation over seeds, and whether each of the paper's "
                              "directions holds in every seed.")
 
-models = s.get("models") or {}
+models = s.models
 if models:
     st.subheader("The models")
     rows = []
@@ -167,12 +168,12 @@ if models:
                      "vocab": m.get("n_vocab"), "parameters": f"{m.get('n_params', 0):,}",
                      "embedding share": f"{m.get('embedding_share', 0):.1%}"})
     frame.table(pd.DataFrame(rows))
-    v = s.get("vocabulary") or {}
+    v = s.vocabulary or {}
     if v:
         st.caption(coverage_text(v).capitalize()
                    + (" (identical tokenizers)." if v.get("identical") else " (token strings both vocabularies contain)."))
 
-if s.get("kind") == "published":
+if s.kind == "published":
     st.subheader("Sources")
     src = paper_tables.published_sources(s)
     frame.table(src, height=style.fit_height(src))
@@ -182,5 +183,5 @@ if s.get("kind") == "published":
 with st.expander("Provenance: how this cache was built"):
     frame.table(data.table(ref, "meta").sort_values("key")[["key", "value"]])
     stages = pd.DataFrame([{"stage": k, "seconds": v["seconds"], "finished": v["finished_at"],
-                            "parameters": json.dumps(v["params"])} for k, v in (s.get("stages") or {}).items()])
+                            "parameters": json.dumps(v["params"])} for k, v in s.stages.items()])
     frame.table(stages, numbers=("seconds",))

@@ -163,7 +163,7 @@ else:
             "same figure" if engine == "vega" else "")
 if n_proj < len(toks):
     how += f"; UMAP was computed on {n_proj:,} of the {len(toks):,} tokens (precompute --umap-tokens)"
-umap_summary = data.summary(ref).get("umap")
+umap_summary = data.summary(ref).analysis("umap")
 if umap_summary:  # fitted and placed tokens, and how well the placed ones sit (a cache of schema 3)
     how += f". On the map: {projection_text(umap_summary)}"
 

@@ -11,8 +11,8 @@ from explorer.words import claims as claims_mod
 
 ref = frame.current_sweep()
 s = data.summary(ref)
-cells = s["sweep_cells"]
-cfg = s.get("sweep_settings") or {}
+cells = s.sweep_cells
+cfg = s.sweep_settings or {}
 st.title(f"Sweep · {ref.name}")
 st.markdown("The paper leaves open **when untying pays off**. Here tied and untied twins (same architecture, initial "
             "weights, batches and held-out text) are trained at several widths: does the tied matrix stay "
@@ -20,11 +20,11 @@ st.markdown("The paper leaves open **when untying pays off**. Here tied and unti
             "V x d more parameters than the tied one (at equal FLOPs per token), so a third arm, a tied model with "
             "the untied twin's parameter count, tells extra parameters from untying"
             + (": it keeps the twins' depth, width and V x d matrix and widens its feed-forward layers."
-               if s["sweep"] and s["sweep"][0].get("d_ff_matched") is not None else
+               if s.sweep and s.sweep[0].get("d_ff_matched") is not None else
                " (in this cache, written before issue 29, a deeper tied model: its gap also measures what extra "
                "depth does in a short run)."))
 seeds = max(c["n"] for c in cells)
-rows = s["sweep"]
+rows = s.sweep
 seen = sorted({int(r["tokens_seen"]) for r in rows if r.get("tokens_seen") is not None})
 budget = ((f"{seen[0]:,}" if len(seen) == 1 else f"{seen[0]:,}-{seen[-1]:,}") + " tokens per arm"
           if rows and rows[0].get("tokens_seen") is not None else

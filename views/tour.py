@@ -47,7 +47,7 @@ st.html(f"<div class='tour-head'><div class='n'>Step {number} of {N}</div><h2>{h
 
 source = tour.source_for(step, refs, picked)
 borrowed = source is not None and picked is not None and source != picked
-if borrowed and step.needs == data.summary(picked).get("kind"):
+if borrowed and step.needs == data.summary(picked).kind:
     source = None  # the picked cache is of the kind this step needs, yet lacks it: say so
 example = tour.example_token(source) if source is not None and step.slug in ("neighbours", "map") else None
 if step.claim is None:

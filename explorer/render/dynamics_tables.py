@@ -5,12 +5,11 @@ and several runs' evolution and share set on one axis (the fraction of each run'
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 
 from tying.analysis.share import step_share
 from tying.cache import reference, summary
+from tying.cache.summary_types import Summary
 
 INPUT_SIDE_NAMES = {"exact": "exact", "proxy": "authors' proxy", "effective": "authors' proxy",
                     "plain": "authors' proxy, unscaled"}
@@ -32,7 +31,7 @@ OUTPUT_SHARE_HELP = {
 }
 
 
-def output_shares(s: dict[str, Any], runs: list[str] | None = None) -> pd.DataFrame:
+def output_shares(s: Summary, runs: list[str] | None = None) -> pd.DataFrame:
     """Output share per run beside the paper's: the mean of per-step ratios with the authors' input
     proxy when the run logged it (summary.share_beside_paper), the exact-input share as a labelled
     second figure, and the ratio of sums.
@@ -41,7 +40,7 @@ def output_shares(s: dict[str, Any], runs: list[str] | None = None) -> pd.DataFr
     each means. The exact-input columns are left out when no run has an exact figure (an
     imported log of the authors' holds only their proxy).
     """
-    prov = s.get("gradient_provenance") or {}
+    prov = s.gradient_provenance or {}
     rows = []
     for run in runs if runs is not None else list(prov):
         p = prov.get(run)
@@ -55,7 +54,7 @@ def output_shares(s: dict[str, Any], runs: list[str] | None = None) -> pd.DataFr
                      "early, exact": p["early"] if exact else None, "overall, exact": p["overall"] if exact else None,
                      "early = steps ≤": p["early_steps"], "logged steps": p["logged_steps"],
                      "early, Σ ratio": ros.get("early"), "overall, Σ ratio": ros.get("overall")})
-    ref = (s.get("paper") or {}).get("output_share")
+    ref = s.paper.output_share if s.paper else None
     # the paper's row, unless a run here already is the authors' published log (the same numbers twice)
     published_here = ref and any(abs((r["early share"] or 0) - ref["early"]) < 5e-5
                                  and r["logged steps"] == ref["steps"] for r in rows)

@@ -10,6 +10,7 @@ import altair as alt
 import pandas as pd
 
 from explorer.render import read
+from tying.cache.summary_types import Summary
 
 
 @dataclass(frozen=True)
@@ -18,7 +19,7 @@ class Figure:
     title: str  # a short title
     caption: str  # what it shows and how to read it, one or two sentences
     build: Callable[[read.CacheRef], tuple[alt.TopLevelMixin | None, pd.DataFrame]]
-    available: Callable[[read.CacheRef, dict], bool]
+    available: Callable[[read.CacheRef, Summary], bool]
     stages: tuple[str, ...] = ()  # the recorded stages its source line names ("sweep": every sweep cell); () all
 
     @property
@@ -26,11 +27,11 @@ class Figure:
         return self.name.startswith("table")
 
 
-def has(table: str) -> Callable[[read.CacheRef, dict], bool]:
+def has(table: str) -> Callable[[read.CacheRef, Summary], bool]:
     """Available when the cache's ``table`` has rows."""
     return lambda ref, s: read.has_rows(ref, table)
 
 
-def kind(*kinds: str) -> Callable[[read.CacheRef, dict], bool]:
+def kind(*kinds: str) -> Callable[[read.CacheRef, Summary], bool]:
     """Available for caches of these kinds."""
-    return lambda ref, s: s.get("kind") in kinds
+    return lambda ref, s: s.kind in kinds

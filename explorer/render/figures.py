@@ -40,17 +40,18 @@ def alignment_histogram(ref):
 
 def table1(ref):
     s = read.summary(ref)
-    return None, (paper_tables.paper_table1_all() if s.get("kind") == "published" else paper_tables.table1(s))
+    return None, (paper_tables.paper_table1_all() if s.kind == "published" else paper_tables.table1(s))
 
 
 def table5(ref):
     s = read.summary(ref)
-    return None, (paper_tables.paper_table5_all() if s.get("kind") == "published" else paper_tables.table5(s))
+    return None, (paper_tables.paper_table5_all() if s.kind == "published" else paper_tables.table5(s))
 
 
 def overlap_curve(ref):
     curve = read.overlap_curve(ref)
-    paper = (read.summary(ref).get("paper") or {}).get("table5")
+    paper = read.summary(ref).paper
+    paper = paper.table5 if paper else None
     return alignment_charts.overlap_curve(curve, paper, reference.OVERLAP_K), curve
 
 
@@ -89,7 +90,7 @@ def output_share(ref):
     seeds = [r for r in runs if r.startswith("tied/seed")]
     if len(seeds) > 1:  # the toy lab's seeds: their mean with the seeds' range, the verdict's early steps shaded
         sub = dynamics_tables.provenance_view(log[log["run"].isin(seeds)], side)
-        prov = (read.summary(ref).get("gradient_provenance") or {}).get(seeds[0]) or {}
+        prov = (read.summary(ref).gradient_provenance or {}).get(seeds[0]) or {}
         return dynamics_charts.output_share_band(sub, window=10, early_steps=prov.get("early_steps")), sub
     sub = dynamics_tables.provenance_view(log[log["run"].isin(_tied_runs(log))], side)
     window = max(10, int(sub.groupby("run").size().max()) // 100) if len(sub) else 10
@@ -114,7 +115,7 @@ def scaling(ref):
 
 def table2(ref):
     s = read.summary(ref)
-    if s.get("kind") == "published":
+    if s.kind == "published":
         return None, paper_tables.paper_scaling()
     sc = read.table(ref, "scaling")
     method = paper_tables.scaling_methods(sc["method"].unique())[0]
@@ -139,7 +140,7 @@ def lens_kl(ref):
 
 def sweep_gap(ref):
     s = read.summary(ref)
-    points = sweep_tables.sweep_points(s["sweep_cells"])
+    points = sweep_tables.sweep_points(s.sweep_cells)
     crossings, _ = sweep_tables.sweep_crossings(points, "d_model")
     series = sweep_tables.sweep_series(points, "gaps")
     probes = read.table(ref, "lr_probe") if read.has_rows(ref, "lr_probe") else None
@@ -148,13 +149,13 @@ def sweep_gap(ref):
 
 
 def sweep_bias(ref):
-    points = sweep_tables.sweep_points(read.summary(ref)["sweep_cells"])
+    points = sweep_tables.sweep_points(read.summary(ref).sweep_cells)
     return sweep_charts.sweep_lines(points, sweep_tables.sweep_bias_series(points), x="d_model",
                                     y_title="bias (mean over seeds)"), points
 
 
 def sweep_table(ref):
-    return None, sweep_tables.sweep_table(read.summary(ref)["sweep_cells"])
+    return None, sweep_tables.sweep_table(read.summary(ref).sweep_cells)
 
 
 FIGURES: tuple[Figure, ...] = (
@@ -164,11 +165,11 @@ FIGURES: tuple[Figure, ...] = (
            alignment_histogram, has("alignment"), stages=("alignment",)),
     Figure("table1", "Mean per-token cosine (Table 1)",
            "Mean cosine after mapping the source matrix onto the target, per map and split. The paper's claim: "
-           "O→T high, I→T low.", table1, lambda ref, s: bool(s.get("alignment")) or s.get("kind") == "published", stages=("alignment",)),
+           "O→T high, I→T low.", table1, lambda ref, s: bool(s.alignment) or s.kind == "published", stages=("alignment",)),
     Figure("table5", "Neighbour overlap@10 (Table 5)",
            "Share of each token's 10 nearest neighbours (cosine) two matrices have in common, averaged over tokens. "
            "The paper's claim: T~O above T~I.", table5,
-           lambda ref, s: bool(s.get("overlap_at_10")) or s.get("kind") == "published", stages=("neighbours",)),
+           lambda ref, s: bool(s.overlap_at_10) or s.kind == "published", stages=("neighbours",)),
     Figure("overlap-curve", "Neighbour overlap against k",
            "Mean overlap@k for each pair of matrices as k grows; the paper's overlap@10 marked where it has one.",
            overlap_curve, has("overlap_curve"), stages=("neighbours",)),
@@ -190,7 +191,7 @@ FIGURES: tuple[Figure, ...] = (
            "I and O: mean per-token cosine.", table2, has("scaling"), stages=("training",)),
     Figure("figure-scaling", "Input-gradient scaling",
            "Cosine of the tied matrix to untied I and O against the input-gradient factor, mean over seeds.",
-           scaling, lambda ref, s: read.has_rows(ref, "scaling") and s.get("kind") != "published", stages=("training",)),
+           scaling, lambda ref, s: read.has_rows(ref, "scaling") and s.kind != "published", stages=("training",)),
     Figure("figure-lens-kl", "Layerwise tuned-lens KL",
            "KL(final ‖ lens) in bits at each hidden state, tied against untied: higher in early layers means "
            "harder to read.", lens_kl, has("lens_kl"), stages=("lens",)),

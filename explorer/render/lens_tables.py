@@ -4,16 +4,15 @@ hidden state, and the text the authors' lenses saw against this cache's.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 
 from tying.cache import reference
+from tying.cache.summary_types import Summary
 
 
-def lens_text_note(s: dict[str, Any]) -> str:
+def lens_text_note(s: Summary) -> str:
     """The text the authors' lenses saw against this cache's, where the paper's KL is shown or quoted."""
-    params = ((s.get("stages") or {}).get("lens") or {}).get("params") or {}
+    params = (s.stages.get("lens") or {}).get("params") or {}
     text = f"Text: the authors' tuned lenses were {reference.LENS_TEXT}."
     if params.get("text"):
         budget = params.get("budget") or {}

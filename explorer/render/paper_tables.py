@@ -10,8 +10,6 @@ its seeds beside them (:mod:`~explorer.render.seed_tables`).
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 
 from explorer.render.seed_tables import SEED_METRICS, n_seeds, seed_stat, seed_text
@@ -24,12 +22,12 @@ from tying.cache.schema import (
     display_comparison,
     pair_label,
 )
+from tying.cache.summary_types import Summary
 
 
-def paper_label(s: dict[str, Any]) -> str:
+def paper_label(s: Summary) -> str:
     """The label of the paper's figures beside this cache's (empty when the summary has none)."""
-    paper = s.get("paper") or {}
-    return summary.paper_label(paper) if paper else ""
+    return summary.paper_label(s.paper) if s.paper is not None else ""
 
 
 def _quoted(x: float | None) -> str:
@@ -37,18 +35,18 @@ def _quoted(x: float | None) -> str:
     return "—" if x is None else f"{x:.3f}"
 
 
-def table1(s: dict[str, Any]) -> pd.DataFrame:
+def table1(s: Summary) -> pd.DataFrame:
     """Table 1, one row per comparison and map: in-sample, held-out, and the paper's value (as
     text). A several-seed toy lab's rows are seed 0's twins; the mean ± std over its seeds follows
     as text where the seeds were measured with that map and split."""
-    paper = (s.get("paper") or {}).get("table1") or {}
+    paper = (s.paper.table1 if s.paper else None) or {}
     label = paper_label(s)
     seeded = n_seeds(s) > 1
     tag = " (seed 0)" if seeded else ""
     rows = []
     for comp in TABLE1_COMPARISONS:
         for meth in TABLE1_METHODS:
-            cell = (s.get("alignment") or {}).get(comp, {}).get(meth)
+            cell = s.alignment.get(comp, {}).get(meth)
             if cell is None:
                 continue
             row = {"comparison": display_comparison(comp), "map": METHOD_LABELS[meth],
@@ -64,16 +62,16 @@ def table1(s: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def table5(s: dict[str, Any]) -> pd.DataFrame:
+def table5(s: Summary) -> pd.DataFrame:
     """overlap@10 per matrix pair with the paper's value (Table 5); a several-seed toy lab's
     figure is seed 0's, with the mean ± std over its seeds beside it."""
-    paper = (s.get("paper") or {}).get("table5") or {}
+    paper = (s.paper.table5 if s.paper else None) or {}
     label = paper_label(s)
     seeded = n_seeds(s) > 1
     rows = []
     for a, b in MATRIX_PAIRS:
         p = pair_label(a, b)
-        row = {"matrices": p, "overlap@10" + (" (seed 0)" if seeded else ""): (s.get("overlap_at_10") or {}).get(p)}
+        row = {"matrices": p, "overlap@10" + (" (seed 0)" if seeded else ""): s.overlap_at_10.get(p)}
         if seeded:
             row[f"mean ± std of {n_seeds(s)} seeds"] = seed_text(seed_stat(s, f"overlap@10 {p}")) or ""
         if paper:
@@ -82,10 +80,10 @@ def table5(s: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def published_sources(s: dict[str, Any]) -> pd.DataFrame:
+def published_sources(s: Summary) -> pd.DataFrame:
     """Where each published figure comes from: file, the authors' repository and commit, or the paper's table."""
     rows = []
-    for src in s.get("sources") or []:
+    for src in s.sources or []:
         if src.get("file"):
             rows.append({"figure": src.get("figure"), "data": src["file"].rsplit("/", 1)[-1],
                          "source": f"{src['repository']} @ {src['commit'][:12]}, {src.get('path') or ''}",

@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 from explorer.render import figures, read
+from tying.cache.summary_types import Summary
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -90,32 +91,32 @@ def stage_params(stages: dict, wanted: tuple[str, ...] | None) -> str:
     return "; ".join(parts)
 
 
-def _where_from(s: dict) -> str:
+def _where_from(s: Summary) -> str:
     """The models of a cache (source@revision), or the published data it was built from."""
-    models = s.get("models") or {}
+    models = s.models
     named = [f"{role} {m['source']}" + (f"@{m['revision']}" if m.get("revision") else "")
              for role, m in models.items() if m and m.get("source")]
     if named:
         return "models: " + ", ".join(named)
     repos = []
-    for src in s.get("sources") or []:
+    for src in s.sources or []:
         text = f"{src.get('repository')}@{str(src.get('commit') or '')[:7]}".rstrip("@")
         if src.get("repository") and text not in repos:
             repos.append(text)
     if repos:
-        licence = next((src.get("license", "").split(" (")[0] for src in s["sources"] if src.get("license")), "")
+        licence = next((src.get("license", "").split(" (")[0] for src in s.sources if src.get("license")), "")
         return "data: " + ", ".join(repos) + (f" ({licence})" if licence else "")
     return ""
 
 
-def source_line(ref: read.CacheRef, s: dict, name: str, commit: str) -> str:
+def source_line(ref: read.CacheRef, s: Summary, name: str, commit: str) -> str:
     """Where a figure comes from: the cache, its models (or data), this repository's commit and
     the parameters of the stages behind it."""
-    parts = [f"weight-tying explorer @ {commit}, cache '{ref.name}' ({s.get('kind') or 'pair'})"]
+    parts = [f"weight-tying explorer @ {commit}, cache '{ref.name}' ({s.kind or 'pair'})"]
     where = _where_from(s)
     if where:
         parts.append(where)
-    params = stage_params(s.get("stages") or {}, figures.BY_NAME[name].stages or None if name in figures.BY_NAME else None)
+    params = stage_params(s.stages, figures.BY_NAME[name].stages or None if name in figures.BY_NAME else None)
     if params:
         parts.append(params)
     return "Source: " + "; ".join(parts) + "."

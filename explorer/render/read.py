@@ -3,8 +3,9 @@
 The app (through :mod:`explorer.data`), the figure pack and the static site read here.
 Every query is memoised per process in a bounded LRU (:func:`memo`). Large results (the
 vocabulary, neighbour lists, per-token tables) are handed out without a copy: callers must
-treat them as read-only. Small ones (``copy=True``: the summary, short tables) are copied on
-each call, so a caller may change its own.
+treat them as read-only. Small ones (``copy=True``: short tables) are copied on each call, so
+a caller may change its own. The summary is a frozen :class:`~tying.cache.summary_types.Summary`,
+shared by every caller (read-only, its sections included).
 
 Pages never open connections or write SQL; they call the loaders here. A connection is
 cached per (path, modification time), so a cache replaced by `precompute` (an atomic
@@ -39,6 +40,7 @@ from tying.cache.store import (
     table_exists,
 )
 from tying.cache.summary import summarize
+from tying.cache.summary_types import Summary
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -115,8 +117,8 @@ def has_rows(ref: CacheRef, table: str) -> bool:
         cur.close()
 
 
-@memo(64, copy=True)
-def summary(ref: CacheRef) -> dict:
+@memo(64)
+def summary(ref: CacheRef) -> Summary:
     cur = connect(ref).cursor()
     try:
         return summarize(cur)
@@ -344,7 +346,7 @@ def lens_layers(ref: CacheRef) -> int:
 @memo(16)
 def lens_convergence(ref: CacheRef) -> tuple[str, ...]:
     """One line per model on whether its tuned lens converged, with the recorded budget."""
-    budget = stage_params(summary(ref).get("stages"), "lens").get("budget")
+    budget = stage_params(summary(ref).stages, "lens").get("budget")
     return tuple(convergence.lens_convergence(table(ref, "lens_curve"), budget))
 
 

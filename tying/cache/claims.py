@@ -1,6 +1,6 @@
 """The paper's claims, each with this cache's numbers and a verdict computed from them.
 
-One function per claim reads :func:`tying.cache.summary.summarize`'s dict and returns a
+One function per claim reads :func:`tying.cache.summary.summarize`'s Summary and returns a
 :class:`Claim`; the tour, the Overview's first screen, the figure pack's captions, the static
 site and ``summary --json`` (under ``claims``) all say the same sentences. Nothing here is
 hard-coded: a cache whose numbers go the other way gets "does not hold", a cache without the
@@ -16,11 +16,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from tying.cache import reference
+from tying.cache.summary_types import Summary
 from tying.cache.verdicts import FAILS, HOLDS, MIXED, NO_DATA, REPORTED, combine, decide
 
 IDS = ("alignment", "overlap", "map", "gradient", "scaling", "lens", "published", "sweep_bias", "sweep_gap")
@@ -49,22 +49,22 @@ class Claim:
 
 # -- what the numbers are ---------------------------------------------------------------------------
 
-def _paper_label(s: dict) -> str:
-    preset = (s.get("paper") or {}).get("preset")
+def _paper_label(s: Summary) -> str:
+    preset = s.paper.preset if s.paper else None
     return "paper (OLMo-1B)" if preset in (None, "olmo") else f"paper ({preset})"
 
 
-def toy_scale(s: dict) -> str:
+def toy_scale(s: Summary) -> str:
     """'toy (1.57M/2.10M parameters, 0.26M training tokens)' for a toy cache, '' otherwise: every
     line set beside the paper's from a toy says so."""
-    if s.get("kind") == "toylab":
-        sc = s.get("scale") or {}
+    if s.kind == "toylab":
+        sc = s.scale or {}
         sizes = "/".join(f"{n / 1e6:.2f}M" for n in (sc.get("n_params"), sc.get("n_params_untied")) if n)
         parts = [f"{sizes} parameters" if sizes else "", f"{sc['tokens'] / 1e6:.2f}M training tokens"
                  if sc.get("tokens") else ""]
         return "toy (" + ", ".join(p for p in parts if p) + ")" if any(parts) else "toy"
-    if s.get("kind") == "sweep":
-        rows = s.get("sweep") or []
+    if s.kind == "sweep":
+        rows = s.sweep or []
         if rows:
             lo, hi = min(r["params_tied"] for r in rows), max(r["params_untied"] for r in rows)
             seen = sorted({r.get("tokens_seen") for r in rows if r.get("tokens_seen")})
@@ -74,7 +74,7 @@ def toy_scale(s: dict) -> str:
     return ""
 
 
-def _toy(s: dict, text: str) -> str:
+def _toy(s: Summary, text: str) -> str:
     scale = toy_scale(s)
     return f"{scale}: {text}" if scale else text
 
@@ -83,12 +83,12 @@ def _runs(n: int, unit: str = "seeds") -> str:
     return f"mean of {n} {unit}" if n > 1 else "one run"
 
 
-def _per_seed(s: dict, metric: str) -> dict[int, float]:
+def _per_seed(s: Summary, metric: str) -> dict[int, float]:
     """{seed: value} of one per-seed metric of a toy lab (``seed_values``)."""
-    return {int(k): v for k, v in ((s.get("seed_values") or {}).get(metric) or {}).items() if v is not None}
+    return {int(k): v for k, v in ((s.seed_values or {}).get(metric) or {}).items() if v is not None}
 
 
-def _paired(s: dict, big: str, small: str) -> tuple[list[float], dict[int, float], dict[int, float]]:
+def _paired(s: Summary, big: str, small: str) -> tuple[list[float], dict[int, float], dict[int, float]]:
     """Per-seed differences big - small over the seeds that have both, and the two series."""
     a, b = _per_seed(s, big), _per_seed(s, small)
     seeds = sorted(set(a) & set(b))
@@ -116,10 +116,10 @@ REPORTED_NOTE = "the paper's printed value, shown for reference: not evidence, s
 
 # -- the claims -------------------------------------------------------------------------------------
 
-def alignment(s: dict) -> Claim:
+def alignment(s: Summary) -> Claim:
     st = STATEMENTS["alignment"]
-    t1 = (s.get("paper") or {}).get("table1")
-    if s.get("kind") == "published":
+    t1 = s.paper.table1 if s.paper else None
+    if s.kind == "published":
         t1 = t1 or reference.TABLE1["olmo"]
         return Claim("alignment", st, REPORTED, f"O→T {t1['O->T']['linear']:.3f} vs I→T {t1['I->T']['linear']:.3f}",
                      note=f"The paper's Table 1 (OLMo-1B, linear map, in-sample): {REPORTED_NOTE}.")
@@ -127,7 +127,7 @@ def alignment(s: dict) -> Claim:
              "in-sample)" if t1 else "")
     diffs, o, i = _paired(s, "O->T linear in-sample", "I->T linear in-sample")
     held, ho, hi_ = _paired(s, "O->T linear held-out", "I->T linear held-out")
-    al = s.get("alignment") or {}
+    al = s.alignment
     lin = {c: (al.get(c) or {}).get("linear") or {} for c in ("O->T", "I->T")}
     if diffs:
         d, ov, iv, n = decide(diffs), _mean(o), _mean(i), len(diffs)
@@ -148,15 +148,15 @@ def alignment(s: dict) -> Claim:
                  f"on O→T minus I→T in-sample: {d.text}.")
 
 
-def overlap(s: dict) -> Claim:
+def overlap(s: Summary) -> Claim:
     st = STATEMENTS["overlap"]
-    t5 = (s.get("paper") or {}).get("table5")
-    if s.get("kind") == "published":
+    t5 = s.paper.table5 if s.paper else None
+    if s.kind == "published":
         t5 = t5 or reference.TABLE5["olmo"]
         return Claim("overlap", st, REPORTED, f"T~O {t5['T~O']:.3f} vs T~I {t5['T~I']:.3f}",
                      note=f"The paper's Table 5 (OLMo-1B, overlap@10): {REPORTED_NOTE}.")
     diffs, to, ti = _paired(s, "overlap@10 T~O", "overlap@10 T~I")
-    ov = s.get("overlap_at_10") or {}
+    ov = s.overlap_at_10
     if diffs:
         d, a, b, n = decide(diffs), _mean(to), _mean(ti), len(diffs)
     elif ov.get("T~O") is not None and ov.get("T~I") is not None:
@@ -170,14 +170,14 @@ def overlap(s: dict) -> Claim:
                  f"T~I: {d.text}.")
 
 
-def spectral_map(s: dict) -> Claim:
+def spectral_map(s: Summary) -> Claim:
     st = STATEMENTS["map"]
-    sp = s.get("spectral") or {}
+    sp = s.spectral
     to, ti = sp.get("T~O"), sp.get("T~I")
     if to is None or ti is None:
         return Claim("map", st, NO_DATA, note="This cache holds no spectral distance.", needs="toylab")
     d = decide([ti - to])
-    which = " of seed 0's twins" if s.get("kind") == "toylab" else ""
+    which = " of seed 0's twins" if s.kind == "toylab" else ""
     return Claim("map", st, d.verdict, _toy(s, f"spectral distance T~O {to:.3f} vs T~I {ti:.3f} (one run{which})"),
                  note="Distance between the k-NN graphs of two matrices; lower is more alike. Decided on T~I minus "
                       f"T~O: {d.text}.")
@@ -188,14 +188,14 @@ def _first_tied_run(prov: dict) -> str | None:
     return plain[0] if plain else None
 
 
-def gradient(s: dict) -> Claim:
+def gradient(s: Summary) -> Claim:
     st = STATEMENTS["gradient"]
-    ps = (s.get("paper") or {}).get("output_share")
+    ps = s.paper.output_share if s.paper else None
     paper = f"{_paper_label(s)}: {ps['early']:.1%} over steps 1-{ps['early_steps']:,} (the authors' input proxy)" \
         if ps else ""
     proxy = list(_per_seed(s, "output share early (proxy input)").values())
     exact = list(_per_seed(s, "output share early").values())
-    prov = s.get("gradient_provenance") or {}
+    prov = s.gradient_provenance or {}
     run = _first_tied_run(prov)
     early_steps = (prov.get(run) or {}).get("early_steps", 0) if run else 0
     if proxy:  # the per-seed shares with the authors' proxy: the quantity beside the paper's
@@ -220,10 +220,10 @@ def gradient(s: dict) -> Claim:
                  f"dominates. Decided on the share minus one half, as shown: {d.text}.{paper_note}")
 
 
-def scaling(s: dict) -> Claim:
+def scaling(s: Summary) -> Claim:
     st = STATEMENTS["scaling"]
-    t2 = s.get("table2") or {}
-    if s.get("kind") == "published":
+    t2 = s.table2 or {}
+    if s.kind == "published":
         rows = t2.get("paper") or {}
         base = [r for k, r in rows.items() if r["input_grad_scale"] == 1 and "Table 2" in k]
         up = [r for k, r in rows.items() if r["input_grad_scale"] > 1 and "Table 2" in k]
@@ -262,11 +262,11 @@ def scaling(s: dict) -> Claim:
                  f"towards I: {to_i.verdict} ({to_i.text}); away from O: {from_o.verdict} ({from_o.text}).")
 
 
-def lens(s: dict) -> Claim:
+def lens(s: Summary) -> Claim:
     st = STATEMENTS["lens"]
-    g = (s.get("lens") or {}).get("gap")
-    paper_kl = (s.get("paper") or {}).get("tuned_lens_kl")
-    if s.get("kind") == "published":
+    g = (s.analysis("lens") or {}).get("gap")
+    paper_kl = s.paper.tuned_lens_kl if s.paper else None
+    if s.kind == "published":
         if not paper_kl:
             return Claim("lens", st, NO_DATA, needs="toylab")
         return Claim("lens", st, REPORTED, f"first 2 layers: tied {np.mean(paper_kl['tied'][:2]):.2f} vs untied "
@@ -281,27 +281,27 @@ def lens(s: dict) -> Claim:
         paper = (f"{_paper_label(s)}: tied {sum(paper_kl['tied'][:n]) / n:.2f} vs untied "
                  f"{sum(paper_kl['untied'][:n]) / n:.2f} bits, with the authors' shifted indexing (translator l-1 on "
                  "hidden state l): not the same quantity layer by layer, compare the direction only")
-    which = "seed 0's twins, " if s.get("kind") == "toylab" else ""
+    which = "seed 0's twins, " if s.kind == "toylab" else ""
     return Claim("lens", st, d.verdict, _toy(s, f"first {n} layers: tied {g['tied']:.2f} vs untied {g['untied']:.2f} "
                                                 f"bits ({which}one run, a by-the-book tuned lens)"), paper,
                  f"Mean tuned-lens KL to the final output over the first layers. Decided on tied minus untied: "
                  f"{d.text}.")
 
 
-def moved(s: dict) -> list[tuple[str, float, float]]:
+def moved(s: Summary) -> list[tuple[str, float, float]]:
     """(run, I, O): each untied run's mean cosine of I and of O to their start at its last
     checkpoint (the summary's evolution; a toy-lab run or a released model)."""
     rows = []
-    for run, m in (s.get("evolution") or {}).items():
+    for run, m in (s.evolution or {}).items():
         if "I" in m and "O" in m and m["I"].get("cos_init") and m["O"].get("cos_init"):
-            rows.append((run.split("/")[-1] if "/" in run and s.get("kind") == "published" else run,
+            rows.append((run.split("/")[-1] if "/" in run and s.kind == "published" else run,
                          m["I"]["cos_init"][-1], m["O"]["cos_init"][-1]))
     return rows
 
 
-def published(s: dict) -> Claim:
+def published(s: Summary) -> Claim:
     st = STATEMENTS["published"]
-    if s.get("kind") != "published":
+    if s.kind != "published":
         return Claim("published", st, NO_DATA, note="The authors' released measurements are in the published "
                                                      "cache.", needs="published")
     rows = moved(s)
@@ -319,8 +319,8 @@ def published(s: dict) -> Claim:
                       f"{sum(holds)} of {len(holds)}.")
 
 
-def _sweep_rows(s: dict) -> list[dict]:
-    return sorted(s.get("sweep") or [], key=lambda r: (r["vocab_size"], r["d_model"], r["seed"]))
+def _sweep_rows(s: Summary) -> list[dict]:
+    return sorted(s.sweep or [], key=lambda r: (r["vocab_size"], r["d_model"], r["seed"]))
 
 
 def _by_width(rows: list[dict], value: Callable[[dict], float | None]) -> dict[tuple[int, int], list[float]]:
@@ -336,7 +336,7 @@ def _width_label(key: tuple[int, int], vocabs: int) -> str:
     return f"d={key[1]}" + (f" V={key[0]:,}" if vocabs > 1 else "")
 
 
-def _sweep_claim(s: dict, key: str, per_width: dict, what: str, note: str, paper_sign: int = 1) -> Claim:
+def _sweep_claim(s: Summary, key: str, per_width: dict, what: str, note: str, paper_sign: int = 1) -> Claim:
     """A sweep claim: per width the values ``per_width`` (one per seed) as the line shows them, each
     width decided on ``paper_sign`` x value (the paper's direction positive), combined over widths."""
     st = STATEMENTS[key]
@@ -357,7 +357,7 @@ def _sweep_claim(s: dict, key: str, per_width: dict, what: str, note: str, paper
                  note=note)
 
 
-def sweep_bias(s: dict) -> Claim:
+def sweep_bias(s: Summary) -> Claim:
     rows = _sweep_rows(s)
     in_sample = bool(rows) and all(r.get("linear_o_t_in") is not None for r in rows)
     if in_sample:
@@ -379,7 +379,7 @@ def _above_bigram(rows: list[dict]) -> bool:
     return bool(have) and all(r[a] > r["bigram_loss"] for r in have for a in arms if r.get(a) is not None)
 
 
-def sweep_gap(s: dict) -> Claim:
+def sweep_gap(s: Summary) -> Claim:
     rows = _sweep_rows(s)
     matched = bool(rows) and all(r.get("eval_loss_tied_matched") is not None for r in rows)
     arm = "eval_loss_tied_matched" if matched else "eval_loss_tied"
@@ -396,19 +396,19 @@ def sweep_gap(s: dict) -> Claim:
     return _sweep_claim(s, "sweep_gap", per, what, note, paper_sign=-1)
 
 
-CLAIMS: dict[str, Callable[[dict], Claim]] = {
+CLAIMS: dict[str, Callable[[Summary], Claim]] = {
     "alignment": alignment, "overlap": overlap, "map": spectral_map, "gradient": gradient, "scaling": scaling,
     "lens": lens, "published": published, "sweep_bias": sweep_bias, "sweep_gap": sweep_gap,
 }
 assert tuple(CLAIMS) == IDS
 
 
-def claims(s: dict[str, Any]) -> dict[str, Claim]:
+def claims(s: Summary) -> dict[str, Claim]:
     """Every claim for this cache's summary, in the tour's order."""
     return {k: f(s) for k, f in CLAIMS.items()}
 
 
-def as_json(s: dict[str, Any]) -> dict[str, dict[str, str]]:
+def as_json(s: Summary) -> dict[str, dict[str, str]]:
     """``summary --json``'s ``claims``: {id: {"verdict", "ours", "paper", "note", "statement"}}."""
     return {k: {f: getattr(c, f) for f in ("verdict", "ours", "paper", "note", "statement")}
             for k, c in claims(s).items()}

@@ -1,7 +1,8 @@
 """The headline numbers of a pair's cache (the paper's Table 1 and Table 5), read-only.
 
 Used by the app's overview page and by ``python -m precompute summary`` (``--json`` prints
-:func:`summarize`'s dict; its text tables are written by :mod:`precompute.report`).
+:func:`summarize`'s :class:`~tying.cache.summary_types.Summary` as JSON; its text tables are
+written by :mod:`precompute.report`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from tying.analysis.share import DEFAULT_EARLY_STEPS, output_share
 from tying.analysis.sweep import by_cell
 from tying.cache import reference
 from tying.cache.store import finished_stages, has_column, query_df, read_meta, stage_params, table_exists
+from tying.cache.summary_types import PaperReference, Summary, paper_reference
 
 
 def _num(x: Any) -> float | None:
@@ -41,12 +43,13 @@ def _clean(x: Any) -> Any:
     return x
 
 
-def summarize(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
-    """Every headline number of the cache as a JSON-able dict (strict JSON: no NaN)."""
-    return _clean(_summarize(con))
+def summarize(con: duckdb.DuckDBPyConnection) -> Summary:
+    """Every headline number of the cache (strict JSON values: no NaN)."""
+    return Summary.from_json(_clean(_summarize(con)))
 
 
 def _summarize(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    """The summary's JSON, built section by section (each analysis's hook sees the sections so far)."""
     meta = read_meta(con)
     models = query_df(con, "SELECT * FROM models ORDER BY role").to_dict("records")
     for m in models:
@@ -109,23 +112,6 @@ def _summarize(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     if meta.get("sources"):
         out["sources"] = json.loads(meta["sources"])
     return out
-
-
-def paper_reference(preset: str) -> dict[str, Any]:
-    """The paper's figures for a preset (quoted, never computed), as the summary carries them."""
-    return {
-        "preset": preset,
-        "table1": reference.TABLE1.get(preset),
-        "table1_match": reference.TABLE1_MATCH.get(preset, "strings"),
-        "table5": reference.TABLE5.get(preset),
-        "tuned_lens_kl": reference.TUNED_LENS_KL.get(preset),
-        "tuned_lens_note": reference.LENS_INDEXING_NOTE if preset in reference.TUNED_LENS_KL else None,
-        "output_share": reference.OUTPUT_SHARE,
-        "table2": {f"{k:g}": v for k, v in reference.TABLE2.items()},
-        "table2_method": reference.TABLE2_METHOD,
-        "table6": {f"{k:g}": v for k, v in reference.TABLE6.items()},
-        "evolution": reference.EVOLUTION,
-    }
 
 
 def toylab_scale(s: dict[str, Any], meta: dict[str, str]) -> dict[str, Any]:
@@ -392,9 +378,9 @@ def plus_minus(mean: float | None, std: float | None, n: int, digits: int = 3, m
     return f"{mean:.{digits}f}" + (f" ± {std:.{digits}f}" if n > 1 and std is not None else "")
 
 
-def paper_label(paper: dict[str, Any]) -> str:
+def paper_label(paper: PaperReference | None) -> str:
     """How the paper's figures are labelled beside this cache's: "paper", or "paper (olmo)" beside the toy lab."""
-    return f"paper ({paper.get('preset')})" if paper.get("beside_toylab") else "paper"
+    return f"paper ({paper.preset})" if paper is not None and paper.beside_toylab else "paper"
 
 
 # -- sentences the text summary and the Overview page both say (written once) --------------------
@@ -436,13 +422,13 @@ def projection_text(umap: dict[str, Any]) -> str:
     return text
 
 
-def match_text(s: dict[str, Any]) -> str:
+def match_text(s: Summary) -> str:
     """How rows were paired, and how the paper's Table 1 paired them when that differs."""
-    match = (s.get("vocabulary") or {}).get("match", "strings")
-    paper = s.get("paper") or {}
+    match = (s.vocabulary or {}).get("match", "strings")
+    paper = s.paper or PaperReference()
     text = f"rows paired by token {match[:-1]}"
-    paper_match = paper.get("table1_match", "strings")
-    if paper.get("table1") is not None:
+    paper_match = paper.table1_match
+    if paper.table1 is not None:
         text += (f"; the paper's Table 1 for this pair paired them by token {paper_match[:-1]} (rebuild with "
                  f"--match {paper_match} for the like-for-like number)" if paper_match != match
                  else ", as in the paper's Table 1")

@@ -1,0 +1,165 @@
+"""The typed cache summary: :func:`tying.cache.summary.summarize` returns a :class:`Summary`.
+
+One attribute per section of ``python -m precompute summary --json``; the sections whose keys
+are data (comparisons, pairs, runs, metrics, sweep rows) stay dicts (the type aliases below).
+The sections an analysis of the registry adds (its ``summary`` hook, under its name: umap, lens,
+cka, ...) live in :attr:`Summary.analyses`, read with :meth:`Summary.analysis`, so a new analysis
+needs no new attribute. :meth:`Summary.to_json` gives the JSON the CLI prints (same keys and
+nesting as before the summary was typed) and :meth:`Summary.from_json` reads it back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from tying import registry
+from tying.cache import reference
+
+Models = dict[str, dict[str, Any]]
+"""{role ("tied", "untied"): the models table's row (``files``, ``fingerprint`` decoded)}."""
+Alignment = dict[str, dict[str, dict[str, Any]]]
+"""{comparison: {method: {split: mean (None where not applicable), "note": why not}}}."""
+Overlap = dict[str, dict[str, float]]
+"""{pair: {str(k): mean overlap@k}}."""
+ByPair = dict[str, Any]
+"""{pair ("T~O", ...): a number or None}."""
+Runs = dict[str, dict[str, Any]]
+"""{run: {"variant", "seed", "input_grad_scale", "steps", "final_loss", "eval_loss", "seconds"}}."""
+Provenance = dict[str, dict[str, Any]]
+"""{run: the output share of its gradient log (early, overall, ..., ``beside_paper``)}."""
+Evolution = dict[str, dict[str, dict[str, list]]]
+"""{run: {matrix: {"steps": [...], "cos_init": [...]}}}."""
+Table2 = dict[str, dict[str, dict[str, Any]]]
+"""{method: {run: {"input_grad_scale", target: mean cosine}}}."""
+Seeds = dict[str, dict[str, Any]]
+"""{metric: {"n", "mean", "std"}}."""
+SeedValues = dict[str, dict[str, float | None]]
+"""{metric: {str(seed): value}}."""
+Directions = dict[str, dict[str, Any]]
+"""{claim: {"seeds", "holds", "all"}}."""
+Rows = list[dict[str, Any]]
+"""Sweep rows (one per cell and seed) or cells (one per grid point)."""
+
+
+@dataclass(frozen=True)
+class PaperReference:
+    """The paper's figures for a preset (quoted, never computed), see :func:`paper_reference`."""
+
+    preset: str | None = None
+    table1: dict[str, Any] | None = None
+    table1_match: str = "strings"
+    table5: dict[str, Any] | None = None
+    tuned_lens_kl: dict[str, Any] | None = None
+    tuned_lens_note: str | None = None
+    output_share: dict[str, Any] | None = None
+    table2: dict[str, Any] | None = None
+    table2_method: str | None = None
+    table6: dict[str, Any] | None = None
+    evolution: Any = None
+    beside_toylab: bool = False  # the olmo figures set beside a toy lab's (in the JSON only when true)
+
+    def to_json(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        if not self.beside_toylab:
+            del out["beside_toylab"]
+        return out
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> PaperReference:
+        _check_keys(cls, d, "paper")
+        return cls(**d)
+
+
+def paper_reference(preset: str) -> dict[str, Any]:
+    """The paper's figures for a preset (quoted, never computed), as the summary carries them."""
+    return {
+        "preset": preset,
+        "table1": reference.TABLE1.get(preset),
+        "table1_match": reference.TABLE1_MATCH.get(preset, "strings"),
+        "table5": reference.TABLE5.get(preset),
+        "tuned_lens_kl": reference.TUNED_LENS_KL.get(preset),
+        "tuned_lens_note": reference.LENS_INDEXING_NOTE if preset in reference.TUNED_LENS_KL else None,
+        "output_share": reference.OUTPUT_SHARE,
+        "table2": {f"{k:g}": v for k, v in reference.TABLE2.items()},
+        "table2_method": reference.TABLE2_METHOD,
+        "table6": {f"{k:g}": v for k, v in reference.TABLE6.items()},
+        "evolution": reference.EVOLUTION,
+    }
+
+
+ALWAYS = ("name", "kind", "schema_version", "models", "stages", "vocabulary", "alignment", "overlap",
+          "overlap_at_10", "spectral", "spectral_params")
+"""The sections every summary's JSON has (the others only where the cache holds them)."""
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Every headline number of a cache (strict JSON values: no NaN)."""
+
+    name: str | None = None
+    kind: str | None = None  # "pair", "toylab", "provenance", "evolution", "published", "sweep"
+    schema_version: int = 0
+    models: Models = field(default_factory=dict)
+    stages: dict[str, dict[str, Any]] = field(default_factory=dict)  # finished stages: {stage: params, ...}
+    vocabulary: dict[str, Any] = field(default_factory=dict)
+    alignment: Alignment = field(default_factory=dict)
+    overlap: Overlap = field(default_factory=dict)
+    overlap_at_10: ByPair = field(default_factory=dict)
+    spectral: ByPair = field(default_factory=dict)
+    spectral_params: dict[str, Any] = field(default_factory=dict)
+    analyses: dict[str, Any] = field(default_factory=dict)  # {analysis name: what its summary hook returned}
+    # training (toy lab, provenance, evolution, published caches); None where the cache has no runs
+    runs: Runs | None = None
+    gradient_provenance: Provenance | None = None
+    evolution: Evolution | None = None
+    table2: Table2 | None = None
+    seeds: Seeds | None = None
+    seed_values: SeedValues | None = None
+    directions: Directions | None = None
+    # a width sweep
+    sweep: Rows | None = None
+    sweep_cells: Rows | None = None
+    sweep_settings: dict[str, Any] | None = None
+    paper: PaperReference | None = None
+    scale: dict[str, Any] | None = None  # a toy lab's size against the paper's ("line", "n_params", ...)
+    overlap_context: dict[str, Any] | None = None  # why a toy lab's overlap@k sits below the paper's
+    sources: list[dict[str, Any]] | None = None  # where a published cache's files come from
+
+    def analysis(self, name: str) -> Any:
+        """What the registry's analysis ``name`` added to the summary (None where it added nothing)."""
+        return self.analyses.get(name)
+
+    def to_json(self) -> dict[str, Any]:
+        """The summary as ``summary --json`` prints it (without its ``claims``)."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if f.name == "analyses":
+                out.update(v)
+            elif f.name == "paper":
+                if v is not None:
+                    out["paper"] = v.to_json()
+            elif f.name in ALWAYS or v is not None:
+                out[f.name] = v
+        return out
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Summary:
+        """A summary from its JSON (:meth:`to_json`'s dict; a key that is neither a section nor an
+        analysis of the registry is an error)."""
+        names = {f.name for f in fields(cls)} - {"analyses"}
+        analyses = {a.name for a in registry.ANALYSES if a.summary}
+        unknown = sorted(set(d) - names - analyses)
+        if unknown:
+            raise ValueError(f"unknown summary sections: {', '.join(unknown)}")
+        kw = {k: v for k, v in d.items() if k in names}
+        if kw.get("paper") is not None and not isinstance(kw["paper"], PaperReference):
+            kw["paper"] = PaperReference.from_json(kw["paper"])
+        return cls(**kw, analyses={k: v for k, v in d.items() if k in analyses})
+
+
+def _check_keys(cls: type, d: dict[str, Any], what: str) -> None:
+    unknown = sorted(set(d) - {f.name for f in fields(cls)})
+    if unknown:
+        raise ValueError(f"unknown {what} keys: {', '.join(unknown)}")
