@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from explorer import data, live
+from explorer import data, live, trajectory_worker
 from precompute import serve
 from precompute.cli import main
 from tests.waiting import wait_until
@@ -202,7 +202,7 @@ def test_a_worker_that_cannot_start_says_why_to_every_waiting_text(fake, ref, mo
 def _failed_lately(worker: live.Worker) -> bool:
     """Whether the worker has noted its failed start (warm() then leaves it for WARM_RETRY_S).
     Nothing public says so: the worker's thread notes it after every public sign of the failure."""
-    return time.monotonic() - worker._failed_at < live.WARM_RETRY_S
+    return time.monotonic() - worker._failed_at < trajectory_worker.WARM_RETRY_S
 
 
 def test_showing_the_form_starts_the_worker_once(fake, ref, monkeypatch):
