@@ -348,11 +348,18 @@ def charts_drawn(driver, timeout: float = 60) -> int:
 @pytest.mark.slow
 @pytest.mark.browser
 @needs_chromium
-@pytest.mark.parametrize("page, charts", [("index.html", 0), ("demo/index.html", 8), ("paper/index.html", 3),
-                                          ("sweep/index.html", 2), ("tour/step-1.html", 1),
+@pytest.mark.parametrize("page, charts", [("index.html", 0), ("demo/index.html", None), ("paper/index.html", None),
+                                          ("sweep/index.html", None), ("tour/step-1.html", 1),
                                           ("tour/step-2.html", 1), ("tour/step-4.html", 1),
                                           ("tour/step-8.html", 1), ("tour/step-9.html", 1)])
-def test_pages_draw_every_chart_with_no_request_off_file(shipped_site, browser, page, charts):
+def test_pages_draw_every_chart_with_no_request_off_file(shipped, shipped_site, browser, page, charts):
+    """Every chart of a page draws from file:// (a cache's page: each figure of the registry the
+    cache has the data for, tables aside)."""
+    if charts is None:
+        from explorer.render import figures, read
+
+        ref = read.CacheRef.of(shipped / f"{page.split('/')[0]}.duckdb")
+        charts = sum(not f.is_table for f in figures.available(ref))
     requested_urls(browser)  # count from here
     browser.get((shipped_site / page).as_uri())
     assert charts_drawn(browser) == charts
