@@ -22,9 +22,9 @@ from tying.cache.summary import (
     share_beside_paper,
     spectral_scope,
 )
-from tying.cache.summary_types import PaperReference
+from tying.cache.summary_types import PaperReference, stored_as
 from tying.errors import UserError, first_line
 
 __all__ = ["DISPLAY_COMPARISONS", "MATRIX_NAMES", "MATRIX_PAIRS", "OVERLAP_K", "PaperReference", "UserError",
            "claims", "coverage_text", "display_comparison", "first_line", "match_text", "overlap_context_text", "pair_label",
-           "projection_text", "reference", "share_beside_paper", "spectral_scope"]
+           "projection_text", "reference", "share_beside_paper", "spectral_scope", "stored_as"]

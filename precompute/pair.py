@@ -39,8 +39,8 @@ class PairConfig:
     """What `precompute pair` (and `precompute lens`) does: each option field is the CLI option of
     its name (``--neighbours-k``; the lens stage's as ``--lens-*``), checked when the config is built."""
 
-    tied: str | None = option(None, help="the tied model: a Hugging Face id or a local directory")
-    untied: str | None = option(None, help="the untied model: a Hugging Face id or a local directory")
+    tied: str | None = option(None, help="the tied model: a Hugging Face id, a local directory or a GGUF file")
+    untied: str | None = option(None, help="the untied model: a Hugging Face id, a local directory or a GGUF file")
     name: str | None = option(None, shown="derived from the two models", help="cache name: `cache/<name>.duckdb`")
     tied_revision: str | None = option(None, shown="main", help="hub revision (branch, tag or commit) of the tied model")
     untied_revision: str | None = option(None, shown="main", help="hub revision of the untied model")
@@ -223,6 +223,10 @@ class PairRun:
             self.load()
             if "neighbours" in todo and cfg.neighbours_k >= self.n:
                 raise UserError(f"--neighbours-k {cfg.neighbours_k} is not smaller than the {self.n} common tokens")
+            gguf = [m.source for m in self.models.values() if m.input_key == "token_embd.weight"]
+            if gguf and ("lens" in todo or cfg.text):
+                raise UserError(f"'{gguf[0]}' is a GGUF file: its matrices are read, but the lens stage and --text "
+                                "need the model itself, which this version does not load from GGUF (add --skip lens)")
             bar.update(1)
             meta = {
                 "name": self.name, "kind": cfg.kind, "preset": cfg.preset,

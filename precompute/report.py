@@ -24,7 +24,7 @@ from tying.cache.summary import (
     spectral_scope,
     summarize,
 )
-from tying.cache.summary_types import PaperReference, Summary
+from tying.cache.summary_types import PaperReference, Summary, stored_as
 from tying.cache.verdicts import NO_DATA
 from tying.errors import UserError
 
@@ -83,7 +83,7 @@ def format_summary(s: Summary) -> str:
             rev = f"@{m['revision']}" if m.get("revision") else ""
             lines.append(
                 f"  {role:<7} {m['source']}{rev}  d={m['d_model']}  vocab={m['n_vocab']}  "
-                f"embedding share={m['embedding_share']:.1%}"
+                f"embedding share={m['embedding_share']:.1%}  stored as {stored_as(m.get('dtype'))}"
             )
     v = s.vocabulary or {}
     if v:

@@ -17,6 +17,7 @@ from explorer.words import (
     reference,
     share_beside_paper,
     spectral_scope,
+    stored_as,
 )
 
 ref = frame.current()
@@ -166,7 +167,7 @@ if models:
                      "commit": (m.get("commit_sha") or "")[:12], "type": m.get("model_type"),
                      "tied in weights": "yes" if m.get("tied_in_weights") else "no", "d": m.get("d_model"),
                      "vocab": m.get("n_vocab"), "parameters": f"{m.get('n_params', 0):,}",
-                     "embedding share": f"{m.get('embedding_share', 0):.1%}"})
+                     "embedding share": f"{m.get('embedding_share', 0):.1%}", "stored as": stored_as(m.get("dtype"))})
     frame.table(pd.DataFrame(rows))
     v = s.vocabulary or {}
     if v:

@@ -163,3 +163,15 @@ def _check_keys(cls: type, d: dict[str, Any], what: str) -> None:
     unknown = sorted(set(d) - {f.name for f in fields(cls)})
     if unknown:
         raise ValueError(f"unknown {what} keys: {', '.join(unknown)}")
+
+
+QUANTISED = ("Q", "IQ", "TQ")
+"""GGUF's quantised storage types start so (Q8_0, Q4_1, IQ4_XS, TQ1_0); F16, BF16 and F32 do not."""
+
+
+def stored_as(dtype: str | None) -> str:
+    """How a model's matrix was stored, as the pages say it: "Q8_0, dequantised" for a GGUF
+    quantisation type, else the dtype ("bfloat16")."""
+    if not dtype:
+        return ""
+    return f"{dtype}, dequantised" if dtype.upper().startswith(QUANTISED) else dtype

@@ -24,57 +24,26 @@ model, matched to checkpoint keys; the parameter count), :mod:`~tying.loading.to
 chunks of safetensors tensors), :mod:`~tying.loading.binfiles` (the fallback for pickled
 ``pytorch_model*.bin`` checkpoints, read with ``torch.load(weights_only=True)``, used only
 when a checkpoint has no safetensors file) and :mod:`~tying.loading.matrices` (reading,
-comparing and fingerprinting the two matrices).
+comparing and fingerprinting the two matrices); a GGUF file is read by
+:mod:`~tying.loading.gguf_file` instead.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from tying.errors import UserError
 from tying.loading.binfiles import TorchBinReader
 from tying.loading.checkpoint import CONFIG, TOKENIZER_PATTERNS, open_checkpoint, weight_files
+from tying.loading.gguf_file import gguf_path, load_gguf_matrices
 from tying.loading.headers import dtype_name
-from tying.loading.matrices import check_matrix_tensors, equals, fingerprint, read_matrix
+from tying.loading.matrices import ModelMatrices, check_matrix_tensors, equals, fingerprint, read_matrix
 from tying.loading.readers import Reader, SafetensorsReader
 from tying.loading.skeleton import build_skeleton, count_parameters, embedding_keys, load_config
 from tying.loading.tokenizer import load_tokenizer, token_strings
-
-
-@dataclass
-class ModelMatrices:
-    """The input and output matrices of one model, with what is known about where they came from.
-
-    ``input`` and ``output`` are float32 arrays of shape (n_vocab, d_model); row i belongs to
-    token id i. When the model is tied, ``output is input`` (one array, not a copy).
-    """
-
-    source: str  # the id or path as given
-    revision: str | None  # the revision as given (hub only)
-    local_dir: str  # folder holding config and tokenizer (a cache snapshot for hub ids)
-    commit: str | None  # hub commit sha the revision resolved to; None for local folders
-    model_type: str  # config.model_type
-    tied: bool  # decided from the weights, not the config
-    input: np.ndarray  # float32, shape (n_vocab, d_model)
-    output: np.ndarray  # float32, shape (n_vocab, d_model); `is input` when tied
-    input_key: str  # tensor name of the input matrix in the checkpoint
-    output_key: str | None  # tensor name of a separately stored output matrix, else None
-    d_model: int
-    n_rows_stored: int  # rows of the stored input matrix, padding rows included
-    n_vocab: int  # len(tokenizer); rows beyond it are dropped
-    n_params: int  # parameters in the checkpoint (from headers; buffers and tied copies excluded)
-    n_embedding_params: int  # stored input rows*cols, plus output rows*cols when untied
-    embedding_share: float  # n_embedding_params / n_params
-    tokens: list[str]  # raw token strings of ids 0..n_vocab-1 ("" where the id has none)
-    token_texts: list[str]  # decoded display string of each id
-    fingerprint: dict[str, str]  # sha256 hex of the float32 bytes: {"input": ..., "output": ...}
-    files: list[dict] = field(default_factory=list)  # files read: name, size, blob_id/sha256 when known
-    dtype: str = "float32"  # stored dtype of the input matrix, e.g. "bfloat16"
-    seconds: float = 0.0  # wall time of the load
 
 
 def load_model_matrices(
@@ -88,7 +57,8 @@ def load_model_matrices(
     """Load the input and output matrices of a causal language model, cheaply.
 
     Args:
-        source: a local model folder (config.json, tokenizer, weights) or a Hugging Face id.
+        source: a local model folder (config.json, tokenizer, weights), a Hugging Face id, or a GGUF
+            file (or a folder holding one; see :mod:`tying.loading.gguf_file`).
         revision: branch, tag or commit of a Hub id (e.g. "step10000-tokens20B").
         role: "tied" or "untied" to insist on what the weights must be; None accepts either.
         trust_remote_code: allow the model's own Python code (off unless asked for).
@@ -104,6 +74,9 @@ def load_model_matrices(
         raise UserError(f"role must be 'tied', 'untied' or None, not '{role}'")
     start_time = time.perf_counter()
     source = str(source)
+    gguf = gguf_path(source)
+    if gguf is not None:  # a llama.cpp / Ollama file: its two matrices dequantised, no model loaded
+        return load_gguf_matrices(gguf, source, role=role)
     ckpt = open_checkpoint(source, revision, cache_dir, trust_remote_code)
     config = load_config(ckpt, trust_remote_code)
     skeleton = build_skeleton(config, source, trust_remote_code)
