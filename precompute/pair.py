@@ -223,10 +223,6 @@ class PairRun:
             self.load()
             if "neighbours" in todo and cfg.neighbours_k >= self.n:
                 raise UserError(f"--neighbours-k {cfg.neighbours_k} is not smaller than the {self.n} common tokens")
-            gguf = [m.source for m in self.models.values() if m.input_key == "token_embd.weight"]
-            if gguf and ("lens" in todo or cfg.text):
-                raise UserError(f"'{gguf[0]}' is a GGUF file: its matrices are read, but the lens stage and --text "
-                                "need the model itself, which this version does not load from GGUF (add --skip lens)")
             bar.update(1)
             meta = {
                 "name": self.name, "kind": cfg.kind, "preset": cfg.preset,

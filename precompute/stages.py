@@ -31,9 +31,9 @@ def sample(n: int, limit: int, seed: int) -> np.ndarray:
 
 def token_frequencies(tokenizer_dir: str, text_path: str, n_vocab: int) -> np.ndarray:
     """Counts of each token id of a tokenizer over a text file; array of shape (n_vocab,)."""
-    from transformers import AutoTokenizer
+    from tying.loading.causal_lm import load_tokenizer
 
-    tok = AutoTokenizer.from_pretrained(tokenizer_dir)
+    tok = load_tokenizer(tokenizer_dir)
     counts = np.zeros(n_vocab, dtype=np.int64)
     with open(text_path, encoding="utf-8", errors="replace") as fh:
         lines = fh.readlines()

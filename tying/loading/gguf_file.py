@@ -6,7 +6,9 @@ embedding (``token_embd.weight``) and, when the model stores one, the output mat
 (``output.weight``; absent in a tied model) are read through the ``gguf`` package's
 memory-mapped reader and dequantised to float32 (Q8_0, Q4_1, F16, ...: whatever the file
 stores, each tensor's type recorded); the token strings come from the file's own vocabulary
-(``tokenizer.ggml.tokens``). The file is recorded by name, size and sha256.
+(``tokenizer.ggml.tokens``). The file is recorded by name, size and sha256. Stages that run
+the model (the lens, token frequencies) load it through transformers' GGUF support
+(:mod:`tying.loading.causal_lm`, which needs accelerate).
 """
 
 from __future__ import annotations
@@ -150,7 +152,8 @@ def load_gguf_matrices(path: Path, source: str, *, role: str | None = None):
     fp_in = fingerprint(inp)
     stored = {INPUT_KEY: type_name(tensors[INPUT_KEY])} | ({OUTPUT_KEY: type_name(out_t)} if out_t is not None else {})
     return ModelMatrices(
-        source=source, revision=None, local_dir=str(path.parent), commit=None, model_type=str(arch), tied=tied,
+        source=source, revision=None, local_dir=str(path),  # the file itself: causal_lm loads the model from it
+        commit=None, model_type=str(arch), tied=tied,
         input=inp, output=inp if tied else out, input_key=INPUT_KEY,
         output_key=None if out_t is None else OUTPUT_KEY, d_model=d_model, n_rows_stored=n_rows, n_vocab=n_vocab,
         n_params=n_params, n_embedding_params=n_embedding,
