@@ -2,6 +2,7 @@
 writer, read back within the quantisation's bound, through `precompute pair` end to end."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -193,3 +194,11 @@ def test_the_lens_stage_runs_the_gguf_models_through_transformers(tmp_path, caps
         for lens in ("tuned", "logit"):
             layers = sorted(kl[(kl["model"] == model_name) & (kl["lens"] == lens)]["layer"])
             assert layers[0] == 0 and len(layers) >= 2, (model_name, lens, layers)
+    # own text: the app's trajectory command finds the GGUF models the cache was built from and runs them
+    capsys.readouterr()
+    assert main(["trajectory", str(tmp_path / "lens.duckdb"), "--text", "the thin tea"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {role: Path(m["model"]).suffix for role, m in out["models"].items()} == {"tied": ".gguf",
+                                                                                   "untied": ".gguf"}
+    assert {(r["model"], r["lens"]) for r in out["rows"]} == {(m, lens) for m in ("tied", "untied")
+                                                              for lens in ("tuned", "logit")}

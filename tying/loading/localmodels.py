@@ -11,11 +11,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tying.errors import UserError
+from tying.loading.gguf_file import gguf_path
+
 ROLES = ("tied", "untied")
 
 
 def model_dir(recorded: str | None, cache_path: str | Path) -> Path | None:
-    """The local folder of a recorded model (it holds a config.json), or None.
+    """The local folder of a recorded model (it holds a config.json), or its GGUF file, or None.
 
     A relative path is tried against the working directory, then against the folder above
     the cache's folder (the project root for ``cache/<name>.duckdb``); a hub id that is not a
@@ -28,6 +31,12 @@ def model_dir(recorded: str | None, cache_path: str | Path) -> Path | None:
     for c in candidates:
         if (c / "config.json").is_file():
             return c.resolve()
+        try:
+            gguf = gguf_path(str(c))
+        except UserError:  # a missing .gguf path or a folder of several: not runnable here
+            gguf = None
+        if gguf is not None:
+            return gguf.resolve()
     return None
 
 
