@@ -202,3 +202,24 @@ def test_the_lens_stage_runs_the_gguf_models_through_transformers(tmp_path, caps
                                                                                    "untied": ".gguf"}
     assert {(r["model"], r["lens"]) for r in out["rows"]} == {(m, lens) for m in ("tied", "untied")
                                                               for lens in ("tuned", "logit")}
+
+
+def test_an_architecture_transformers_cannot_run_is_named_in_one_line(tmp_path):
+    """Its matrices still read (the reader needs no architecture); running it says which one."""
+    pytest.importorskip("accelerate")
+    from tying.loading.causal_lm import load_causal_lm
+
+    rng = np.random.default_rng(3)
+    w = gguf.GGUFWriter(str(tmp_path / "odd.gguf"), arch="notamodel")
+    w.add_embedding_length(D)
+    w.add_tokenizer_model("gpt2")
+    w.add_token_list(TOKENS)
+    w.add_tensor("token_embd.weight", rng.standard_normal((V, D)).astype(np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    assert load_model_matrices(str(tmp_path / "odd.gguf")).model_type == "notamodel"
+    with pytest.raises(UserError, match="notamodel") as err:
+        load_causal_lm(str(tmp_path / "odd.gguf"), "cpu")
+    assert "\n" not in str(err.value)
