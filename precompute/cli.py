@@ -98,8 +98,8 @@ def run_trajectory(cfg) -> None:
 COMMANDS: dict[str, Command] = {
     "pair": Command(
         "precompute.pair:PairConfig", "precompute.cli:run_pair", "analyse a tied/untied model pair and write cache/<name>.duckdb",
-        "Load a tied and an untied model (Hugging Face ids or local directories), run alignment, k-NN overlap, "
-        "spectral distance, UMAP and the lens, and write the pair's cache."),
+        "Load a tied and an untied model (Hugging Face ids, local directories or GGUF files), run alignment, k-NN "
+        "overlap, spectral distance, CKA, UMAP and the lens, and write the pair's cache."),
     "lens": Command(
         "precompute.pair:PairConfig", "precompute.cli:run_lens", "only the tuned/logit lens stage of a pair (layerwise KL)",
         "Train a tuned lens for each model of a pair and store the per-layer KL (tuned and logit lens), the training "
