@@ -123,7 +123,7 @@ def _sha256(path: Path) -> str:
 
 def load_gguf_matrices(path: Path, source: str, *, role: str | None = None):
     """The :class:`~tying.loading.weights.ModelMatrices` of a GGUF file (see the module)."""
-    from tying.loading.matrices import ModelMatrices, fingerprint
+    from tying.loading.model_matrices import ModelMatrices, fingerprint
 
     start = time.perf_counter()
     reader = _open(path)

@@ -40,7 +40,8 @@ from tying.loading.binfiles import TorchBinReader
 from tying.loading.checkpoint import CONFIG, TOKENIZER_PATTERNS, open_checkpoint, weight_files
 from tying.loading.gguf_file import gguf_path, load_gguf_matrices
 from tying.loading.headers import dtype_name
-from tying.loading.matrices import ModelMatrices, check_matrix_tensors, equals, fingerprint, read_matrix
+from tying.loading.matrices import check_matrix_tensors, equals, read_matrix
+from tying.loading.model_matrices import ModelMatrices, fingerprint
 from tying.loading.readers import Reader, SafetensorsReader
 from tying.loading.skeleton import build_skeleton, count_parameters, embedding_keys, load_config
 from tying.loading.tokenizer import load_tokenizer, token_strings
