@@ -62,7 +62,7 @@ def build_pack(ref: read.CacheRef, emit: Callable[[str, bytes], None], *, format
     entries = figures.available(ref)
     files = []
     for i, fig in enumerate(entries):
-        source = source_line(ref, s, fig.name, commit)
+        source = source_line(ref, s, fig.stages, commit)
 
         def put(file: str, body: bytes, fmt: str, fig=fig, source=source) -> None:
             emit(file, body)

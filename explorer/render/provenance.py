@@ -13,7 +13,7 @@ import os
 import re
 from pathlib import Path
 
-from explorer.render import figures, read
+from explorer.render import read
 from tying.cache.summary_types import Summary
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -109,14 +109,14 @@ def _where_from(s: Summary) -> str:
     return ""
 
 
-def source_line(ref: read.CacheRef, s: Summary, name: str, commit: str) -> str:
+def source_line(ref: read.CacheRef, s: Summary, stages: tuple[str, ...], commit: str) -> str:
     """Where a figure comes from: the cache, its models (or data), this repository's commit and
-    the parameters of the stages behind it."""
+    the parameters of the stages behind it (a figure's ``stages``; none named: every stage)."""
     parts = [f"weight-tying explorer @ {commit}, cache '{ref.name}' ({s.kind or 'pair'})"]
     where = _where_from(s)
     if where:
         parts.append(where)
-    params = stage_params(s.stages, figures.BY_NAME[name].stages or None if name in figures.BY_NAME else None)
+    params = stage_params(s.stages, stages or None)
     if params:
         parts.append(params)
     return "Source: " + "; ".join(parts) + "."
