@@ -6,7 +6,6 @@ are unchanged): load -> alignment -> neighbours -> spectral -> umap.
 
 from __future__ import annotations
 
-import hashlib
 import platform
 import shlex
 import sys
@@ -26,6 +25,7 @@ from tying.cache import reference
 from tying.cache.store import cache_path, check_name, default_name, params_hash
 from tying.cache.writer import CacheWriter
 from tying.errors import UserError
+from tying.loading.model_matrices import file_sha256
 from tying.loading.vocab import common_vocabulary
 from tying.memory import peak_memory
 from tying.registry import BY_NAME, OPTIONAL_STAGES, PAIR_STAGES
@@ -160,7 +160,7 @@ class PairRun:
         self.n = len(vocab.tokens)
         self.input_hash = params_hash(
             {"tied": tied.fingerprint, "untied": untied.fingerprint, "n": self.n, "match": vocab.match,
-             "text": cfg.text and _file_digest(cfg.text)}
+             "text": cfg.text and file_sha256(cfg.text)}
         )
 
     # -- k-NN, shared by neighbours and spectral -------------------------------------------
@@ -279,14 +279,6 @@ def lens_gpu_command(cfg: PairConfig, name: str) -> str:
     if cfg.trust_remote_code:
         argv.append("--trust-remote-code")
     return "python -m precompute lens " + shlex.join([*map(str, argv), "--device", "cuda"])
-
-
-def _file_digest(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def preset_config(name: str) -> dict[str, str]:

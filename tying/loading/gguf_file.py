@@ -13,13 +13,13 @@ the model (the lens, token frequencies) load it through transformers' GGUF suppo
 
 from __future__ import annotations
 
-import hashlib
 import time
 from pathlib import Path
 
 import numpy as np
 
 from tying.errors import UserError, first_line
+from tying.loading.model_matrices import ModelMatrices, file_sha256, fingerprint
 
 SUFFIX = ".gguf"
 INPUT_KEY = "token_embd.weight"
@@ -113,18 +113,8 @@ def _byte_decoder() -> dict[str, int]:
     return {c: b for b, c in chars.items()}
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def load_gguf_matrices(path: Path, source: str, *, role: str | None = None):
-    """The :class:`~tying.loading.weights.ModelMatrices` of a GGUF file (see the module)."""
-    from tying.loading.model_matrices import ModelMatrices, fingerprint
-
+def load_gguf_matrices(path: Path, source: str, *, role: str | None = None) -> ModelMatrices:
+    """The :class:`~tying.loading.model_matrices.ModelMatrices` of a GGUF file (see the module)."""
     start = time.perf_counter()
     reader = _open(path)
     arch = _field(reader, "general.architecture") or "unknown"
@@ -159,6 +149,6 @@ def load_gguf_matrices(path: Path, source: str, *, role: str | None = None):
         n_params=n_params, n_embedding_params=n_embedding,
         embedding_share=n_embedding / n_params if n_params else float("nan"), tokens=tokens, token_texts=texts,
         fingerprint={"input": fp_in, "output": fp_in if tied else fingerprint(out)},
-        files=[{"name": path.name, "size": path.stat().st_size, "sha256": _sha256(path), "gguf_types": stored}],
+        files=[{"name": path.name, "size": path.stat().st_size, "sha256": file_sha256(path), "gguf_types": stored}],
         dtype=stored[INPUT_KEY], seconds=time.perf_counter() - start,
     )

@@ -42,5 +42,11 @@ class ModelMatrices:
     seconds: float = 0.0  # wall time of the load
 
 
+def file_sha256(path) -> str:
+    """SHA-256 (hex) of a file's bytes, read in blocks."""
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
 def fingerprint(matrix: np.ndarray) -> str:
     return hashlib.sha256(memoryview(np.ascontiguousarray(matrix)).cast("B")).hexdigest()
