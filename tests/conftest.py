@@ -35,6 +35,23 @@ def tiny_model(tmp_path_factory, tokenizer_dir):
     return get
 
 
+@pytest.fixture(scope="session")
+def mirror_pair(tmp_path_factory, tokenizer_dir, tiny_model):
+    """(tied, mirror): a tiny tied Llama, and an untied one whose output matrix is the tied model's
+    matrix and whose input matrix is random (O->T aligns at 1, CKA T~O is 1)."""
+    tied = tiny_model("llama", True, seed=1)
+
+    def copy_tied_into_output(model):
+        from safetensors.torch import load_file
+
+        w = load_file(str(tied / "model.safetensors"))
+        model.lm_head.weight.copy_(w[next(k for k in w if k.endswith("embed_tokens.weight"))])
+
+    mirror = make_tiny_model("llama", tmp_path_factory.mktemp("mirror"), tied=False, tokenizer_dir=tokenizer_dir,
+                             seed=3, edit=copy_tied_into_output)
+    return tied, mirror
+
+
 SWEEP_GAPS = {32: [0.30, 0.31, 0.29], 64: [0.10, 0.11, 0.09], 128: [-0.10, -0.11, -0.09]}
 """The sweep cache's loss gaps (untied minus tied) per width and seed: shrinking with width,
 negative at the widest."""

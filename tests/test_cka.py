@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from precompute.cli import main
-from tests.tiny_models import make_tiny_model, make_tokenizer
 from tying.analysis.cka import cka_frame, linear_cka
 
 
@@ -69,20 +68,9 @@ def test_the_table_has_every_pair_in_the_schema_order():
 
 
 @pytest.mark.slow
-def test_pair_writes_cka_and_summary_reads_it(tmp_path, capsys):
+def test_pair_writes_cka_and_summary_reads_it(mirror_pair, tmp_path, capsys):
     """Untied output := the tied matrix: CKA T~O is 1; the untied input is random: T~I near 0."""
-    tok = tmp_path / "tok"
-    make_tokenizer(tok, 300)
-    tied = make_tiny_model("llama", tmp_path / "tied", tied=True, tokenizer_dir=tok, seed=1)
-
-    def copy_tied_into_output(model):
-        from safetensors.torch import load_file
-
-        w = load_file(str(tied / "model.safetensors"))
-        model.lm_head.weight.copy_(w[next(k for k in w if k.endswith("embed_tokens.weight"))])
-
-    mirror = make_tiny_model("llama", tmp_path / "mirror", tied=False, tokenizer_dir=tok, seed=3,
-                             edit=copy_tied_into_output)
+    tied, mirror = mirror_pair
     argv = ["pair", "--tied", tied, "--untied", mirror, "--cache-dir", tmp_path, "--name", "m",
             "--skip", "alignment,neighbours,spectral,umap,lens"]
     assert main([str(a) for a in argv]) == 0

@@ -16,24 +16,11 @@ FAST = ["--skip", "umap,lens", "--spectral-components", "16", "--neighbours-k", 
 
 
 @pytest.fixture(scope="module")
-def models(tmp_path_factory):
-    root = tmp_path_factory.mktemp("pair-models")
-    tok = root / "tok"
-    make_tokenizer(tok, 300)
-    tied = make_tiny_model("llama", root / "tied", tied=True, tokenizer_dir=tok, seed=1)
-    untied = make_tiny_model("llama", root / "untied", tied=False, tokenizer_dir=tok, seed=2)
-
-    def copy_tied_into_output(model):
-        # output matrix := the tied model's matrix, input random: O->T must align at 1
-        from safetensors.torch import load_file
-
-        w = load_file(str(tied / "model.safetensors"))
-        key = next(k for k in w if k.endswith("embed_tokens.weight"))
-        model.lm_head.weight.copy_(w[key])
-
-    mirror = make_tiny_model("llama", root / "mirror", tied=False, tokenizer_dir=tok, seed=3,
-                             edit=copy_tied_into_output)
-    return {"tied": tied, "untied": untied, "mirror": mirror, "root": root}
+def models(tiny_model, mirror_pair):
+    """A tied model, an unrelated untied one and the tied one's mirror (its output matrix := the
+    tied matrix, its input random: O->T must align at 1)."""
+    tied, mirror = mirror_pair
+    return {"tied": tied, "untied": tiny_model("llama", False, seed=2), "mirror": mirror}
 
 
 def _digest(path):
