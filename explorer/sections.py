@@ -35,15 +35,17 @@ def verdict_badge(verdict: str) -> str:
 
 def verdicts(s: Summary, presentation: bool = False) -> int:
     """The paper's claims with this cache's numbers and verdicts, one row each (claims the cache
-    has no data for are left out); returns how many rows were drawn."""
-    rows = [c for c in claims_mod.claims(s).values() if c.verdict != NO_DATA]
+    has no data for are left out, but for one tied model those that need an untied twin, which
+    say so and what would answer them); returns how many rows were drawn."""
+    rows = [c for c in claims_mod.claims(s).values()
+            if c.verdict != NO_DATA or (s.kind == "model" and c.key in claims_mod.NEEDS_TWIN)]
     if not rows:
         return 0
     size = "1.3rem" if presentation else "1rem"
     body = "".join(
         f"<tr><td style='padding:0.3em 0.6em 0.3em 0;vertical-align:top'>{verdict_badge(c.verdict)}</td>"
         f"<td style='padding:0.3em 0.6em;vertical-align:top'><b>{html.escape(c.statement)}</b><br>"
-        f"{html.escape(c.ours)}" + (f"<span style='opacity:0.7'> · {html.escape(c.paper)}</span>" if c.paper else "")
+        f"{html.escape(c.ours or c.note)}" + (f"<span style='opacity:0.7'> · {html.escape(c.paper)}</span>" if c.paper else "")
         + "</td></tr>" for c in rows)
     st.html(f"<table style='border:none;font-size:{size};line-height:1.35;margin-bottom:0.5rem'>{body}</table>")
     return len(rows)

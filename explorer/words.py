@@ -15,6 +15,7 @@ from tying.cache.schema import (
     pair_label,
 )
 from tying.cache.summary import (
+    ONE_MODEL_NOTE,
     coverage_text,
     match_text,
     overlap_context_text,
@@ -25,6 +26,6 @@ from tying.cache.summary import (
 from tying.cache.summary_types import PaperReference, stored_as
 from tying.errors import UserError, first_line
 
-__all__ = ["DISPLAY_COMPARISONS", "MATRIX_NAMES", "MATRIX_PAIRS", "OVERLAP_K", "PaperReference", "UserError",
+__all__ = ["DISPLAY_COMPARISONS", "MATRIX_NAMES", "MATRIX_PAIRS", "ONE_MODEL_NOTE", "OVERLAP_K", "PaperReference", "UserError",
            "claims", "coverage_text", "display_comparison", "first_line", "match_text", "overlap_context_text", "pair_label",
            "projection_text", "reference", "share_beside_paper", "spectral_scope", "stored_as"]

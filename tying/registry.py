@@ -48,6 +48,7 @@ class Analysis:
     figures: str | None = None  # "module:attribute": a tuple of render-layer Figures it contributes
     page: Page | None = None
     optional: bool = True  # `precompute pair --skip` may leave it out
+    pair_only: bool = False  # compares the tied matrix with an untied twin: not run on one tied model
     about: dict[str, str] = field(default_factory=dict)  # table -> what it holds, one line (docs/cache.md)
 
     def resolve(self, what: str) -> Any:
@@ -289,14 +290,14 @@ ANALYSES: tuple[Analysis, ...] = (
                                  "untied_revision": run.cfg.untied_revision, "text": run.cfg.text,
                                  "match": run.cfg.match}),
     Analysis("alignment", _ddl("alignment", "alignment_summary"), about=_about("alignment", "alignment_summary"), build="precompute.stages:alignment_tables",
-             params=lambda run: {"held_out": run.cfg.held_out, "seed": run.cfg.seed},
+             params=lambda run: {"held_out": run.cfg.held_out, "seed": run.cfg.seed}, pair_only=True,
              page=Page("alignment.py", "Alignment", "📐", "alignment", needs="alignment",
                   about='per-token cosine of O->T against I->T by map and split (Figure 1); best- and worst-aligned tokens; norm vs frequency (Figure 5)')),
     Analysis("neighbours", _ddl("neighbours", "overlap_curve"), about=_about("neighbours", "overlap_curve"), build="precompute.stages:neighbours_tables",
              params=lambda run: {"k": run.cfg.neighbours_k},
              page=Page("neighbours.py", "Neighbours", "🧭", "neighbours", needs="neighbours",
                   about="a token's nearest neighbours in T, I and O side by side; overlap@k (Table 5)")),
-    Analysis("spectral", _ddl("spectral"), about=_about("spectral"), build="precompute.stages:spectral_tables",
+    Analysis("spectral", _ddl("spectral"), about=_about("spectral"), build="precompute.stages:spectral_tables", pair_only=True,
              params=lambda run: {"k": run.cfg.spectral_k, "components": run.cfg.spectral_components,
                                  "tokens": run.cfg.spectral_tokens, "seed": run.cfg.seed}),
     Analysis("cka", {"cka": """
@@ -308,7 +309,7 @@ ANALYSES: tuple[Analysis, ...] = (
              about={"cka": "linear CKA of each matrix pair over every common token: debiased (`cka`, Kornblith "
                            "et al. 2019 with the unbiased HSIC) and plain (`cka_biased`)"},
              build="tying.analysis.cka:cka_tables", summary="tying.analysis.cka:cka_summary",
-             figures="explorer.render.cka:FIGURES", params=lambda run: {},
+             figures="explorer.render.cka:FIGURES", params=lambda run: {}, pair_only=True,
              page=Page("cka.py", "CKA", "🧮", "cka", needs="cka",
                        about="linear CKA (debiased) of T~O, T~I and I~O: how alike the matrices are as wholes, "
                              "blind to rotations and scale")),
@@ -350,3 +351,7 @@ PAIR_STAGES: tuple[str, ...] = tuple(a.name for a in ANALYSES if a.build is not 
 
 OPTIONAL_STAGES: tuple[str, ...] = tuple(a for a in PAIR_STAGES if BY_NAME[a].optional)
 """The stages ``precompute pair --skip`` may leave out."""
+
+SINGLE_STAGES: tuple[str, ...] = tuple(a for a in PAIR_STAGES if not BY_NAME[a].pair_only)
+"""The stages a run on one tied model (``precompute pair --tied X`` without ``--untied``) runs:
+those that need no untied twin."""

@@ -85,6 +85,7 @@ if data.has_rows(ref, "lens_curve"):
         st.markdown(line)
 
 own_text_possible = bool(live.models_here(ref)) and s.kind != "published"
+install = None if own_text_possible else live.install_command(ref)
 if data.has_rows(ref, "lens_trajectory") or own_text_possible:
     st.subheader("Prediction trajectory")
     choices = data.trajectory_choices(ref) if data.has_rows(ref, "lens_trajectory") else {"models": [], "samples": []}
@@ -94,9 +95,12 @@ if data.has_rows(ref, "lens_trajectory") or own_text_possible:
     c1, c2, c3 = st.columns(3)
     lens = c2.radio("Lens", ["tuned", "logit"], horizontal=True, key="traj_lens")
     t, spec_key = None, None
+    if install:
+        st.caption(f"Your own text runs this model here once it is installed: `{install}`")
     if source == "own":
         with st.form("own_text", border=False):
-            typed = st.text_area("Your text (the tied and untied models run on it here, on the CPU)",
+            typed = st.text_area("Your text (the " + ("tied model runs" if s.kind == "model" else
+                                                      "tied and untied models run") + " on it here, on the CPU)",
                                  key="traj_typed", max_chars=live.MAX_CHARS, height=90,
                                  placeholder="e.g. import numpy as np")
             if st.form_submit_button("Trace the predictions"):
@@ -123,7 +127,9 @@ if data.has_rows(ref, "lens_trajectory") or own_text_possible:
                 model = c1.radio("Model", sorted(rows["model"].unique()), horizontal=True, key="traj_model")
                 t = rows[(rows["model"] == model) & (rows["lens"] == lens)]
                 if t.empty:  # no translator fits this model: the logit lens only
-                    st.info("No tuned-lens translator of this cache fits this model; showing the logit lens.")
+                    command = data.build_command(ref)
+                    st.info("No tuned-lens translator of this cache fits this model here; showing the logit lens."
+                            + (f" The cache's own command trains one: `{command}`" if command else ""))
                     t = rows[(rows["model"] == model) & (rows["lens"] == "logit")]
                 spec_key = ("traj-own", ref, own, model, lens)
     elif source == "sample":

@@ -7,7 +7,7 @@ import streamlit as st
 from explorer import data, export, frame, state
 from explorer import words as summary_text
 from explorer.render import alignment_charts, seed_tables
-from explorer.words import MATRIX_NAMES, MATRIX_PAIRS, OVERLAP_K, pair_label
+from explorer.words import MATRIX_NAMES, OVERLAP_K, pair_label
 
 ref = frame.current()
 frame.require(ref, "neighbours", "neighbour lists", "python -m precompute pair ... (without --skip neighbours)")
@@ -58,30 +58,37 @@ if query:
         st.selectbox(f"{len(options)} match(es)" + (" (the first 200)" if len(options) == 200 else ""), options,
                      format_func=lambda t: f"{toks.at[t, 'shown']}  (#{t})", key="token_hits", placeholder="pick a match",
                      on_change=lambda: st.session_state["token_hits"] is not None and choose(st.session_state["token_hits"]))
+pairs = data.matrix_pairs(ref)
 b1, b2, _ = st.columns([1, 2, 3])
 b1.button("🎲 Random token", key="random", on_click=lambda: choose(np.random.default_rng().integers(n_tokens), True))
-changed = data.most_changed(ref, k)
-with b2.popover("Most-changed tokens"):
-    st.caption(f"Tokens whose neighbourhood in T differs most between the I and the O views "
-               f"(overlap@{k} T\\~O minus T\\~I, both extremes).")
-    st.radio("Pick", list(changed), key="changed_pick", index=None,
-             format_func=lambda t: f"{data.escape_markdown(toks.at[t, 'shown'])}  ({changed[t]:+.1f})",
-             on_change=lambda: st.session_state["changed_pick"] is not None and choose(st.session_state["changed_pick"], True))
+if pairs:
+    changed = data.most_changed(ref, k)
+    with b2.popover("Most-changed tokens"):
+        st.caption(f"Tokens whose neighbourhood in T differs most between the I and the O views "
+                   f"(overlap@{k} T\\~O minus T\\~I, both extremes).")
+        st.radio("Pick", list(changed), key="changed_pick", index=None,
+                 format_func=lambda t: f"{data.escape_markdown(toks.at[t, 'shown'])}  ({changed[t]:+.1f})",
+                 on_change=lambda: st.session_state["changed_pick"] is not None and choose(st.session_state["changed_pick"], True))
 
 row = toks.iloc[token]
 st.markdown(f"### {data.escape_markdown(row['shown'])}")
-st.caption(f"token #{token} · raw {data.escape_markdown(str(row['raw']))} · tied id {row['tied_id']}, untied id {row['untied_id']}"
+st.caption(f"token #{token} · raw {data.escape_markdown(str(row['raw']))} · tied id {row['tied_id']}"
+           + (f", untied id {row['untied_id']}" if pd.notna(row["untied_id"]) else "")
            + (f" · corpus count {int(row['freq_tied']):,}" if pd.notna(row["freq_tied"]) else ""))
 
 nb = data.neighbours_of(ref, token, k)
+shown_matrices = data.matrices(ref)
 cols = st.columns(3)
-for col, m in zip(cols, ("T", "I", "O")):
-    sub = nb[nb["matrix"] == m][["rank", "shown", "score", "in"]].rename(
+for col, m in zip(cols, shown_matrices):
+    sub = nb[nb["matrix"] == m][["rank", "shown", "score", *(["in"] if pairs else [])]].rename(
         columns={"shown": "neighbour", "score": "cosine", "in": "also in"})
     col.markdown(f"**{m}** · {MATRIX_NAMES[m]}")
     frame.table(sub, numbers=("cosine",), height=min(38 + 35 * k, 420), where=col)
+if not pairs:  # one tied model: its neighbours, and nothing to compare them with
+    cols[1].info(summary_text.ONE_MODEL_NOTE)
+    st.stop()
 ov = {pair_label(a, b): len(set(nb[nb.matrix == a].neighbour) & set(nb[nb.matrix == b].neighbour)) / k
-      for a, b in MATRIX_PAIRS}
+      for a, b in pairs}
 st.caption(f"'also in' names the other matrices that list the same neighbour. This token's "
            f"overlap@{k}: " + ", ".join(f"{data.escape_markdown(p)} {v:.2f}" for p, v in ov.items()))
 
@@ -89,11 +96,11 @@ st.subheader(f"overlap@{k} over the vocabulary")
 table = data.overlap_table(ref, k)
 mc = st.columns(3)
 seed_tag = " · seed 0" if seed_tables.n_seeds(data.summary(ref)) > 1 else ""
-for col, (a, b) in zip(mc, MATRIX_PAIRS):
+for col, (a, b) in zip(mc, pairs):
     col.metric(f"mean overlap@{k} {pair_label(a, b)}{seed_tag}", f"{table[pair_label(a, b)].mean():.3f}")
 if k == 10:
     note = seed_tables.one_seed_note(data.summary(ref), {f"overlap@10 {pair_label(a, b)}":
-                                                         f"overlap@10 {pair_label(a, b)}" for a, b in MATRIX_PAIRS})
+                                                         f"overlap@10 {pair_label(a, b)}" for a, b in pairs})
     if note:
         st.caption(data.escape_markdown(note, entities=False))
 context = data.summary(ref).overlap_context
@@ -105,7 +112,7 @@ if context:
     sub = table[table["token"].isin(frequent)]
     if len(sub):
         fc = st.columns(3)
-        for col, (a, b) in zip(fc, MATRIX_PAIRS):
+        for col, (a, b) in zip(fc, pairs):
             col.metric(f"overlap@{k} {pair_label(a, b)}, tokens seen ≥ {context['min_count']}",
                        f"{sub[pair_label(a, b)].mean():.3f}")
     at_k = context | {"k": k, "chance": k / max(n_tok - 1, 1), "n_tokens": n_tok, "frequent": None}

@@ -28,7 +28,9 @@ kinds = {"pair": "a tied/untied model pair", "toylab": "the toy lab: tied and un
          "evolution": "embedding evolution over checkpoints", "provenance": "an imported gradient-provenance log",
          "published": "the paper's published real-model measurements: the authors' released data (Apache-2.0) and "
                       "the paper's tables, quoted, not recomputed here",
-         "sweep": "a width sweep of tied and untied twins: its bias and loss gap are on the Sweep page"}
+         "sweep": "a width sweep of tied and untied twins: its bias and loss gap are on the Sweep page",
+         "model": "one tied model and no untied twin: its neighbours, its map and its lenses (Neighbours, Projection "
+                  "and Lens pages); the claims that set it beside an untied twin have no data here"}
 st.caption(f"This cache holds {kinds.get(s.kind, s.kind)}.")
 st.subheader("The paper's claims, checked on this cache")
 if sections.verdicts(s, presentation=bool(state.get("presentation"))):
@@ -171,8 +173,8 @@ if models:
     frame.table(pd.DataFrame(rows))
     v = s.vocabulary or {}
     if v:
-        st.caption(coverage_text(v).capitalize()
-                   + (" (identical tokenizers)." if v.get("identical") else " (token strings both vocabularies contain)."))
+        st.caption(coverage_text(v).capitalize() + ("." if s.kind == "model" else " (identical tokenizers)."
+                   if v.get("identical") else " (token strings both vocabularies contain)."))
 
 if s.kind == "published":
     st.subheader("Sources")

@@ -11,15 +11,21 @@ import streamlit as st
 
 from explorer import data, deck, deck_backdrop, deck_grid, export, frame, state
 from explorer.render import projection_charts
-from explorer.words import MATRIX_NAMES, OVERLAP_K, projection_text
+from explorer.words import MATRIX_NAMES, ONE_MODEL_NOTE, OVERLAP_K, projection_text
 
 ref = frame.current()
 frame.require(ref, "umap", "UMAP projection", "python -m precompute pair ... (without --skip umap)")
 st.title(f"Projection · {ref.name}")
-st.markdown("2-D UMAP maps of the three matrices, computed jointly (AlignedUMAP) so that a token sits in "
-            "comparable places. If T is output-like, its map's neighbourhoods echo O's rather than I's.")
-
 coords = data.umap_shown(ref)
+order = tuple(m for m in projection_charts.PROJECTION_ORDER if m in set(coords["matrix"]))
+single = len(order) == 1  # one tied model: T's map alone
+if single:
+    st.markdown("A 2-D UMAP map of the tied matrix T: tokens whose rows point the same way sit together. "
+                + ONE_MODEL_NOTE)
+else:
+    st.markdown("2-D UMAP maps of the three matrices, computed jointly (AlignedUMAP) so that a token sits in "
+                "comparable places. If T is output-like, its map's neighbourhoods echo O's rather than I's.")
+
 toks = data.tokens(ref)
 projected = data.projected_tokens(ref)
 n_proj = len(projected)
@@ -36,11 +42,11 @@ engine = deck.renderer(n_proj, choice)  # "vega" or "webgl": the one place the p
 density = c2.toggle("Density instead of points", key=state.widget_key("density", False, lambda v: isinstance(v, bool)),
                     on_change=state.sync, args=("density",),
                     help="Bin every token into a grid, one grid per matrix (drawn with Vega).")
-view = c1.radio("Layout", state.VIEWS, horizontal=True, disabled=density,
+view = c1.radio("Layout", state.VIEWS, horizontal=True, disabled=density or single,
                 key=state.widget_key("view", "side by side", lambda v: v in state.VIEWS),
                 on_change=state.sync, args=("view",),
                 help="Density is drawn per matrix, so it is always side by side." if density else None)
-mode = "side by side" if density else view
+mode = "side by side" if density or single else view
 POINTS = (2000, 5000, 12000, 25000)
 # no choice past the projected tokens: the first step that holds them all reads "all N"
 offered = tuple(p for p in POINTS if p < n_proj) + tuple(p for p in POINTS if p >= n_proj)[:1] or POINTS[-1:]
@@ -118,7 +124,7 @@ def highlighted() -> pd.DataFrame:
     nb = (data.neighbours_of(ref, token, k) if data.has_rows(ref, "neighbours")
           else pd.DataFrame(columns=["neighbour", "matrix"]))
     parts = []
-    for m in projection_charts.PROJECTION_ORDER:
+    for m in order:
         ids = [token] + nb[nb["matrix"] == m]["neighbour"].tolist()
         sub = coords[(coords["matrix"] == m) & coords["token"].isin(ids)].copy()
         sub["role"] = np.where(sub["token"] == token, "picked", "neighbour")
@@ -147,6 +153,8 @@ def on_deck_pick(key: str) -> None:
 
 presentation = bool(state.get("presentation"))
 height = 420
+if single:  # one map across the page: about as tall as a third of it is wide, and more
+    height = int(height * 1.4)
 webgl = engine == "webgl" and not density
 if density:
     how = f"density of all {n_proj:,} projected tokens per view (a binned grid, drawn with Vega)"
@@ -171,14 +179,13 @@ if umap_summary:  # fitted and placed tokens, and how well the placed ones sit (
 def draw_webgl() -> None:
     """Every token in deck.gl views, the highlighted ones on top; exports with Vega."""
     grid, points = deck.points_of(ref)
-    order = projection_charts.PROJECTION_ORDER
     views = [list(order)] if mode == "overlaid" else [[m] for m in order]
     # a map is about as tall as wide, and a view a third of the page: taller would only add margins
     h = int(height * (1.15 if presentation else 1) * (1.25 if mode == "overlaid" else 1))
     hi = highlighted()
     decks = []
     for ms in views:
-        w = deck_grid.VIEW_WIDTH_PX * (3 if len(ms) > 1 else 1)
+        w = deck_grid.VIEW_WIDTH_PX * (3 if len(ms) > 1 or single else 1)
         centre = deck.centre_of(points, deck.highlight_rows(hi, grid, ms), ms, token if centred else None)
         back = deck.backdrop_of(ref, tuple(ms), None if centre is None else (int(centre[0]), int(centre[1])), w, h,
                                 presentation)
@@ -226,10 +233,11 @@ def draw_vega() -> None:
                     f"umap-{ref.name}", key=f"umap_all_{token}", spec_key=("umap-overlaid",) + params,
                     on_select=lambda: on_pick(f"umap_all_{token}"), selection_mode=projection_charts.PICK)
         return
-    for col, m in zip(st.columns(3), projection_charts.PROJECTION_ORDER):
+    for col, m in zip([st.container()] if single else st.columns(3), order):
         with col:
             export.show(lambda m=m: (projection_charts.projection_view(shown(), highlighted(), m, density=density,
-                                                                       height=height), shown()),
+                                                                       height=height),
+                                     shown()),
                         f"umap-{ref.name}-{m}", key=f"umap_{m}_{token}", spec_key=("umap-view", m) + params,
                         on_select=lambda m=m: on_pick(f"umap_{m}_{token}"), selection_mode=projection_charts.PICK,
                         downloads=False)

@@ -50,6 +50,7 @@ borrowed = source is not None and picked is not None and source != picked
 if borrowed and step.needs == data.summary(picked).kind:
     source = None  # the picked cache is of the kind this step needs, yet lacks it: say so
 example = tour.example_token(source) if source is not None and step.slug in ("neighbours", "map") else None
+real = tour.real_example(refs) if step.slug == "lens" and source is not None else None  # a real tied model's text
 if step.claim is None:
     claim = None
 else:
@@ -66,6 +67,9 @@ if step.claim is not None and source is None:
 else:
     chart_col, verdict_col = st.columns([2.5, 1.4], gap="medium")
     with chart_col:
+        if real is not None:  # two sources on one slide: each labelled
+            st.caption(f"**Toy lab** (cache '{source.name}'): tied and untied twins trained here, tuned-lens KL "
+                       "per hidden state" if data.summary(source).kind == "toylab" else f"Cache '{source.name}'")
         if step.figure is None:
             export.show(lambda: (tour.setup_diagram(big), None), "tour-setup", key="tour_chart",
                         spec_key=("tour-setup",), downloads=False)
@@ -84,7 +88,7 @@ else:
                     f"{html.escape(claim.verdict)}</div><div class='n'>{html.escape(claim.ours)}</div></div>")
             if claim.paper:
                 st.html(f"<div class='tour-paper'>{html.escape(claim.paper)}</div>")
-            if claim.note and example is None:
+            if claim.note and example is None and real is None:
                 st.caption(data.escape_markdown(claim.note, entities=False))
         else:
             st.markdown("T = tied matrix · I = untied input · O = untied output.")
@@ -97,6 +101,15 @@ else:
                     for w in lists[m]) + "</div>" for m in ("T", "O", "I"))
             st.html(f"<div class='tour-read'><b>Example: {html.escape(shown)}</b>, its 5 nearest neighbours in each "
                     f"matrix (bold: also in T's list){rows}</div>")
+        if real is not None:
+            text, answer, through = tour.answer_through_layers(real)
+            models = data.summary(real).models.get("tied") or {}
+            st.html(f"<div class='tour-read'><b>A real model: {html.escape(tour.model_label(models))}</b> (cache "
+                    f"'{html.escape(real.name)}', one tied model, no untied twin). After “{html.escape(text)}” it "
+                    f"predicts <b>{html.escape(answer)}</b>; the chance each lens gives it, hidden state by hidden "
+                    "state:</div>")
+            export.show(lambda: (tour.answer_chart(through, answer, height=150 if big else 130), through),
+                        f"tour-real-{real.name}", key="tour_real", spec_key=("tour-real", real), downloads=False)
         if borrowed:
             st.caption(f"From the cache '{source.name}'" + (f" (the picked '{picked.name}' has no such data)."
                                                            if picked is not None else "."))

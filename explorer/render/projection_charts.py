@@ -84,5 +84,5 @@ def projection(df: pd.DataFrame, highlight: pd.DataFrame, *, mode: str = "side b
     views = [_projection_layers(df[df["matrix"] == m], highlight[highlight["matrix"] == m], density=density,
                                 label_matrix=False, interactive=False).properties(width=view_size, height=view_size,
                                                                    title=f"{m} ({MATRIX_NAMES[m]})")
-             for m in PROJECTION_ORDER]
+             for m in PROJECTION_ORDER if m in set(df["matrix"])]
     return alt.hconcat(*views).resolve_scale(color="shared")

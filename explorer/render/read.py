@@ -199,6 +199,27 @@ def neighbour_ids(ref: CacheRef, matrix: str) -> np.ndarray:
     return df["neighbour"].to_numpy(np.int64).reshape(n, -1) if n else np.zeros((0, 0), np.int64)
 
 
+@memo(64)
+def build_command(ref: CacheRef) -> str | None:
+    """The command that built the cache (its meta table's), None when it records none."""
+    df = query(ref, "SELECT value FROM meta WHERE key = 'command'")
+    return str(df["value"].iloc[0]) if len(df) else None
+
+
+@memo(64)
+def matrices(ref: CacheRef) -> tuple[str, ...]:
+    """The matrices of T, I and O this cache lists neighbours of: all three for a pair, T alone
+    for one tied model (a cache of kind ``model``)."""
+    have = set(query(ref, "SELECT DISTINCT matrix FROM neighbours")["matrix"])
+    return tuple(m for m in MATRICES if m in have)
+
+
+def matrix_pairs(ref: CacheRef) -> tuple[tuple[str, str], ...]:
+    """The pairs of T, I and O whose overlap the cache can give (none on one tied model)."""
+    have = matrices(ref)
+    return tuple((a, b) for a, b in MATRIX_PAIRS if a in have and b in have)
+
+
 def max_k(ref: CacheRef) -> int:
     ids = neighbour_ids(ref, "T")
     return int(ids.shape[1]) if ids.ndim == 2 else 0
@@ -252,7 +273,7 @@ def overlap_per_token(ref: CacheRef, a: str, b: str, k: int) -> np.ndarray:
 def overlap_table(ref: CacheRef, k: int) -> pd.DataFrame:
     """overlap@k of every token for each matrix pair: columns token, T~I, T~O, I~O."""
     out = {"token": np.arange(len(neighbour_ids(ref, "T")))}
-    for a, b in MATRIX_PAIRS:
+    for a, b in matrix_pairs(ref):
         out[pair_label(a, b)] = overlap_per_token(ref, a, b, k)
     return pd.DataFrame(out)
 

@@ -241,3 +241,61 @@ def neighbour_lists(ref: read.CacheRef, token: int, n: int = 5) -> dict[str, lis
     """The token's ``n`` nearest neighbours in T, I and O, as shown text."""
     nb = read.neighbours_of(ref, token, n)
     return {m: nb[nb["matrix"] == m].sort_values("rank")["shown"].tolist() for m in ("T", "I", "O")}
+
+
+# -- the lens step's real example ---------------------------------------------------------------
+
+
+def real_example(refs: Sequence[read.CacheRef]) -> read.CacheRef | None:
+    """The first cache of one real tied model (kind ``model``, e.g. SmolLM2-135M) that traced an
+    example text through its layers (its lens_trajectory's sample 0), None when there is none."""
+    for r in refs:
+        try:
+            if read.summary(r).kind == "model" and read.has_rows(r, "lens_trajectory"):
+                return r
+        except Exception:  # an unreadable cache holds nothing
+            continue
+    return None
+
+
+def answer_through_layers(ref: read.CacheRef, sample: int = 0) -> tuple[str, str, pd.DataFrame]:
+    """``(text, answer, frame)`` of one traced text of the tied model: the text, the model's own
+    prediction after it (the last hidden state's top-1 at the last position, as shown) and, per
+    hidden state and lens, the probability that lens gives the answer there (``prob``; 0 where
+    the answer is not among the top-k the cache stores) and the lens's own top-1 (``top1``)."""
+    traj = read.table(ref, "lens_trajectory")
+    t = read.visible_trajectory(traj[(traj["model"] == "tied") & (traj["sample"] == sample)])
+    text = read.trajectory_text(t[t["lens"] == t["lens"].iloc[0]])
+    end = t[t["position"] == t["position"].max()]
+    final = end[(end["layer"] == end["layer"].max()) & (end["rank"] == 1)]
+    answer = str(final["prediction"].iloc[0])
+    rows = []
+    for (lens, layer), g in end.groupby(["lens", "layer"]):
+        hit = g[g["prediction"] == answer]
+        top = g.sort_values("rank").iloc[0]
+        rows.append({"lens": f"{lens} lens", "layer": int(layer), "prob": float(hit["prob"].iloc[0]) if len(hit)
+                     else 0.0, "top1": str(top["prediction"]), "top1_prob": float(top["prob"])})
+    return text, answer, pd.DataFrame(rows)
+
+
+def answer_chart(frame: pd.DataFrame, answer: str, height: int = 190) -> alt.Chart:
+    """The probability of ``answer`` at each hidden state, a line per lens (tuned solid, logit
+    dashed); the tooltip names each lens's own top-1 there."""
+    lenses = ["tuned lens", "logit lens"]
+    return alt.Chart(frame).mark_line(point=True, color=PALETTE["T"]).encode(
+        x=alt.X("layer:Q", title="hidden state (0 = input embedding)", axis=alt.Axis(tickMinStep=1)),
+        y=alt.Y("prob:Q", title=f"p({answer})", scale=alt.Scale(domain=[0, 1])),
+        strokeDash=alt.StrokeDash("lens:N", scale=alt.Scale(domain=lenses, range=[[1, 0], [6, 4]]),
+                                  legend=alt.Legend(title=None, orient="bottom")),
+        tooltip=[alt.Tooltip("lens:N"), alt.Tooltip("layer:Q", title="hidden state"),
+                 alt.Tooltip("prob:Q", title=f"p({answer})", format=".3f"), alt.Tooltip("top1:N", title="top-1"),
+                 alt.Tooltip("top1_prob:Q", title="its p", format=".3f")],
+    ).properties(width="container", height=height)
+
+
+def model_label(model: dict) -> str:
+    """'SmolLM2-135M-Instruct' from a model row of the summary (its GGUF file or folder name)."""
+    source = str(model.get("source") or "a tied model")
+    name = source.rstrip("/").rsplit("/", 1)[-1]
+    name = name[:-5] if name.lower().endswith(".gguf") else name
+    return name.split(".")[0] if name.startswith("SmolLM2") else name

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tying.cache import reference
-from tying.cache.summary_types import Summary
+from tying.cache.summary_types import EARLY_LAYERS, Summary
 from tying.cache.verdicts import FAILS, HOLDS, MIXED, NO_DATA, REPORTED, combine, decide
 
 IDS = ("alignment", "overlap", "map", "gradient", "scaling", "lens", "published", "sweep_bias", "sweep_gap")
@@ -403,9 +403,31 @@ CLAIMS: dict[str, Callable[[Summary], Claim]] = {
 assert tuple(CLAIMS) == IDS
 
 
+NEEDS_TWIN = ("alignment", "overlap", "map", "scaling", "lens")
+"""The claims that compare the tied matrix (or model) with an untied twin: none holds data on one
+tied model alone (a cache of kind ``model``)."""
+
+
+def one_model(s: Summary, c: Claim) -> Claim:
+    """A claim ``c`` on a cache of one tied model: those that need an untied twin read "no data" and
+    say what would answer them, with what the cache does hold beside the question."""
+    if s.kind != "model" or c.key not in NEEDS_TWIN:
+        return c
+    held = ""
+    tuned = (((s.analysis("lens") or {}).get("kl") or {}).get("tied") or {}).get("tuned") or []
+    first = [x for x in tuned[:EARLY_LAYERS] if x is not None]
+    if c.key == "lens" and first:
+        held = (f" This model's mean tuned-lens KL over its first {len(first)} hidden states is "
+                f"{sum(first) / len(first):.2f} bits, a number with nothing to set it against here.")
+    what = ("a tied/untied pair trained alike (`python -m precompute pair --tied A --untied B`)" if c.key != "scaling"
+            else "tied runs trained with a scaled input gradient (the toy lab)")
+    return Claim(c.key, c.statement, NO_DATA, note=f"This cache holds one tied model and no untied twin; the claim "
+                 f"compares it with one: {what} would answer it, as the toy lab's twins do.{held}", needs="toylab")
+
+
 def claims(s: Summary) -> dict[str, Claim]:
     """Every claim for this cache's summary, in the tour's order."""
-    return {k: f(s) for k, f in CLAIMS.items()}
+    return {k: one_model(s, f(s)) for k, f in CLAIMS.items()}
 
 
 def as_json(s: Summary) -> dict[str, dict[str, str]]:

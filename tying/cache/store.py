@@ -48,8 +48,11 @@ def check_name(name: str) -> str:
 
 
 def short_name(source: str) -> str:
-    """'allenai/OLMo-1B-hf' -> 'olmo-1b-hf': a model id or folder as part of a cache name."""
-    return re.sub(r"[^A-Za-z0-9.]+", "-", Path(source.rstrip("/")).name).strip("-").lower()
+    """'allenai/OLMo-1B-hf' -> 'olmo-1b-hf': a model id, folder or GGUF file (its name without
+    '.gguf') as part of a cache name."""
+    name = Path(source.rstrip("/")).name
+    name = name[:-5] if name.lower().endswith(".gguf") else name
+    return re.sub(r"[^A-Za-z0-9.]+", "-", name).strip("-").lower()
 
 
 def default_name(tied: str, untied: str) -> str:

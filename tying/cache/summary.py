@@ -20,7 +20,7 @@ from tying.analysis.share import DEFAULT_EARLY_STEPS, output_share
 from tying.analysis.sweep import by_cell
 from tying.cache import reference
 from tying.cache.store import finished_stages, has_column, query_df, read_meta, stage_params, table_exists
-from tying.cache.summary_types import PaperReference, Summary, paper_reference
+from tying.cache.summary_types import EARLY_LAYERS, PaperReference, Summary, paper_reference
 
 
 def _num(x: Any) -> float | None:
@@ -204,7 +204,6 @@ def overlap_context_text(c: dict[str, Any]) -> str:
     return text
 
 
-EARLY_LAYERS = 2  # "early" hidden states for the KL gap: the input embedding and the first block
 
 
 def umap_summary(con: duckdb.DuckDBPyConnection, summary: dict[str, Any] | None = None) -> dict[str, Any] | None:
@@ -227,8 +226,9 @@ def umap_summary(con: duckdb.DuckDBPyConnection, summary: dict[str, Any] | None 
     n, n_placed = int(row["n"]), int(row["placed"])
     if not n:
         return None
+    views = int(con.execute("SELECT count(DISTINCT matrix) FROM umap").fetchone()[0])
     return {"n_tokens": n, "n_fitted": n - n_placed, "n_placed": n_placed, "n_common": n_common,
-            "placement": ran.get("placement")}
+            "placement": ran.get("placement"), "views": views}
 
 
 def _mean_of(placement: dict[str, Any], part: str, measure: str) -> float | None:
@@ -385,8 +385,17 @@ def paper_label(paper: PaperReference | None) -> str:
 
 # -- sentences the text summary and the Overview page both say (written once) --------------------
 
+ONE_MODEL_NOTE = ("One tied model and no untied twin: its matrix T alone. Setting T beside an untied model's input "
+                  "matrix I and output matrix O needs a pair trained alike (`python -m precompute pair --tied A "
+                  "--untied B`); the toy lab's twins show it.")
+"""What a page of a one-model cache says where a pair's comparison would be."""
+
+
 def coverage_text(vocabulary: dict[str, Any]) -> str:
-    """'4,096 common tokens: 100.0% of the tied vocabulary, 100.0% of the untied one'."""
+    """'4,096 common tokens: 100.0% of the tied vocabulary, 100.0% of the untied one' (one tied
+    model: '49,152 tokens: the tied model's whole vocabulary')."""
+    if vocabulary.get("coverage_untied") is None:
+        return f"{vocabulary.get('n_common') or 0:,} tokens: the tied model's whole vocabulary (no untied twin)"
     return (f"{vocabulary.get('n_common') or 0:,} common tokens: {vocabulary.get('coverage_tied', 0):.1%} of the tied "
             f"vocabulary, {vocabulary.get('coverage_untied', 0):.1%} of the untied one")
 
@@ -403,7 +412,8 @@ def projection_text(umap: dict[str, Any]) -> str:
     common, placement = umap.get("n_common"), umap.get("placement") or {}
     settings = placement.get("settings") or {}
     k, qk = settings.get("k", 10), settings.get("quality_k", 10)
-    text = f"{fitted:,} tokens fitted by AlignedUMAP"
+    fitter = "UMAP" if umap.get("views") == 1 else "AlignedUMAP"  # one tied model: one map
+    text = f"{fitted:,} tokens fitted by {fitter}"
     if placed:
         text += f", {placed:,} placed from their {k} nearest fitted tokens"
         trust, share = _mean_of(placement, "placed", "trustworthiness"), _mean_of(placement, "placed", "nn_share")
@@ -415,7 +425,7 @@ def projection_text(umap: dict[str, Any]) -> str:
                      + f"; nearest drawn neighbour among the {qk} nearest in the original space for {share:.0%}"
                      + (f", fitted {share_fit:.0%}" if share_fit is not None else "") + ")")
     elif common and fitted >= common:
-        text = f"all {fitted:,} common tokens fitted by AlignedUMAP (none placed)"
+        text = f"all {fitted:,} {'common ' if fitter != 'UMAP' else ''}tokens fitted by {fitter} (none placed)"
     if common and fitted + placed < common:
         text += (f"; the other {common - fitted - placed:,} common tokens are not on the map (a cache written "
                  "before placement: rerun the umap stage)")

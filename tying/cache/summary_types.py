@@ -88,6 +88,8 @@ def paper_reference(preset: str) -> dict[str, Any]:
     }
 
 
+EARLY_LAYERS = 2  # "early" hidden states for the KL gap: the input embedding and the first block
+
 ALWAYS = ("name", "kind", "schema_version", "models", "stages", "vocabulary", "alignment", "overlap",
           "overlap_at_10", "spectral", "spectral_params")
 """The sections every summary's JSON has (the others only where the cache holds them)."""

