@@ -14,15 +14,15 @@ from tying.cache.schema import (
     display_comparison,
     pair_label,
 )
-from tying.cache.summary import (
+from tying.cache.sentences import (
     ONE_MODEL_NOTE,
     coverage_text,
     match_text,
     overlap_context_text,
     projection_text,
-    share_beside_paper,
     spectral_scope,
 )
+from tying.cache.summary import share_beside_paper
 from tying.cache.summary_types import PaperReference, stored_as
 from tying.errors import UserError, first_line
 

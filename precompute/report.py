@@ -13,18 +13,10 @@ from pathlib import Path
 from precompute.options import cache_dir_option, option
 from tying.cache import claims, reference
 from tying.cache.schema import MATRIX_PAIRS, METHOD_LABELS, TABLE1_COMPARISONS, TABLE1_METHODS, pair_label
+from tying.cache.sentences import coverage_text, match_text, paper_label, plus_minus, spectral_scope
 from tying.cache.store import CACHE_SUFFIX, CacheError, open_cache
-from tying.cache.summary import (
-    EARLY_LAYERS,
-    coverage_text,
-    match_text,
-    paper_label,
-    plus_minus,
-    share_beside_paper,
-    spectral_scope,
-    summarize,
-)
-from tying.cache.summary_types import PaperReference, Summary, stored_as
+from tying.cache.summary import share_beside_paper, summarize
+from tying.cache.summary_types import EARLY_LAYERS, PaperReference, Summary, stored_as
 from tying.cache.verdicts import NO_DATA
 from tying.errors import UserError
 

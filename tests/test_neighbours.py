@@ -158,7 +158,8 @@ def test_toylab_overlap_context_known_answer():
     import duckdb
     import pandas as pd
 
-    from tying.cache.summary import overlap_context, overlap_context_text
+    from tying.cache.sentences import overlap_context_text
+    from tying.cache.summary import overlap_context
 
     freq = [0, 0, 150, 200, 5, 100]
     frequent = {t for t, f in enumerate(freq) if f >= 100}

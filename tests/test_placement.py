@@ -131,8 +131,9 @@ def pair_models(tmp_path_factory):
 @pytest.mark.slow
 def test_the_umap_table_covers_every_common_token(pair_models, tmp_path, capsys, monkeypatch):
     from precompute.cli import main
+    from tying.cache.sentences import projection_text
     from tying.cache.store import open_cache, query_df
-    from tying.cache.summary import projection_text, summarize
+    from tying.cache.summary import summarize
 
     tied, untied = pair_models
     code = main(["pair", "--tied", str(tied), "--untied", str(untied), "--cache-dir", str(tmp_path), "--name", "u",
@@ -180,8 +181,9 @@ def test_a_cache_without_the_placed_column_reads_as_all_fitted(tmp_path):
     import pandas as pd
 
     from tying.cache.schema import SCHEMA_VERSION, TABLES
+    from tying.cache.sentences import projection_text
     from tying.cache.store import has_column, open_cache
-    from tying.cache.summary import projection_text, summarize
+    from tying.cache.summary import summarize
     from tying.cache.writer import CacheWriter
 
     path = tmp_path / "old.duckdb"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pandas as pd
 
 from explorer.render.seed_tables import SEED_METRICS, n_seeds, seed_stat, seed_text
-from tying.cache import reference, summary
+from tying.cache import reference, sentences
 from tying.cache.schema import (
     MATRIX_PAIRS,
     METHOD_LABELS,
@@ -27,7 +27,7 @@ from tying.cache.summary_types import Summary
 
 def paper_label(s: Summary) -> str:
     """The label of the paper's figures beside this cache's (empty when the summary has none)."""
-    return summary.paper_label(s.paper) if s.paper is not None else ""
+    return sentences.paper_label(s.paper) if s.paper is not None else ""
 
 
 def _quoted(x: float | None) -> str:

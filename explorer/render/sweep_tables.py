@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from tying.analysis.sweep import PLOTTED, chosen_rates, crossing, lr_sensitivity
-from tying.cache import summary
+from tying.cache import sentences
 
 SWEEP_SERIES = {"bias": {"bias_linear_in": "O→T minus I→T (linear, in-sample)",
                          "bias_linear": "O→T minus I→T (linear, held-out)",
@@ -156,7 +156,7 @@ def sweep_table(cells: list[dict[str, Any]], part: str | None = None) -> pd.Data
     """One row per grid point: mean ± sample std over seeds, as text ("—" where a cache lacks the
     column); ``part``: the columns of ``SWEEP_TABLE_PARTS[part]`` only (None: every column)."""
     def pm(c, col):
-        return summary.plus_minus(c.get(col), c.get(f"{col}_std"), c["n"], missing="—")
+        return sentences.plus_minus(c.get(col), c.get(f"{col}_std"), c["n"], missing="—")
 
     def num(c, col, fmt):
         v = c.get(col)
