@@ -281,7 +281,7 @@ def test_the_generator_rewrites_docs_and_refuses_a_file_without_tables(tmp_path,
     partial.write_text("<!-- options: summary -->\n<!-- /options -->\n<!-- options: pair -->\n<!-- /options -->\n")
     assert readme.main(["--write", str(partial)]) == 1
     err = capsys.readouterr().err
-    assert "no table of demo" in err and "lens" not in err  # lens shares pair's table
+    assert "no table of smollm2, demo, " in err and "lens" not in err  # lens shares pair's table
     assert readme.readme_blocks(partial.read_text())["summary"] == readme.markdown(COMMANDS["summary"].config)
     unknown = tmp_path / "unknown.md"
     unknown.write_text("<!-- options: nope -->\n<!-- /options -->\n")

@@ -266,7 +266,7 @@ def test_module_entry_point_runs(tmp_path):
     import subprocess
     import sys
 
-    r = subprocess.run([sys.executable, "-m", "precompute", "pair", "--tied", "x"], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", "precompute", "pair", "--untied", "x"], capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.strip().startswith("error: give --tied (with --untied for a pair")
 
 

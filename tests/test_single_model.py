@@ -1,7 +1,6 @@
 """One tied model and no untied twin (issue 34): `precompute pair --tied X` alone, on a tiny
 Llama GGUF written here, through the cache, the claims, the app and the tour."""
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -122,22 +121,14 @@ def test_the_smollm2_command_names_the_install_line_when_the_wheel_is_missing(tm
 
 
 def test_the_app_shows_one_model(single, monkeypatch):
-    from streamlit.testing.v1 import AppTest
+    from tests.apppage import open_page
+    from tying.cache.sentences import ONE_MODEL_NOTE
 
-    from tying import registry
-    from tying.cache.summary import ONE_MODEL_NOTE
-
-    monkeypatch.setenv("TYING_CACHE_DIR", str(single["path"].parent))
-    app = str(Path(__file__).resolve().parent.parent / "app.py")
     for page in ("overview", "neighbours", "projection", "lens"):
-        at = AppTest.from_file(app, default_timeout=120)
-        at.query_params["pair"] = "tiny"
-        at.run()
-        if page != "overview":
-            at.switch_page(f"views/{next(p.script for p in registry.PAGES if p.url_path == page)}").run()
+        at = open_page(single["path"].parent, monkeypatch, page, pair="tiny")
         assert not at.exception, (page, [e.value for e in at.exception])
         text = "\n".join(str(x.value) for x in [*at.markdown, *at.caption, *at.info])
-        if page == "overview":
+        if page == "overview":  # the claims that need a twin, each a "no data" badge with its reason
             html = "".join(str(h.proto.body) for h in at.get("html"))
             assert html.count("no data") == len(claims.NEEDS_TWIN)
         if page in ("neighbours", "projection"):
@@ -159,4 +150,7 @@ def test_the_tour_lens_step_sets_the_real_model_beside_the_toy(single):
     logit_last = last[last["lens"] == "logit lens"].iloc[0]
     assert logit_last["top1"] == answer and logit_last["prob"] == logit_last["top1_prob"] > 0
     assert ((frame["prob"] >= 0) & (frame["prob"] <= 1)).all()
+    table = tour.guesses(frame)  # 2 blocks: hidden states 0, 1, 2 (a third, two thirds, five sixths round there)
+    assert list(table.index) == ["tuned lens", "logit lens"] and list(table.columns) == [0, 1, 2]
+    assert table.loc["logit lens", 2] == answer
     assert tour.model_label({"source": "/x/SmolLM2-135M-Instruct.Q4_1.gguf"}) == "SmolLM2-135M-Instruct"

@@ -136,7 +136,11 @@ if data.has_rows(ref, "lens_trajectory") or own_text_possible:
         models, samples = choices["models"], choices["samples"]
         model = c1.radio("Model", models, horizontal=True, on_change=state.sync, args=("model",),
                          key=state.widget_key("model", models[0], models.__contains__))
-        sample = c3.selectbox("Sample text", samples, format_func=lambda i: f"sample {i + 1}",
+        def opening(i: int) -> str:  # a sample's first words name it
+            words = data.trajectory_text(data.trajectory(ref, model, lens, i)).replace("␣", " ").strip()
+            return f"{i + 1}: {words[:36]}…" if len(words) > 36 else f"{i + 1}: {words}"
+
+        sample = c3.selectbox("Sample text", samples, format_func=opening,
                               key=state.widget_key("sample", samples[0], samples.__contains__),
                               on_change=state.sync, args=("sample",))
         t = data.trajectory(ref, model, lens, sample)

@@ -17,7 +17,7 @@ ref = frame.current()
 frame.require(ref, "umap", "UMAP projection", "python -m precompute pair ... (without --skip umap)")
 st.title(f"Projection · {ref.name}")
 coords = data.umap_shown(ref)
-order = tuple(m for m in projection_charts.PROJECTION_ORDER if m in set(coords["matrix"]))
+order = tuple(m for m in projection_charts.PROJECTION_ORDER if m in data.matrices(ref, "umap"))
 single = len(order) == 1  # one tied model: T's map alone
 if single:
     st.markdown("A 2-D UMAP map of the tied matrix T: tokens whose rows point the same way sit together. "

@@ -7,6 +7,7 @@ between steps; the step is in the URL.
 """
 
 import html
+from urllib.parse import urlencode
 
 import streamlit as st
 
@@ -103,13 +104,19 @@ else:
                     f"matrix (bold: also in T's list){rows}</div>")
         if real is not None:
             text, answer, through = tour.answer_through_layers(real)
+            table = tour.guesses(through)
+            head = "".join(f"<th style='padding:0 0.5em'>{int(c)}</th>" for c in table.columns)
+            rows = "".join(f"<tr><td style='padding:0 0.5em 0 0'>{html.escape(lens)}</td>" + "".join(
+                f"<td style='padding:0 0.5em'>{'<b>' if w == answer else ''}{html.escape(str(w))}"
+                f"{'</b>' if w == answer else ''}</td>" for w in table.loc[lens]) + "</tr>" for lens in table.index)
             models = data.summary(real).models.get("tied") or {}
-            st.html(f"<div class='tour-read'><b>A real model: {html.escape(tour.model_label(models))}</b> (cache "
-                    f"'{html.escape(real.name)}', one tied model, no untied twin). After “{html.escape(text)}” it "
-                    f"predicts <b>{html.escape(answer)}</b>; the chance each lens gives it, hidden state by hidden "
-                    "state:</div>")
-            export.show(lambda: (tour.answer_chart(through, answer, height=150 if big else 130), through),
-                        f"tour-real-{real.name}", key="tour_real", spec_key=("tour-real", real), downloads=False)
+            query = urlencode({**{k: v[0] for k, v in state.carried().items() if k != "step"},
+                               "pair": real.name, "sample": 0})  # the same text on the real model's Lens page
+            st.html(f"<div class='tour-read'><b>A real model: <a href='lens?{html.escape(query)}' target='_self'>"
+                    f"{html.escape(tour.model_label(models))}</a></b> (cache "
+                    f"'{html.escape(real.name)}', tied, no untied twin). After “{html.escape(text)}” it predicts "
+                    f"<b>{html.escape(answer)}</b>; each lens's guess at hidden state:<table style='border:none;"
+                    f"margin-top:0.3em'><tr><th></th>{head}</tr>{rows}</table></div>")
         if borrowed:
             st.caption(f"From the cache '{source.name}'" + (f" (the picked '{picked.name}' has no such data)."
                                                            if picked is not None else "."))

@@ -175,7 +175,12 @@ FIGURES: tuple[Figure, ...] = (
            overlap_curve, has("overlap_curve"), stages=("neighbours",)),
     Figure("projection-umap", "Aligned UMAP of T, I and O",
            "The three matrices mapped jointly to 2-D so a token sits in comparable places; the highlighted token and "
-           "its 10 nearest neighbours in each matrix.", projection, has("umap"), stages=("umap",)),
+           "its 10 nearest neighbours in each matrix.", projection, lambda ref, s: len(read.matrices(ref, "umap")) > 1,
+           stages=("umap",)),
+    Figure("projection-umap-tied", "UMAP of the tied matrix T",
+           "One tied model's matrix mapped to 2-D (no untied twin to align it with): tokens whose rows point the same "
+           "way sit together; the highlighted token and its 10 nearest neighbours.",
+           projection, lambda ref, s: read.matrices(ref, "umap") == ("T",), stages=("umap",)),
     Figure("figure5-norm-frequency", "Norm against frequency (Figure 5)",
            "Each token's L2 norm against its corpus frequency, per matrix: T's pattern follows O's.",
            norm_frequency, lambda ref, s: bool(read.norm_frequency_correlation(ref)), stages=("load",)),

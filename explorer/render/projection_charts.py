@@ -35,7 +35,9 @@ def _projection_layers(df: pd.DataFrame, highlight: pd.DataFrame, *, density: bo
             color=alt.value(NEUTRAL), opacity=alt.Opacity("count():Q", scale=alt.Scale(type="log", range=[0.15, 1]),
                                                           legend=None))
     else:
-        colour = (alt.Color("matrix:N", scale=colour_scale(list(PROJECTION_ORDER)), legend=legend("matrix", PROJECTION_ORDER))
+        one = df["matrix"].nunique() == 1  # one tied model's map: no legend of matrices it does not have
+        colour = (alt.Color("matrix:N", scale=colour_scale(list(PROJECTION_ORDER)),
+                            legend=None if one else legend("matrix", PROJECTION_ORDER))
                   if colour_matrix else alt.value(COLOURS.get(str(df["matrix"].iloc[0]) if len(df) else "T", NEUTRAL)))
         points = alt.Chart(df).mark_circle(size=14, opacity=0.4, cursor="pointer").encode(
             x=alt.X("x:Q", title=None, axis=None), y=alt.Y("y:Q", title=None, axis=None),

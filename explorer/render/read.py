@@ -207,10 +207,10 @@ def build_command(ref: CacheRef) -> str | None:
 
 
 @memo(64)
-def matrices(ref: CacheRef) -> tuple[str, ...]:
-    """The matrices of T, I and O this cache lists neighbours of: all three for a pair, T alone
-    for one tied model (a cache of kind ``model``)."""
-    have = set(query(ref, "SELECT DISTINCT matrix FROM neighbours")["matrix"])
+def matrices(ref: CacheRef, table: str = "neighbours") -> tuple[str, ...]:
+    """The matrices of T, I and O ``table`` (neighbours, umap) holds rows of: all three for a pair,
+    T alone for one tied model (a cache of kind ``model``), none without rows."""
+    have = set(query(ref, f"SELECT DISTINCT matrix FROM {table}")["matrix"]) if has_rows(ref, table) else set()
     return tuple(m for m in MATRICES if m in have)
 
 

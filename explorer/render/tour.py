@@ -278,19 +278,14 @@ def answer_through_layers(ref: read.CacheRef, sample: int = 0) -> tuple[str, str
     return text, answer, pd.DataFrame(rows)
 
 
-def answer_chart(frame: pd.DataFrame, answer: str, height: int = 190) -> alt.Chart:
-    """The probability of ``answer`` at each hidden state, a line per lens (tuned solid, logit
-    dashed); the tooltip names each lens's own top-1 there."""
-    lenses = ["tuned lens", "logit lens"]
-    return alt.Chart(frame).mark_line(point=True, color=PALETTE["T"]).encode(
-        x=alt.X("layer:Q", title="hidden state (0 = input embedding)", axis=alt.Axis(tickMinStep=1)),
-        y=alt.Y("prob:Q", title=f"p({answer})", scale=alt.Scale(domain=[0, 1])),
-        strokeDash=alt.StrokeDash("lens:N", scale=alt.Scale(domain=lenses, range=[[1, 0], [6, 4]]),
-                                  legend=alt.Legend(title=None, orient="bottom")),
-        tooltip=[alt.Tooltip("lens:N"), alt.Tooltip("layer:Q", title="hidden state"),
-                 alt.Tooltip("prob:Q", title=f"p({answer})", format=".3f"), alt.Tooltip("top1:N", title="top-1"),
-                 alt.Tooltip("top1_prob:Q", title="its p", format=".3f")],
-    ).properties(width="container", height=height)
+def guesses(frame: pd.DataFrame) -> pd.DataFrame:
+    """Each lens's top-1 guess (rows: tuned lens, logit lens) at five hidden states from the
+    input embedding to the last (columns: 0, a third, two thirds, five sixths and all of the
+    depth), from :func:`answer_through_layers`'s frame: a slide's worth of the trajectory."""
+    last = int(frame["layer"].max())
+    picks = sorted({0, round(last / 3), round(2 * last / 3), round(5 * last / 6), last})
+    wide = frame[frame["layer"].isin(picks)].pivot(index="lens", columns="layer", values="top1")
+    return wide.reindex([x for x in ("tuned lens", "logit lens") if x in wide.index])
 
 
 def model_label(model: dict) -> str:
