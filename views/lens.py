@@ -137,7 +137,7 @@ if data.has_rows(ref, "lens_trajectory") or own_text_possible:
         model = c1.radio("Model", models, horizontal=True, on_change=state.sync, args=("model",),
                          key=state.widget_key("model", models[0], models.__contains__))
         def opening(i: int) -> str:  # a sample's first words name it
-            words = data.trajectory_text(data.trajectory(ref, model, lens, i)).replace("␣", " ").strip()
+            words = lens_tables.sample_text(ref, model, lens, i).replace("␣", " ").strip()
             return f"{i + 1}: {words[:36]}…" if len(words) > 36 else f"{i + 1}: {words}"
 
         sample = c3.selectbox("Sample text", samples, format_func=opening,
@@ -154,5 +154,6 @@ if data.has_rows(ref, "lens_trajectory") or own_text_possible:
         layer = st.select_slider("Top-k at hidden state", layers,
                                  key=state.widget_key("layer", layers[-1], lambda v: v in layers),
                                  on_change=state.sync, args=("layer",))
-        top = lens_tables.top_k(t, layer)  # a row per input token: as narrow as k
+        # a row per input token: as narrow as k (a stored sample's once per cache)
+        top = lens_tables.top_k(t, layer) if source == "own" else lens_tables.sample_top_k(ref, model, lens, sample, layer)
         frame.table(top, height=style.fit_height(top))

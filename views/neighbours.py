@@ -6,7 +6,7 @@ import streamlit as st
 
 from explorer import data, export, frame, state
 from explorer import words as summary_text
-from explorer.render import alignment_charts, seed_tables
+from explorer.render import alignment_charts, neighbour_tables, seed_tables
 from explorer.words import MATRIX_NAMES, OVERLAP_K, pair_label
 
 ref = frame.current()
@@ -76,19 +76,14 @@ st.caption(f"token #{token} · raw {data.escape_markdown(str(row['raw']))} · ti
            + (f", untied id {row['untied_id']}" if pd.notna(row["untied_id"]) else "")
            + (f" · corpus count {int(row['freq_tied']):,}" if pd.notna(row["freq_tied"]) else ""))
 
-nb = data.neighbours_of(ref, token, k)
-shown_matrices = data.matrices(ref)
+lists, ov = neighbour_tables.token_lists(ref, token, k)  # once per cache, token and k
 cols = st.columns(3)
-for col, m in zip(cols, shown_matrices):
-    sub = nb[nb["matrix"] == m][["rank", "shown", "score", *(["in"] if pairs else [])]].rename(
-        columns={"shown": "neighbour", "score": "cosine", "in": "also in"})
+for col, (m, sub) in zip(cols, lists.items()):
     col.markdown(f"**{m}** · {MATRIX_NAMES[m]}")
     frame.table(sub, numbers=("cosine",), height=min(38 + 35 * k, 420), where=col)
 if not pairs:  # one tied model: its neighbours, and nothing to compare them with
     cols[1].info(summary_text.ONE_MODEL_NOTE)
     st.stop()
-ov = {pair_label(a, b): len(set(nb[nb.matrix == a].neighbour) & set(nb[nb.matrix == b].neighbour)) / k
-      for a, b in pairs}
 st.caption(f"'also in' names the other matrices that list the same neighbour. This token's "
            f"overlap@{k}: " + ", ".join(f"{data.escape_markdown(p)} {v:.2f}" for p, v in ov.items()))
 

@@ -37,12 +37,10 @@ st.caption(f"{len(rows)} runs: widths {', '.join(str(w) for w in sorted({c['d_mo
 x = st.radio("Against", list(sweep_charts.SWEEP_X), horizontal=True, on_change=state.sync, args=("axis",),
              key=state.widget_key("axis", next(iter(sweep_charts.SWEEP_X)), sweep_charts.SWEEP_X.__contains__),
              format_func=lambda v: "width" if v == "d_model" else "embedding share (tied)")
-points = sweep_tables.sweep_points(cells)
+view = sweep_tables.sweep_view(ref)  # computed once per cache, read-only
+points = view.points
 matched = "loss_gap_matched" in points and points["loss_gap_matched"].notna().any()
-crossings, sentences = sweep_tables.sweep_crossings(points, x)
-if matched:
-    _, more = sweep_tables.sweep_crossings(points, x, "loss_gap_matched", "the parameter-matched tied model")
-    sentences += more
+crossings, sentences = sweep_tables.sweep_crossings_of(ref, x)
 
 verdicts = claims_mod.claims(s)
 
@@ -66,9 +64,7 @@ if "cos_start_input_untied" in points and points["cos_start_input_untied"].notna
                    f"d={int(r.d_model)} {r.cos_start_input_untied:.2f}" for r in points.itertuples())
                + ". Where I is still near its start, T being closer to O than to I says little about I.")
 
-probes = data.table(ref, "lr_probe") if data.has_rows(ref, "lr_probe") else None
-gap_series = sweep_tables.sweep_series(points, "gaps")
-bands = sweep_tables.sweep_lr_bands(points, probes, gap_series)
+gap_series, bands = view.gap_series, view.bands
 st.subheader("Does untying pay off?")
 st.markdown("Loss gap = untied minus tied eval loss on the same held-out text. **Below zero, the untied twin is "
             "ahead.**" + (" Beside it, the gap against the parameter-matched tied model: below zero there, the "
@@ -116,7 +112,7 @@ if baselines:
         st.caption(f"The baselines are fitted on all {max(fitted):,} training tokens, {max(fitted) / seen:.2f}x the "
                    f"{seen:,} each arm read: more text than the models saw, so a model above the bigram line is "
                    "behind a baseline that read more.")
-    behind = sweep_tables.sweep_behind_bigram(points)
+    behind = view.behind
     st.markdown("Not yet past bigram statistics (mean eval loss above the bigram's): " + "; ".join(behind) + "."
                 if behind else "Every arm's mean eval loss is below the bigram's at every width.")
 
@@ -127,16 +123,16 @@ st.markdown("**Bias**: does the tied matrix stay output-like? (The linear map fi
             "paper's protocol; I cosine to start: how far the untied input matrix moved from its initialisation; "
             "output share early: the output side's share of the gradient over the first 10% of steps, with the "
             "authors' input proxy, the paper's quantity.)")
-frame.table(sweep_tables.sweep_table(cells, "bias"), pin=2)  # vocabulary and width stay in view on a phone
+frame.table(view.tables["bias"], pin=2)  # vocabulary and width stay in view on a phone
 st.markdown("**Loss**: does untying pay off?")
-frame.table(sweep_tables.sweep_table(cells, "loss"), pin=2)
+frame.table(view.tables["loss"], pin=2)
 st.markdown("**Budget**: every arm's parameters, feed-forward width and learning rate")
-frame.table(sweep_tables.sweep_table(cells, "budget"), pin=2)
+frame.table(view.tables["budget"], pin=2)
 st.markdown("**Second figures**: the linear map fitted on 80% of the tokens and scored on the rest, the output "
             "share with the exact input norm, and the tokens each arm read")
-frame.table(sweep_tables.sweep_table(cells, "second"), pin=2)
-if probes is not None:
+frame.table(view.tables["second"], pin=2)
+if view.probe_table is not None:
     st.markdown("**Learning-rate probes**: each arm's validation loss (nats) after a probe run of seed 0 at every rate "
                 "of the grid; * the chosen rate, the probe minimum. The probes train on the training tokens less "
                 "their last 5% and score that 5% (the validation split); the evaluation windows lie after it.")
-    frame.table(sweep_tables.lr_probe_table(probes), pin=3)
+    frame.table(view.probe_table, pin=3)

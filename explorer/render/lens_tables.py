@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from explorer.render import read
 from tying.cache import reference
 from tying.cache.summary_types import Summary
 
@@ -35,3 +36,15 @@ def top_k(t: pd.DataFrame, layer: int) -> pd.DataFrame:
     wide.columns = [f"top {r}" for r in wide.columns]
     wide.index = [f"{p}: {tokens.get(p, '')}" for p in wide.index]
     return wide.rename_axis("input token").reset_index()
+
+
+@read.memo(1024)
+def sample_top_k(ref: read.CacheRef, model: str, lens: str, sample: int, layer: int) -> pd.DataFrame:
+    """:func:`top_k` of a stored sample text's trajectory, once per cache (read-only)."""
+    return top_k(read.trajectory(ref, model, lens, sample), layer)
+
+
+@read.memo(256)
+def sample_text(ref: read.CacheRef, model: str, lens: str, sample: int) -> str:
+    """A stored sample text, its tokens joined as shown (:func:`~explorer.render.read.trajectory_text`)."""
+    return read.trajectory_text(read.trajectory(ref, model, lens, sample))

@@ -5,11 +5,13 @@ changes sign, the arms still behind the bigram baseline, and the cell table in p
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from explorer.render import read
 from tying.analysis.sweep import PLOTTED, chosen_rates, crossing, lr_sensitivity
 from tying.cache import sentences
 
@@ -181,3 +183,44 @@ def sweep_table(cells: list[dict[str, Any]], part: str | None = None) -> pd.Data
                          "lr tied": num(c, "lr_tied", "g"), "lr untied": num(c, "lr_untied", "g"),
                          "lr matched": num(c, "lr_tied_matched", "g")} for c in cells])
     return out if part is None else out[SWEEP_TABLE_PARTS[part]]
+
+
+# -- what the Sweep page shows of one cache, computed once per cache ---------------------------
+
+
+@dataclass(frozen=True)
+class SweepView:
+    """The Sweep page's frames for one sweep cache (read-only, shared by every session)."""
+
+    points: pd.DataFrame
+    probes: pd.DataFrame | None
+    gap_series: dict[str, str]
+    bands: pd.DataFrame
+    tables: dict[str, pd.DataFrame]  # the cell table's parts: bias, loss, budget, second
+    probe_table: pd.DataFrame | None
+    behind: list[str]
+
+
+@read.memo(8)
+def sweep_view(ref: read.CacheRef) -> SweepView:
+    """:class:`SweepView` of ``ref``: every page run of every session reads the same one (the
+    learning-rate bands alone took a tenth of a loaded server's time when each run recomputed them)."""
+    cells = read.summary(ref).sweep_cells
+    points = sweep_points(cells)
+    probes = read.table(ref, "lr_probe") if read.has_rows(ref, "lr_probe") else None
+    gaps = sweep_series(points, "gaps")
+    return SweepView(points, probes, gaps, sweep_lr_bands(points, probes, gaps),
+                     {part: sweep_table(cells, part) for part in ("bias", "loss", "budget", "second")},
+                     lr_probe_table(probes) if probes is not None else None,
+                     sweep_behind_bigram(points) if "bigram_loss" in points else [])
+
+
+@read.memo(16)
+def sweep_crossings_of(ref: read.CacheRef, x: str) -> tuple[pd.DataFrame, list[str]]:
+    """:func:`sweep_crossings` of the cache's points against ``x``, with the parameter-matched
+    arm's sentences after the plain gap's when the cache has that arm."""
+    points = sweep_view(ref).points
+    crossings, sentences_ = sweep_crossings(points, x)
+    if "loss_gap_matched" in points and points["loss_gap_matched"].notna().any():
+        sentences_ = sentences_ + sweep_crossings(points, x, "loss_gap_matched", "the parameter-matched tied model")[1]
+    return crossings, sentences_
