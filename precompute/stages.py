@@ -17,7 +17,7 @@ import pandas as pd
 from precompute import lens
 from precompute.pair import lens_gpu_command
 from tying.analysis.placement import PLACEMENT
-from tying.cache.schema import MATRICES, MATRIX_PAIRS, pair_label
+from tying.cache.schema import MATRICES, MATRIX_PAIRS, pair_label, pairs_among
 from tying.errors import UserError
 
 
@@ -122,11 +122,6 @@ def alignment_tables(run, progress) -> tuple[dict[str, pd.DataFrame], None]:
     return {"alignment": frame, "alignment_summary": pd.DataFrame(summary)}, None
 
 
-def matrix_pairs(run) -> list[tuple[str, str]]:
-    """The matrix pairs of T, I and O this run has both matrices of (none on one tied model)."""
-    return [(a, b) for a, b in MATRIX_PAIRS if a in run.matrices and b in run.matrices]
-
-
 def neighbours_tables(run, progress) -> tuple[dict[str, pd.DataFrame], dict]:
     from tying.analysis.neighbours import overlap_curve
 
@@ -149,7 +144,7 @@ def neighbours_tables(run, progress) -> tuple[dict[str, pd.DataFrame], dict]:
         }))
     curves = [pd.DataFrame({"pair": pd.Series([], dtype=str), "k": pd.Series([], dtype=np.int32),
                             "mean_overlap": pd.Series([], dtype=np.float64)})]
-    for a, b in matrix_pairs(run):
+    for a, b in pairs_among(run.matrices):
         c = overlap_curve(ids[a], ids[b], K)
         curves.append(pd.DataFrame({"pair": pair_label(a, b), "k": np.arange(1, K + 1, dtype=np.int32),
                                     "mean_overlap": np.asarray(c, dtype=np.float64)}))

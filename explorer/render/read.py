@@ -29,7 +29,7 @@ import pandas as pd
 
 from explorer.render import convergence
 from tying.analysis.overlap import overlap_at_k
-from tying.cache.schema import CACHE_DIR_ENV, MATRICES, MATRIX_PAIRS, pair_label
+from tying.cache.schema import CACHE_DIR_ENV, MATRICES, pair_label, pairs_among
 from tying.cache.store import (
     CacheError,
     has_column,
@@ -216,8 +216,7 @@ def matrices(ref: CacheRef, table: str = "neighbours") -> tuple[str, ...]:
 
 def matrix_pairs(ref: CacheRef) -> tuple[tuple[str, str], ...]:
     """The pairs of T, I and O whose overlap the cache can give (none on one tied model)."""
-    have = matrices(ref)
-    return tuple((a, b) for a, b in MATRIX_PAIRS if a in have and b in have)
+    return pairs_among(matrices(ref))
 
 
 def max_k(ref: CacheRef) -> int:

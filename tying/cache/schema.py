@@ -40,6 +40,13 @@ MATRIX_NAMES = {"T": "tied", "I": "untied input", "O": "untied output"}
 MATRIX_PAIRS = (("T", "I"), ("T", "O"), ("I", "O"))
 
 
+def pairs_among(matrices) -> tuple[tuple[str, str], ...]:
+    """The pairs of :data:`MATRIX_PAIRS` both of whose matrices are among ``matrices`` (all three
+    pairs for a tied/untied pair, none for one tied model's T)."""
+    have = set(matrices)
+    return tuple((a, b) for a, b in MATRIX_PAIRS if a in have and b in have)
+
+
 def pair_label(a: str, b: str) -> str:
     """``("T", "O") -> "T~O"``: the label of a matrix pair in overlap and spectral tables."""
     return f"{a}~{b}"

