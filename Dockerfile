@@ -14,10 +14,10 @@ ENV HOME=/home/user \
     STREAMLIT_BROWSER_GATHER_USAGE_STATS=false
 WORKDIR /home/user/app
 
-# The same requirements file CI installs (requirements-dev.txt includes it); the CPU index
-# supplies the pinned torch as a CPU wheel instead of the multi-GB CUDA build.
-COPY --chown=user requirements.txt .
-RUN pip install --no-cache-dir --user -r requirements.txt --extra-index-url https://download.pytorch.org/whl/cpu
+# The exact versions CI tested (requirements-dev.lock holds the same pins plus the test tools);
+# the CPU index supplies the pinned torch as a CPU wheel instead of the multi-GB CUDA build.
+COPY --chown=user requirements.lock .
+RUN pip install --no-cache-dir --user -r requirements.lock --extra-index-url https://download.pytorch.org/whl/cpu
 
 # The code and cache/ (see .dockerignore for what stays out).
 COPY --chown=user . .

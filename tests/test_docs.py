@@ -260,9 +260,9 @@ def test_readme_leads_to_every_doc_and_keeps_the_attribution():
 def test_readme_keeps_the_two_commands():
     """The setup-and-run and the setup-and-test commands, verbatim, in the README's bash blocks."""
     blocks = re.findall(r"```bash\n(.*?)\n```", README, flags=re.S)
-    assert "python3 -m venv .venv && . .venv/bin/activate && pip install -r requirements.txt && streamlit run app.py" \
+    assert "python3 -m venv .venv && . .venv/bin/activate && pip install -r requirements.lock && streamlit run app.py" \
         in blocks
-    assert "python3 -m venv .venv && . .venv/bin/activate && pip install -q -r requirements-dev.txt && ruff check . " \
+    assert "python3 -m venv .venv && . .venv/bin/activate && pip install -q -r requirements-dev.lock && ruff check . " \
            "&& python -m pytest -q" in blocks
 
 

@@ -74,16 +74,71 @@ def _docker_pip_line() -> str:
 
 def test_dockerfile_installs_the_requirements_ci_installs():
     ci_files = [f for ln in CI.splitlines() if not ln.lstrip().startswith("#") for f in _pip_requirement_files(ln)]
-    assert ci_files, "no pip install -r in .ci/run"
-    ci_set = set().union(*(_included(f) for f in ci_files))
+    assert ci_files == ["requirements-dev.lock"], ci_files
     docker_files = _pip_requirement_files(_docker_pip_line())
-    assert docker_files == ["requirements.txt"], docker_files
-    # CI installs requirements-dev.txt, which is requirements.txt plus the test tools
-    assert "requirements.txt" in ci_set, (ci_files, ci_set)
+    assert docker_files == ["requirements.lock"], docker_files
     copied = [args for ins, args in _instructions(DOCKERFILE) if ins == "COPY"]
-    assert any("requirements.txt" in c.split() or c.split()[-2:] == [".", "."] for c in copied)
+    assert any("requirements.lock" in c.split() or c.split()[-2:] == [".", "."] for c in copied)
     assert "--extra-index-url https://download.pytorch.org/whl/cpu" in _docker_pip_line()
     assert "torch==2.13.0" in (ROOT / "requirements.txt").read_text()
+
+
+def _pins(lock: str) -> dict[str, str]:
+    """name -> exact version of every line of a lock file (names normalised as PEP 503 does)."""
+    pins = {}
+    for line in (ROOT / lock).read_text().splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            m = re.fullmatch(r"([A-Za-z0-9._-]+)==(\S+)", line.strip())
+            assert m, f"{lock}: not an exact pin: {line!r}"
+            pins[re.sub(r"[-_.]+", "-", m.group(1)).lower()] = m.group(2)
+    return pins
+
+
+def _ranges(req_file: str) -> list:
+    from packaging.requirements import Requirement
+
+    out = []
+    for f in sorted(_included(req_file)):
+        for line in (ROOT / f).read_text().splitlines():
+            line = line.split("#")[0].strip()
+            if line and not line.startswith("-"):
+                out.append(Requirement(line))
+    return out
+
+
+@pytest.mark.parametrize("req_file,lock", [("requirements.txt", "requirements.lock"),
+                                           ("requirements-dev.txt", "requirements-dev.lock")])
+def test_each_lock_pins_every_requirement_inside_its_range(req_file, lock):
+    """Every package of requirements*.txt is pinned exactly, within its range: the lock is current."""
+    pins = _pins(lock)
+    for req in _ranges(req_file):
+        name = re.sub(r"[-_.]+", "-", req.name).lower()
+        assert name in pins, f"{lock} lacks {req.name}: run bash .ci/lock"
+        assert req.specifier.contains(pins[name], prereleases=True), f"{lock}: {name}=={pins[name]} not in {req}"
+    assert pins["torch"] == "2.13.0"  # no +cpu: the plain version matches the CPU wheel and the Docker index
+
+
+def test_the_dev_lock_holds_the_runtime_pins():
+    """CI tests the versions the app and the image install: the dev lock agrees on every runtime pin."""
+    runtime, dev = _pins("requirements.lock"), _pins("requirements-dev.lock")
+    assert {k: dev.get(k) for k in runtime} == runtime
+
+
+def test_this_environment_runs_the_pinned_versions():
+    """The tests run on the lock's versions (a venv built from requirements.txt instead would drift)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    if not (Path(sys.prefix) / "pyvenv.cfg").exists():
+        pytest.skip("not in a virtual environment")
+    drift = {}
+    for name in ("pandas", "streamlit", "numpy", "duckdb", "altair", "transformers", "torch"):
+        try:
+            have = version(name).split("+")[0]
+        except PackageNotFoundError:
+            continue
+        if have != _pins("requirements-dev.lock")[name]:
+            drift[name] = have
+    assert not drift, f"installed versions differ from requirements-dev.lock: {drift}"
 
 
 def test_dockerfile_user_port_and_command_match_the_space():
@@ -133,7 +188,7 @@ def test_the_dockerfile_install_command_resolves_here():
     line = _docker_pip_line()
     m = re.search(r"--extra-index-url\s+(\S+)", line)
     cmd = [sys.executable, "-m", "pip", "install", "--dry-run", "--disable-pip-version-check", "-q",
-           "-r", str(ROOT / "requirements.txt")] + (["--extra-index-url", m.group(1)] if m else [])
+           "-r", str(ROOT / _pip_requirement_files(line)[0])] + (["--extra-index-url", m.group(1)] if m else [])
     try:
         run = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT)
     except subprocess.TimeoutExpired:
