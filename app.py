@@ -17,7 +17,6 @@ import streamlit as st
 
 from explorer import data, frame, state
 from explorer.render import pack
-from tying import registry
 
 HERE = Path(__file__).resolve().parent
 
@@ -28,23 +27,8 @@ listing = data.caches(str(data.cache_dir()))
 filled = frame.filled(listing)  # the pages with something to show for the picked cache (None: all)
 
 
-def page(spec: registry.Page, url_path: str | None = None) -> st.Page:
-    return st.Page(HERE / "views" / spec.script, title=spec.title, icon=spec.icon, url_path=url_path or spec.url_path,
-                   default=spec.default and url_path is None)
-
-
-@st.cache_resource(show_spinner=False)
-def page_models() -> tuple[dict[str, st.Page], st.Page]:
-    """The registry's pages (in menu order) and the default page's alias, built once per server
-    (building them resolves and checks every script: 6% of a loaded server's time when every run
-    did it). The default page is served at "/"; the same script under its own name answers
-    /overview (links and old bookmarks to /overview open it with no "Page not found")."""
-    return ({spec.url_path: page(spec) for spec in registry.PAGES},
-            page(next(p for p in registry.PAGES if p.default), "overview"))
-
-
 # Each run gets its own copies: st.navigation marks the page it returns as callable once.
-models, alias = page_models()
+models, alias = frame.page_models(str(HERE / "views"))
 PAGES = {path: copy.copy(p) for path, p in models.items()}
 OVERVIEW_ALIAS = copy.copy(alias)
 # Every page answers its URL; the sidebar links below are the menu. (Streamlit's own menu

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
+import pyarrow as pa
 import streamlit as st
 
 from explorer import data, state
+from explorer.render import identity
 from tying import registry
 
 DEMO_COMMAND = "python -m precompute demo"
@@ -15,6 +18,22 @@ SWEEP_COMMAND = "python -m precompute sweep"
 NEEDS = {p.url_path: p.needs for p in registry.PAGES if p.needs}
 """Page (url path) -> the table whose rows it shows (the registry's); the tour and the Overview
 show every cache, the Sweep the folder's sweep."""
+
+
+def _page(views: str, spec: registry.Page, url_path: str | None = None) -> st.Page:
+    return st.Page(Path(views) / spec.script, title=spec.title, icon=spec.icon, url_path=url_path or spec.url_path,
+                   default=spec.default and url_path is None)
+
+
+@st.cache_resource(show_spinner=False)
+def page_models(views: str) -> tuple[dict[str, st.Page], st.Page]:
+    """The registry's pages (in menu order) and the default page's alias, built once per server
+    from the scripts in ``views`` (building them resolves and checks every script: 6% of a loaded
+    server's time when every run did it; and decorated here, not in app.py, so the decorator too
+    runs once). The default page is served at "/"; the same script under its own name answers
+    /overview (links and old bookmarks to /overview open it with no "Page not found")."""
+    return ({spec.url_path: _page(views, spec) for spec in registry.PAGES},
+            _page(views, next(p for p in registry.PAGES if p.default), "overview"))
 
 
 def default_pair(names: list[str]) -> str:
@@ -140,6 +159,32 @@ def require(ref: data.CacheRef, table: str, what: str, command: str) -> None:
 MISSING = "—"  # what a table shows where it has no value (never "None")
 
 
+def _static(df, numbers: tuple) -> object:
+    """The presentation-mode table: three decimals, "—" for a missing value, markdown escaped."""
+    shown = df.copy()
+    for c in numbers:
+        if c in shown:
+            shown[c] = shown[c].map(lambda v: MISSING if v is None or v != v else f"{v:.3f}")
+    shown = shown.astype(object).where(shown.notna(), MISSING)
+    # a static table reads every cell and header as markdown: escape them (T~O would strike through)
+    shown = shown.map(lambda v: data.escape_markdown(v, entities=False) if isinstance(v, str) else v)
+    shown.columns = [data.escape_markdown(str(c), entities=False) for c in shown.columns]
+    return shown
+
+
+def _interactive(df, pin: int) -> tuple[object, frozenset]:
+    """The Arrow table st.dataframe sends (the frame itself when Arrow cannot hold a column as it
+    is: Streamlit then converts it its own way) and the pinned columns whose labels need width."""
+    try:
+        arrow = pa.Table.from_pandas(df, preserve_index=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        arrow = df
+    wide = frozenset(c for c in df.columns[:pin]  # text: object under pandas 2, str under pandas 3
+                     if (df[c].dtype == object or pd.api.types.is_string_dtype(df[c].dtype)) and len(df)
+                     and df[c].astype(str).str.len().max() > 22)
+    return arrow, wide
+
+
 def table(df, *, numbers=(), height=None, where=None, help=None, pin: int = 1) -> None:
     """A table: sortable and scrollable on screen, its first ``pin`` columns pinned (a wide table
     scrolls under them); in presentation mode a static one whose text grows with the page (an
@@ -150,21 +195,17 @@ def table(df, *, numbers=(), height=None, where=None, help=None, pin: int = 1) -
     """
     where = where if where is not None else st
     help = help or {}
+    numbers = tuple(numbers)
     if state.get("presentation"):
-        shown = df.copy()
-        for c in numbers:
-            if c in shown:
-                shown[c] = shown[c].map(lambda v: MISSING if v is None or v != v else f"{v:.3f}")
-        shown = shown.astype(object).where(shown.notna(), MISSING)
-        # a static table reads every cell and header as markdown: escape them (T~O would strike through)
-        shown = shown.map(lambda v: data.escape_markdown(v, entities=False) if isinstance(v, str) else v)
-        shown.columns = [data.escape_markdown(str(c), entities=False) for c in shown.columns]
-        where.table(shown, hide_index=True)
+        where.table(identity.once(df, ("static", numbers), lambda d: _static(d, numbers)), hide_index=True)
     else:
+        # once per frame object: most frames come from the per-cache memos, and converting them
+        # each run cost more than the rest of a page (issue 35)
+        arrow, wide = identity.once(df, ("interactive", pin), lambda d: _interactive(d, pin))
         config = {}
         for i, c in enumerate(df.columns):
             kw = {"pinned": True} if i < pin else {}
-            if i < pin and df[c].dtype == object and len(df) and df[c].astype(str).str.len().max() > 22:
+            if c in wide:
                 kw["width"] = "large"  # a pinned label column as wide as its labels need, not cut
             if c in help:
                 kw["help"] = help[c]
@@ -172,5 +213,5 @@ def table(df, *, numbers=(), height=None, where=None, help=None, pin: int = 1) -
                 config[c] = st.column_config.NumberColumn(format="%.3f", **kw)
             elif kw:
                 config[c] = st.column_config.Column(**kw)
-        where.dataframe(df, hide_index=True, width="stretch", height=height or "auto", column_config=config,
+        where.dataframe(arrow, hide_index=True, width="stretch", height=height or "auto", column_config=config,
                         placeholder=MISSING)

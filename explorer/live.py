@@ -37,8 +37,11 @@ MAX_TOKENS = 32
 RESULTS = 256  # answered texts kept
 
 
+@st.cache_resource(ttl=30, show_spinner=False)
 def models_here(ref: data.CacheRef) -> dict[str, Path]:
-    """{role: folder} of the cache's models found on this machine (empty: sample texts only)."""
+    """{role: folder} of the cache's models found on this machine (empty: sample texts only);
+    looked for at most every 30 s (a model installed meanwhile shows then), not on every run.
+    Read-only."""
     return model_dirs(stage_params(data.summary(ref).stages, "load"), ref.path)
 
 

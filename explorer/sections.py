@@ -7,7 +7,7 @@ import html
 import streamlit as st
 
 from explorer import frame
-from explorer.render import seed_tables, style
+from explorer.render import seed_tables, style, tour
 from tying.cache import claims as claims_mod
 from tying.cache.summary_types import Summary
 from tying.cache.verdicts import NO_DATA, VERDICT_STYLE
@@ -37,7 +37,7 @@ def verdicts(s: Summary, presentation: bool = False) -> int:
     """The paper's claims with this cache's numbers and verdicts, one row each (claims the cache
     has no data for are left out, but for one tied model those that need an untied twin, which
     say so and what would answer them); returns how many rows were drawn."""
-    rows = [c for c in claims_mod.claims(s).values()
+    rows = [c for c in tour.all_claims(s).values()
             if c.verdict != NO_DATA or (s.kind == "model" and c.key in claims_mod.NEEDS_TWIN)]
     if not rows:
         return 0

@@ -24,7 +24,8 @@ if len(log):
                 "**output projection** (`dlogits^T h`), per step. Every output row gets a gradient every step; an "
                 "input row only when its token occurs in the batch.")
     tied_runs = runs[~runs["variant"].isin(["untied"])]["run"].tolist()
-    default = [r for r in tied_runs if r.startswith("tied/") or runs.set_index("run").at[r, "variant"] == "imported"]
+    variant = dict(zip(runs["run"], runs["variant"]))
+    default = [r for r in tied_runs if r.startswith("tied/") or variant[r] == "imported"]
     logged = sorted(log["run"].unique())
     chosen = st.multiselect("Runs", logged, on_change=state.sync, args=("runs",),
                             key=state.widget_key("runs", default[:2] or tied_runs[:1], lambda v: set(v) <= set(logged)))

@@ -88,11 +88,11 @@ st.caption(f"'also in' names the other matrices that list the same neighbour. Th
            f"overlap@{k}: " + ", ".join(f"{data.escape_markdown(p)} {v:.2f}" for p, v in ov.items()))
 
 st.subheader(f"overlap@{k} over the vocabulary")
-table = data.overlap_table(ref, k)
+n_tok, means = neighbour_tables.overlap_means(ref, k)  # once per cache and k
 mc = st.columns(3)
 seed_tag = " · seed 0" if seed_tables.n_seeds(data.summary(ref)) > 1 else ""
 for col, (a, b) in zip(mc, pairs):
-    col.metric(f"mean overlap@{k} {pair_label(a, b)}{seed_tag}", f"{table[pair_label(a, b)].mean():.3f}")
+    col.metric(f"mean overlap@{k} {pair_label(a, b)}{seed_tag}", f"{means[pair_label(a, b)]:.3f}")
 if k == 10:
     note = seed_tables.one_seed_note(data.summary(ref), {f"overlap@10 {pair_label(a, b)}":
                                                          f"overlap@10 {pair_label(a, b)}" for a, b in pairs})
@@ -101,21 +101,18 @@ if k == 10:
 context = data.summary(ref).overlap_context
 if context:
     # the toy lab: why its overlaps sit far below the paper's, and a second figure over frequent tokens
-    n_tok = len(table)
-    frequent = set(data.query(ref, "SELECT token FROM tokens WHERE freq_tied >= ?",
-                              (context["min_count"],))["token"])
-    sub = table[table["token"].isin(frequent)]
-    if len(sub):
+    n_sub, sub_means = neighbour_tables.overlap_means(ref, k, context["min_count"])
+    if n_sub:
         fc = st.columns(3)
         for col, (a, b) in zip(fc, pairs):
             col.metric(f"overlap@{k} {pair_label(a, b)}, tokens seen ≥ {context['min_count']}",
-                       f"{sub[pair_label(a, b)].mean():.3f}")
+                       f"{sub_means[pair_label(a, b)]:.3f}")
     at_k = context | {"k": k, "chance": k / max(n_tok - 1, 1), "n_tokens": n_tok, "frequent": None}
     st.caption(data.escape_markdown(  # the text names T~I and T~O: escaped, no strikethrough
         summary_text.overlap_context_text(at_k)
-        + (f" The second row: the {len(sub):,} tokens seen at least {context['min_count']} times in the "
+        + (f" The second row: the {n_sub:,} tokens seen at least {context['min_count']} times in the "
            f"corpus, each with its stored top-{k} among all tokens — a second figure, not the paper's "
-           "quantity." if len(sub) else ""), entities=False))
+           "quantity." if n_sub else ""), entities=False))
 export.show(lambda: (alignment_charts.overlap_histogram(data.overlap_counts(ref, k), k), data.overlap_table(ref, k)),
             f"overlap-at-{k}-{ref.name}", key="ovhist", spec_key=("ovhist", ref, k))
 paper = data.summary(ref).paper

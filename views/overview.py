@@ -1,12 +1,11 @@
 """Overview: the pair's headline numbers beside the paper's, and what the pair is."""
 
-import json
 
 import pandas as pd
 import streamlit as st
 
 from explorer import data, frame, sections, state
-from explorer.render import paper_tables, seed_tables, style
+from explorer.render import paper_tables, provenance, seed_tables, style
 from explorer.words import (
     MATRIX_PAIRS,
     PaperReference,
@@ -184,7 +183,6 @@ if s.kind == "published":
                "below and the layerwise KL (Lens page) are the paper's printed numbers.")
 
 with st.expander("Provenance: how this cache was built"):
-    frame.table(data.table(ref, "meta").sort_values("key")[["key", "value"]])
-    stages = pd.DataFrame([{"stage": k, "seconds": v["seconds"], "finished": v["finished_at"],
-                            "parameters": json.dumps(v["params"])} for k, v in s.stages.items()])
+    meta, stages = provenance.build_tables(ref)  # once per cache
+    frame.table(meta)
     frame.table(stages, numbers=("seconds",))

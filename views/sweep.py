@@ -6,8 +6,7 @@ import altair as alt
 import streamlit as st
 
 from explorer import data, export, frame, sections, state
-from explorer.render import sweep_charts, sweep_tables
-from explorer.words import claims as claims_mod
+from explorer.render import sweep_charts, sweep_tables, tour
 
 ref = frame.current_sweep()
 s = data.summary(ref)
@@ -42,7 +41,7 @@ points = view.points
 matched = "loss_gap_matched" in points and points["loss_gap_matched"].notna().any()
 crossings, sentences = sweep_tables.sweep_crossings_of(ref, x)
 
-verdicts = claims_mod.claims(s)
+verdicts = tour.all_claims(s)  # once per summary
 
 
 def verdict_line(key: str) -> None:
@@ -87,14 +86,11 @@ if not matched:
             "bigram baselines: only the plain gap is drawn. `python -m precompute sweep --force` rebuilds it with "
             "them.")
 
-baselines = "bigram_loss" in points and points["bigram_loss"].notna().any()
-if baselines:
+refs = view.baselines
+if len(refs):
     st.subheader("Are the models past bigram statistics?")
     st.markdown("Eval loss of each arm on the same windows, with the unigram (add-one) and the smoothed bigram "
                 "(interpolated with the unigram) fitted on the training tokens as reference lines.")
-    refs = points.groupby("vocab_size", as_index=False)[["unigram_loss", "bigram_loss"]].mean().melt(
-        "vocab_size", var_name="baseline", value_name="loss")
-    refs["label"] = refs["baseline"].str.replace("_loss", "") + " " + refs["loss"].map("{:.2f}".format)
 
     def loss_chart():
         lines = sweep_charts.sweep_lines(points, sweep_tables.sweep_series(points, "losses"), x=x,

@@ -22,3 +22,15 @@ def token_lists(ref: read.CacheRef, token: int, k: int) -> tuple[dict[str, pd.Da
               for m, g in by_matrix.items()}
     sets = {m: set(g["neighbour"]) for m, g in by_matrix.items()}
     return tables, {pair_label(a, b): len(sets[a] & sets[b]) / k for a, b in pairs}
+
+
+@read.memo(64)
+def overlap_means(ref: read.CacheRef, k: int, min_count: int | None = None) -> tuple[int, dict[str, float]]:
+    """``(tokens, {pair: mean overlap@k})`` over the vocabulary, or over the tokens seen at least
+    ``min_count`` times in the corpus (the toy lab's second figure); once per cache."""
+    table = read.overlap_table(ref, k)
+    if min_count is not None:
+        seen = read.query(ref, "SELECT token FROM tokens WHERE freq_tied >= ?", (min_count,))["token"]
+        table = table[table["token"].isin(set(seen))]
+    return len(table), {pair_label(a, b): float(table[pair_label(a, b)].mean()) if len(table) else float("nan")
+                        for a, b in read.matrix_pairs(ref)}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from explorer.render import identity
 from explorer.render.seed_tables import SEED_METRICS, n_seeds, seed_stat, seed_text
 from tying.cache import reference, sentences
 from tying.cache.schema import (
@@ -35,6 +36,7 @@ def _quoted(x: float | None) -> str:
     return "—" if x is None else f"{x:.3f}"
 
 
+@identity.per_object
 def table1(s: Summary) -> pd.DataFrame:
     """Table 1, one row per comparison and map: in-sample, held-out, and the paper's value (as
     text). A several-seed toy lab's rows are seed 0's twins; the mean ± std over its seeds follows
@@ -62,6 +64,7 @@ def table1(s: Summary) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@identity.per_object
 def table5(s: Summary) -> pd.DataFrame:
     """overlap@10 per matrix pair with the paper's value (Table 5); a several-seed toy lab's
     figure is seed 0's, with the mean ± std over its seeds beside it."""
@@ -80,6 +83,7 @@ def table5(s: Summary) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@identity.per_object
 def published_sources(s: Summary) -> pd.DataFrame:
     """Where each published figure comes from: file, the authors' repository and commit, or the paper's table."""
     rows = []

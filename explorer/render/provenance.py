@@ -9,9 +9,12 @@ file's metadata and the manifest.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
+
+import pandas as pd
 
 from explorer.render import read
 from tying.cache.summary_types import Summary
@@ -120,3 +123,14 @@ def source_line(ref: read.CacheRef, s: Summary, stages: tuple[str, ...], commit:
     if params:
         parts.append(params)
     return "Source: " + "; ".join(parts) + "."
+
+
+@read.memo(16)
+def build_tables(ref: read.CacheRef) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """How a cache was built, as the Overview's provenance tables (once per cache, read-only):
+    its meta rows (key, value) and one row per stage (stage, seconds, finished, parameters)."""
+    meta = read.table(ref, "meta").sort_values("key")[["key", "value"]].reset_index(drop=True)
+    stages = pd.DataFrame([{"stage": k, "seconds": v["seconds"], "finished": v["finished_at"],
+                            "parameters": json.dumps(v["params"])} for k, v in read.summary(ref).stages.items()],
+                          columns=["stage", "seconds", "finished", "parameters"])
+    return meta, stages

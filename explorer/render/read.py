@@ -27,7 +27,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from explorer.render import convergence
+from explorer.render import convergence, identity
 from tying.analysis.overlap import overlap_at_k
 from tying.cache.schema import CACHE_DIR_ENV, MATRICES, pair_label, pairs_among
 from tying.cache.store import (
@@ -179,6 +179,7 @@ UNTRAINED_MAX_FREQ = 4
 share, so they align almost perfectly; the best/worst lists leave them out unless asked."""
 
 
+@memo(64)
 def untrained_tokens(ref: CacheRef, method: str, split: str, comparison: str) -> pd.DataFrame:
     """The rarely seen tokens (frequency 0..UNTRAINED_MAX_FREQ) of one comparison, with their cosine."""
     per_token = alignment(ref, method, split)
@@ -390,6 +391,7 @@ def visible_trajectory(t: pd.DataFrame) -> pd.DataFrame:
     return t
 
 
+@identity.per_object  # once per stored trajectory (its frame comes from the memo above)
 def trajectory_text(t: pd.DataFrame) -> str:
     """The input text of a trajectory, its tokens joined (as shown)."""
     first = t[(t["layer"] == t["layer"].min()) & (t["rank"] == 1)].sort_values("position")

@@ -10,6 +10,7 @@ import re
 
 import pandas as pd
 
+from explorer.render import identity
 from tying.cache.summary_types import Summary
 
 SEED_METRICS = {("linear", "held_out"): "{c} linear held-out", ("linear", "in_sample"): "{c} linear in-sample",
@@ -61,6 +62,7 @@ def run_words(text: str) -> str:
     return re.sub(r"tied_scaled_x(\d+(?:\.\d+)?)", r"tied (input gradient ×\1)", text)
 
 
+@identity.per_object
 def seeds(s: Summary) -> pd.DataFrame:
     """Headline numbers over seeds: mean, sample std (blank with one seed), number of seeds."""
     rows = [{"metric": run_words(arrows(SEED_METRIC_LABELS.get(m, m))), "mean": v["mean"], "std": v["std"] if v["n"] > 1 else None, "seeds": v["n"]}
@@ -71,6 +73,7 @@ def seeds(s: Summary) -> pd.DataFrame:
     return out
 
 
+@identity.per_object
 def directions(s: Summary) -> pd.DataFrame:
     """Whether each of the paper's directions holds, seed by seed."""
     rows = []

@@ -185,6 +185,18 @@ def sweep_table(cells: list[dict[str, Any]], part: str | None = None) -> pd.Data
     return out if part is None else out[SWEEP_TABLE_PARTS[part]]
 
 
+def sweep_baselines(points: pd.DataFrame) -> pd.DataFrame:
+    """The reference lines of the losses chart: per vocabulary, the unigram (add-one) and the
+    smoothed bigram eval loss (mean over the cells of that vocabulary), with a label; columns
+    vocab_size, baseline, loss, label (empty for a cache without them)."""
+    if "bigram_loss" not in points or not points["bigram_loss"].notna().any():
+        return pd.DataFrame(columns=["vocab_size", "baseline", "loss", "label"])
+    refs = points.groupby("vocab_size", as_index=False)[["unigram_loss", "bigram_loss"]].mean().melt(
+        "vocab_size", var_name="baseline", value_name="loss")
+    refs["label"] = refs["baseline"].str.replace("_loss", "") + " " + refs["loss"].map("{:.2f}".format)
+    return refs
+
+
 # -- what the Sweep page shows of one cache, computed once per cache ---------------------------
 
 
@@ -199,6 +211,7 @@ class SweepView:
     tables: dict[str, pd.DataFrame]  # the cell table's parts: bias, loss, budget, second
     probe_table: pd.DataFrame | None
     behind: list[str]
+    baselines: pd.DataFrame  # the unigram and bigram reference losses per vocabulary
 
 
 @read.memo(8)
@@ -212,7 +225,8 @@ def sweep_view(ref: read.CacheRef) -> SweepView:
     return SweepView(points, probes, gaps, sweep_lr_bands(points, probes, gaps),
                      {part: sweep_table(cells, part) for part in ("bias", "loss", "budget", "second")},
                      lr_probe_table(probes) if probes is not None else None,
-                     sweep_behind_bigram(points) if "bigram_loss" in points else [])
+                     sweep_behind_bigram(points) if "bigram_loss" in points else [],
+                     sweep_baselines(points))
 
 
 @read.memo(16)

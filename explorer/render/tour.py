@@ -17,9 +17,10 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from explorer.render import figures, read
+from explorer.render import figures, identity, read
 from explorer.render.style import PALETTE
 from tying.cache import claims as claims_mod
+from tying.cache.summary_types import Summary
 from tying.cache.verdicts import NO_DATA
 
 
@@ -80,10 +81,21 @@ def step_at(number: int) -> Step:
     return STEPS[number - 1]
 
 
+def all_claims(s: Summary) -> dict[str, claims_mod.Claim]:
+    """:func:`tying.cache.claims.claims` of a summary, once per summary object (every page run of
+    the Overview, the Sweep and the Tour reads them)."""
+    return identity.once(s, ("claims",), claims_mod.claims)
+
+
+def one_claim(key: str, s: Summary) -> claims_mod.Claim:
+    """The claim ``key`` as its rule states it for ``s`` (no one-model rewording), once per summary object."""
+    return identity.once(s, ("claim", key), claims_mod.CLAIMS[key])
+
+
 def holds_data(step: Step, ref: read.CacheRef) -> bool:
     """Whether ``ref`` holds what ``step`` shows: its claim has numbers and its figure is available."""
     s = read.summary(ref)
-    if step.claim is not None and claims_mod.CLAIMS[step.claim](s).verdict == NO_DATA:
+    if step.claim is not None and one_claim(step.claim, s).verdict == NO_DATA:
         return False
     if step.figure is not None:
         return any(f.name == step.figure for f in figures.available(ref))
@@ -106,7 +118,7 @@ def source_for(step: Step, refs: Sequence[read.CacheRef], picked: read.CacheRef 
 
 
 def claim_for(step: Step, ref: read.CacheRef) -> claims_mod.Claim | None:
-    return None if step.claim is None else claims_mod.CLAIMS[step.claim](read.summary(ref))
+    return None if step.claim is None else one_claim(step.claim, read.summary(ref))
 
 
 # -- the set-up diagram ------------------------------------------------------------------------
