@@ -22,7 +22,12 @@ imports included).
 
 Targets (issue 35; 20 sessions, 2 cores): >= 48 pages/s, p95 <= 2 s, at least half the floor's
 pages/s, a cold first page <= 2 s, no errors; with 100 sessions p95 <= 2 s. "KB sent" is the
-median size of what the server sends for one page run (all ForwardMsgs).
+median size of what the server sends for one page run (all ForwardMsgs), "deltas" the median
+number of delta messages (elements, blocks) in it.
+
+Last, the element floor: the floor's page drawing as many captions as our pages' median number
+of delta messages (``?elements=N``), on a fresh server: what Streamlit costs for that many
+elements, so the report separates Streamlit's per-element cost from our pages' own Python.
 """
 
 from __future__ import annotations
@@ -83,6 +88,7 @@ class Stats:
         self.times: dict[str, list[float]] = {p: [] for p in pages}
         self.errors: dict[str, int] = {p: 0 for p in pages}
         self.bytes: dict[str, list[int]] = {p: [] for p in pages}
+        self.deltas: dict[str, list[int]] = {p: [] for p in pages}
         self.error_notes: list[str] = []
         self.connect_errors = 0
 
@@ -92,8 +98,8 @@ class Stats:
             self.error_notes.append(f"{page}: {note}")
 
 
-async def run_page(ws, page: str, query: str, timeout: float, pages=PAGES) -> tuple[float, str | None, int]:
-    """Ask for one page; return (seconds, error note or None, bytes received)."""
+async def run_page(ws, page: str, query: str, timeout: float, pages=PAGES) -> tuple[float, str | None, int, int]:
+    """Ask for one page; return (seconds, error note or None, bytes received, delta messages)."""
     from streamlit.proto.BackMsg_pb2 import BackMsg
     from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
@@ -105,12 +111,12 @@ async def run_page(ws, page: str, query: str, timeout: float, pages=PAGES) -> tu
     await ws.send(msg.SerializeToString())
     problem = None
     wanted_hash = None
-    received = 0
+    received = deltas = 0
     deadline = t0 + timeout
     while True:
         left = deadline - time.perf_counter()
         if left <= 0:
-            return time.perf_counter() - t0, "no script_finished within the timeout", received
+            return time.perf_counter() - t0, "no script_finished within the timeout", received, deltas
         raw = await asyncio.wait_for(ws.recv(), timeout=left)
         received += len(raw)
         if isinstance(raw, str):
@@ -118,6 +124,7 @@ async def run_page(ws, page: str, query: str, timeout: float, pages=PAGES) -> tu
         fm = ForwardMsg()
         fm.ParseFromString(raw)
         kind = fm.WhichOneof("type")
+        deltas += kind == "delta"
         if kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
             el = fm.delta.new_element
             if el.WhichOneof("type") == "exception":
@@ -136,7 +143,7 @@ async def run_page(ws, page: str, query: str, timeout: float, pages=PAGES) -> tu
             seconds = time.perf_counter() - t0
             if status != ForwardMsg.FINISHED_SUCCESSFULLY:
                 problem = problem or f"script_finished status {status}"
-            return seconds, problem, received
+            return seconds, problem, received, deltas
 
 
 async def session(i: int, port: int, stop_at: float, stats: Stats, query: str, timeout: float, pages=PAGES):
@@ -156,8 +163,9 @@ async def session(i: int, port: int, stop_at: float, stats: Stats, query: str, t
             page = pages[k % len(pages)]
             k += 1
             try:
-                seconds, problem, received = await run_page(ws, page, query, timeout, pages)
+                seconds, problem, received, deltas = await run_page(ws, page, query, timeout, pages)
                 stats.bytes[page].append(received)
+                stats.deltas[page].append(deltas)
             except Exception as exc:
                 stats.error(page, repr(exc)[:160])
                 return
@@ -184,7 +192,7 @@ async def warm_up(port: int, query: str, timeout: float, pages=PAGES) -> tuple[f
     async with websockets.connect(f"ws://127.0.0.1:{port}/_stcore/stream", subprotocols=["streamlit"],
                                   max_size=None, open_timeout=60, ping_interval=None) as ws:
         for page in pages:
-            sec, problem, _ = await run_page(ws, page, query, timeout, pages)
+            sec, problem, _, _ = await run_page(ws, page, query, timeout, pages)
             if problem:
                 stats.error(page, problem)
             else:
@@ -220,6 +228,13 @@ def main(argv=None) -> int:
     floor = measure("bench/floor_app.py", FLOOR, cache_dir, args, "") if args.floor else None
     if floor is not None:
         report("the floor (a page that draws nothing)", FLOOR, floor)
+    # Streamlit's cost for as many elements as our pages send: the floor page drawing that many captions
+    n_deltas = round(pct([d for v in ours["stats"].deltas.values() for d in v], 0.5) or 0)
+    elements = (measure("bench/floor_app.py", FLOOR, cache_dir, args, f"elements={n_deltas}")
+                if args.floor and n_deltas else None)
+    if elements is not None:
+        report(f"the element floor (the same page drawing {n_deltas} captions: our pages' median number of "
+               "delta messages)", FLOOR, elements)
     rate = ours["rate"]
     p95 = pct(ours["all"], 0.95)
     print(f"\n{'figure':<28}{'value':>10}{'target':>10}  ok")
@@ -231,6 +246,9 @@ def main(argv=None) -> int:
         print(f"{'floor pages per s':<28}{floor['rate']:>10.1f}")
         print(f"{'share of the floor':<28}{share:>10.2f}{FLOOR_SHARE_TARGET:>10.2f}  "
               f"{'yes' if share >= FLOOR_SHARE_TARGET else 'NO'}")
+    if elements is not None:
+        print(f"{'element floor pages per s':<28}{elements['rate']:>10.1f}")
+        print(f"{'share of the element floor':<28}{rate / elements['rate']:>10.2f}")
     cold = ours["cold"]
     print(f"{'cold first page s':<28}{cold:>10.2f}{COLD_TARGET:>10.1f}  {'yes' if cold <= COLD_TARGET else 'NO'}")
     print(f"{'errors':<28}{ours['errors']:>10}{0:>10}  {'yes' if ours['errors'] == 0 else 'NO'}")
@@ -279,12 +297,13 @@ def measure(app: str, pages: list[str], cache_dir: Path, args, query: str) -> di
 
 def report(title: str, pages: list[str], m: dict) -> None:
     stats, all_times = m["stats"], m["all"]
-    print(f"\n{title}\n{'page':<14}{'runs':>6}{'errors':>8}{'p50 s':>9}{'p95 s':>9}{'max s':>9}{'KB sent':>9}")
+    print(f"\n{title}\n{'page':<14}{'runs':>6}{'errors':>8}{'p50 s':>9}{'p95 s':>9}{'max s':>9}{'KB sent':>9}"
+          f"{'deltas':>8}")
     for page in pages:
         t = stats.times[page]
         kb = pct(stats.bytes[page], 0.5) / 1024 if stats.bytes[page] else float("nan")
         print(f"{page:<14}{len(t):>6}{stats.errors[page]:>8}{pct(t, 0.5):>9.3f}{pct(t, 0.95):>9.3f}"
-              f"{(max(t) if t else float('nan')):>9.3f}{kb:>9.0f}")
+              f"{(max(t) if t else float('nan')):>9.3f}{kb:>9.0f}{pct(stats.deltas[page], 0.5):>8.0f}")
     print(f"{'all pages':<14}{len(all_times):>6}{sum(stats.errors.values()):>8}{pct(all_times, 0.5):>9.3f}"
           f"{pct(all_times, 0.95):>9.3f}{(max(all_times) if all_times else float('nan')):>9.3f}")
     print(f"throughput: {m['rate']:.1f} pages/s over {m['wall']:.0f} s; connect errors {stats.connect_errors}")

@@ -14,7 +14,17 @@ import pyarrow as pa
 import pytest
 
 from explorer import frame
-from explorer.render import identity, neighbour_tables, provenance, read, sweep_tables, tour
+from explorer.render import (
+    alignment_tables,
+    dynamics_tables,
+    identity,
+    lens_tables,
+    neighbour_tables,
+    provenance,
+    read,
+    sweep_tables,
+    tour,
+)
 
 CACHE = Path(__file__).resolve().parent.parent / "cache"
 
@@ -141,3 +151,31 @@ def test_the_claims_a_page_reads_once_are_the_claims_of_the_summary():
     assert {k: c.verdict for k, c in once.items()} == {k: c.verdict for k, c in claims.claims(s).items()}
     for key in claims.CLAIMS:
         assert tour.one_claim(key, s) == claims.CLAIMS[key](s)
+
+
+def test_the_dynamics_choices_are_those_of_the_cache_tables():
+    ref = _ref("demo")
+    log, evo, runs = read.table(ref, "train_log"), read.table(ref, "evolution"), read.table(ref, "runs")
+    c = dynamics_tables.run_choices(ref)
+    assert c.logged == tuple(sorted(set(log["run"])))
+    assert c.has_proxy == bool(log["grad_input_proxy_norm"].notna().any())
+    untied = set(runs.loc[runs["variant"] == "untied", "run"])
+    assert c.log_default and not set(c.log_default) & untied and all(r.startswith("tied/") for r in c.log_default)
+    assert c.evolved == tuple(sorted(set(evo["run"])))
+    assert all(r.endswith("seed0") for r in c.evo_default)
+    assert set(c.scaling_methods) == set(read.table(ref, "scaling")["method"])
+
+
+def test_not_applicable_notes_and_the_logit_lens_flag_follow_the_tables():
+    ref = _ref("demo")
+    summ = read.alignment_summary(ref)
+    for (method, split), g in summ.groupby(["method", "split"]):
+        assert alignment_tables.not_applicable(ref, method, split) == tuple(g.loc[~g["applicable"], "note"])
+    assert alignment_tables.has_frequencies(ref) == bool(read.tokens(ref)["freq_tied"].notna().any())
+    assert lens_tables.has_logit_lens(ref) == ("logit" in set(read.table(ref, "lens_kl")["lens"]))
+
+
+def test_the_input_moved_line_names_each_width():
+    points = pd.DataFrame({"d_model": [64, 128], "cos_start_input_untied": [0.981, 0.5]})
+    assert sweep_tables.input_moved(points) == "d=64 0.98, d=128 0.50"
+    assert sweep_tables.input_moved(points.drop(columns="cos_start_input_untied")) is None

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from explorer import data, export, frame, state
-from explorer.render import alignment_charts, seed_tables
+from explorer.render import alignment_charts, alignment_tables, seed_tables
 from explorer.words import DISPLAY_COMPARISONS, display_comparison
 
 ref = frame.current()
@@ -12,7 +12,6 @@ st.title(f"Alignment · {ref.name}")
 st.markdown("Each token's row in one matrix is mapped onto its row in another and scored by cosine. If the tied "
             "matrix T is *output-like*, **O→T** sits far to the right of **I→T**.")
 
-summ = data.alignment_summary(ref)
 c1, c2 = st.columns(2)
 method = c1.radio("Map", state.METHODS, horizontal=True, format_func=lambda m: state.METHOD_LABEL[m],
                   key=state.widget_key("method", "linear", lambda v: v in state.METHODS),
@@ -25,8 +24,7 @@ split = c2.radio("Scored on", state.SPLITS, horizontal=True,
                  on_change=state.sync, args=("split",),
                  format_func=lambda s: "held-out tokens" if s == "held_out" else "the fitted tokens (in-sample)")
 
-na = summ[(summ["method"] == method) & (summ["split"] == split) & (~summ["applicable"])]
-for note in na["note"]:
+for note in alignment_tables.not_applicable(ref, method, split):
     st.info(f"Not applicable: {note}")
 per_token = data.alignment(ref, method, split)
 if per_token.empty:
@@ -51,7 +49,7 @@ st.subheader("Best- and worst-aligned tokens")
 comp = st.selectbox("Comparison", sorted(means, key=DISPLAY_COMPARISONS.index), key="align_comp",
                     format_func=display_comparison)
 s_kind = data.summary(ref).kind
-has_freq = bool(data.tokens(ref)["freq_tied"].notna().any())
+has_freq = alignment_tables.has_frequencies(ref)
 untrained = data.untrained_tokens(ref, method, split, comp) if has_freq and s_kind == "toylab" else None
 include = True
 if untrained is not None and len(untrained):

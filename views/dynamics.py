@@ -12,7 +12,7 @@ ref = frame.current()
 frame.require(ref, "runs", "training dynamics", "python -m precompute demo (or evolution / grads)")
 st.title(f"Training dynamics · {ref.name}")
 s = data.summary(ref)
-runs = data.table(ref, "runs")
+choices = dynamics_tables.run_choices(ref)  # once per cache
 
 log = data.table(ref, "train_log")
 paper = s.paper or PaperReference()
@@ -23,15 +23,11 @@ if len(log):
     st.markdown("L2 norm of the gradient reaching the embedding matrix through the **input lookup** and through the "
                 "**output projection** (`dlogits^T h`), per step. Every output row gets a gradient every step; an "
                 "input row only when its token occurs in the batch.")
-    tied_runs = runs[~runs["variant"].isin(["untied"])]["run"].tolist()
-    variant = dict(zip(runs["run"], runs["variant"]))
-    default = [r for r in tied_runs if r.startswith("tied/") or variant[r] == "imported"]
-    logged = sorted(log["run"].unique())
+    logged = choices.logged
     chosen = st.multiselect("Runs", logged, on_change=state.sync, args=("runs",),
-                            key=state.widget_key("runs", default[:2] or tied_runs[:1], lambda v: set(v) <= set(logged)))
-    has_proxy = bool(log["grad_input_proxy_norm"].notna().any())
+                            key=state.widget_key("runs", list(choices.log_default), lambda v: set(v) <= set(logged)))
     side = "exact"
-    if has_proxy:
+    if choices.has_proxy:
         side = st.radio("Input side", list(dynamics_tables.INPUT_SIDES), horizontal=True, key="prov_side",
                         format_func=lambda k: dynamics_tables.INPUT_SIDES[k])
     st.caption("Exact: the input-side gradient summed into the rows of the tokens in the batch — what the matrix "
@@ -51,7 +47,7 @@ if len(log):
         export.show(lambda: (dynamics_charts.gradient_norms(provenance()), provenance()), f"gradient-norms-{ref.name}",
                     key="norms", spec_key=("norms",) + prov_key)
         export.show(share_figure, f"output-share-{ref.name}", key="share", spec_key=("share",) + prov_key)
-        shares = dynamics_tables.output_shares(s, chosen)
+        shares = dynamics_tables.output_shares(s, tuple(chosen))
         frame.table(shares, numbers=[c for c in shares.columns if "share" in c or "ratio" in c or "exact" in c],
                     help=dynamics_tables.OUTPUT_SHARE_HELP)
         st.caption("Share, the paper's quantity: the mean over logged steps of output / (input + output) with the "
@@ -68,10 +64,9 @@ if len(evo):
                 "much faster than I; the tied T moves like O.")
     which = st.radio("Compare to", ["initial", "previous checkpoint"], horizontal=True, key="evo_ref")
     col = "cos_init" if which == "initial" else "cos_prev"
-    runs_e = sorted(evo["run"].unique())
-    evo_default = [r for r in runs_e if r.endswith("seed0") and not r.startswith("tied_scaled")] or runs_e[:4]
+    runs_e = choices.evolved
     pick = st.multiselect("Runs", runs_e, on_change=state.sync, args=("evo_runs",),
-                          key=state.widget_key("evo_runs", evo_default, lambda v: set(v) <= set(runs_e)))
+                          key=state.widget_key("evo_runs", list(choices.evo_default), lambda v: set(v) <= set(runs_e)))
     if pick:
         export.show(lambda: (dynamics_charts.evolution(evo[evo["run"].isin(pick)], col), evo[evo["run"].isin(pick)]),
                     f"evolution-{ref.name}", key="evo", spec_key=("evo", ref, tuple(pick), col))
@@ -91,7 +86,7 @@ elif len(sc):
     st.subheader("Input-gradient scaling (Table 2)")
     st.markdown("The tied matrix trained with its input-side gradient multiplied by a factor, compared with the "
                 "untied twin's I and O. Scaling the input side moves the tied matrix towards I.")
-    methods = paper_tables.scaling_methods(sc["method"].unique())
+    methods = paper_tables.scaling_methods(choices.scaling_methods)
     method = st.radio("Map", methods, horizontal=True, key="scal_method", format_func=paper_tables.scaling_method_label)
 
     def scaling_figure():

@@ -33,7 +33,7 @@ if preset and preset in reference.TUNED_LENS_KL and not beside_toylab and not pu
         label = "paper, shifted to l − 1 (authors' indexing, see note)"
 # the axis spans the tuned lens (the paper's quantity) unless asked: the logit lens's KL at the
 # input embedding (bits, not tenths) would flatten the tuned curves to the bottom edge
-has_logit = bool((data.table(ref, "lens_kl")["lens"] == "logit").any())
+has_logit = lens_tables.has_logit_lens(ref)
 y_axis = st.radio("KL axis", list(lens_charts.KL_AXES) if has_logit else ["tuned", "symlog"], horizontal=True,
                   key="lens_y", format_func=lambda v: lens_charts.KL_AXES[v] if has_logit or v != "tuned" else "linear")
 

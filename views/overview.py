@@ -1,7 +1,6 @@
 """Overview: the pair's headline numbers beside the paper's, and what the pair is."""
 
 
-import pandas as pd
 import streamlit as st
 
 from explorer import data, frame, sections, state
@@ -16,7 +15,6 @@ from explorer.words import (
     reference,
     share_beside_paper,
     spectral_scope,
-    stored_as,
 )
 
 ref = frame.current()
@@ -159,17 +157,7 @@ if seed_tables.n_seeds(s) > 1:
 models = s.models
 if models:
     st.subheader("The models")
-    rows = []
-    for role in ("tied", "untied"):
-        m = models.get(role)
-        if not m:
-            continue
-        rows.append({"role": role, "model": m["source"], "revision": m.get("revision") or "",
-                     "commit": (m.get("commit_sha") or "")[:12], "type": m.get("model_type"),
-                     "tied in weights": "yes" if m.get("tied_in_weights") else "no", "d": m.get("d_model"),
-                     "vocab": m.get("n_vocab"), "parameters": f"{m.get('n_params', 0):,}",
-                     "embedding share": f"{m.get('embedding_share', 0):.1%}", "stored as": stored_as(m.get("dtype"))})
-    frame.table(pd.DataFrame(rows))
+    frame.table(provenance.models_table(s))  # once per summary
     v = s.vocabulary or {}
     if v:
         st.caption(coverage_text(v).capitalize() + ("." if s.kind == "model" else " (identical tokenizers)."

@@ -57,10 +57,9 @@ verdict_line("sweep_bias")
 export.show(lambda: (sweep_charts.sweep_lines(points, sweep_tables.sweep_bias_series(points), x=x,
                                               y_title="bias (mean over seeds)"), points),
             f"sweep-bias-{ref.name}-{x}", key="sweep_bias", spec_key=("sweep-bias", ref, x))
-if "cos_start_input_untied" in points and points["cos_start_input_untied"].notna().any():
+if view.input_moved:
     st.caption("How far the untied input matrix I moved from the initialisation it shares with T and O (mean "
-               "per-token cosine to its start; 1 = not moved): " + ", ".join(
-                   f"d={int(r.d_model)} {r.cos_start_input_untied:.2f}" for r in points.itertuples())
+               "per-token cosine to its start; 1 = not moved): " + view.input_moved
                + ". Where I is still near its start, T being closer to O than to I says little about I.")
 
 gap_series, bands = view.gap_series, view.bands

@@ -5,8 +5,11 @@ and several runs' evolution and share set on one axis (the fraction of each run'
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pandas as pd
 
+from explorer.render import identity, read
 from tying.analysis.share import step_share
 from tying.cache import reference, summary
 from tying.cache.summary_types import Summary
@@ -31,7 +34,8 @@ OUTPUT_SHARE_HELP = {
 }
 
 
-def output_shares(s: Summary, runs: list[str] | None = None) -> pd.DataFrame:
+@identity.per_object  # once per summary and runs: the page asks each run
+def output_shares(s: Summary, runs: tuple[str, ...] | None = None) -> pd.DataFrame:
     """Output share per run beside the paper's: the mean of per-step ratios with the authors' input
     proxy when the run logged it (summary.share_beside_paper), the exact-input share as a labelled
     second figure, and the ratio of sums.
@@ -135,3 +139,33 @@ def share_by_fraction(frames: dict[str, pd.DataFrame], window_fraction: float = 
                                  "share": d["output_share"].rolling(window, min_periods=1).mean().to_numpy()}))
     return pd.concat(out, ignore_index=True) if out else pd.DataFrame(
         columns=["source", "step", "fraction", "share"])
+
+
+@dataclass(frozen=True)
+class RunChoices:
+    """What the Dynamics page offers to pick for one cache (once per cache, read-only): the
+    runs with a gradient log and those picked at first (seed 0's tied run, an imported log),
+    whether the log holds the authors' input proxy, the runs with an embedding evolution and
+    those picked at first, and the maps the scaling table holds."""
+
+    logged: tuple[str, ...]
+    log_default: tuple[str, ...]
+    has_proxy: bool
+    evolved: tuple[str, ...]
+    evo_default: tuple[str, ...]
+    scaling_methods: tuple[str, ...]
+
+
+@read.memo(16)
+def run_choices(ref: read.CacheRef) -> RunChoices:
+    runs, log, evo = read.table(ref, "runs"), read.table(ref, "train_log"), read.table(ref, "evolution")
+    tied = [r for r, v in zip(runs["run"], runs["variant"]) if v != "untied"]
+    variant = dict(zip(runs["run"], runs["variant"]))
+    default = [r for r in tied if r.startswith("tied/") or variant[r] == "imported"]
+    evolved = sorted(evo["run"].unique()) if len(evo) else []
+    sc = read.table(ref, "scaling")
+    return RunChoices(tuple(sorted(log["run"].unique())) if len(log) else (), tuple(default[:2] or tied[:1]),
+                      bool(len(log) and log["grad_input_proxy_norm"].notna().any()), tuple(evolved),
+                      tuple([r for r in evolved if r.endswith("seed0") and not r.startswith("tied_scaled")]
+                            or evolved[:4]),
+                      tuple(sc["method"].unique()) if len(sc) else ())

@@ -48,3 +48,9 @@ def sample_top_k(ref: read.CacheRef, model: str, lens: str, sample: int, layer: 
 def sample_text(ref: read.CacheRef, model: str, lens: str, sample: int) -> str:
     """A stored sample text, its tokens joined as shown (:func:`~explorer.render.read.trajectory_text`)."""
     return read.trajectory_text(read.trajectory(ref, model, lens, sample))
+
+
+@read.memo(16)
+def has_logit_lens(ref: read.CacheRef) -> bool:
+    """Whether the cache's layerwise KL holds logit-lens rows beside the tuned lens's."""
+    return bool((read.table(ref, "lens_kl")["lens"] == "logit").any())

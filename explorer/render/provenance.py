@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from explorer.render import read
-from tying.cache.summary_types import Summary
+from explorer.render import identity, read
+from tying.cache.summary_types import Summary, stored_as
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -134,3 +134,21 @@ def build_tables(ref: read.CacheRef) -> tuple[pd.DataFrame, pd.DataFrame]:
                             "parameters": json.dumps(v["params"])} for k, v in read.summary(ref).stages.items()],
                           columns=["stage", "seconds", "finished", "parameters"])
     return meta, stages
+
+
+@identity.per_object
+def models_table(s: Summary) -> pd.DataFrame:
+    """The Overview's table of a cache's models, one row per role (tied, untied): where it came
+    from, its revision and commit, its shape and how its matrix was stored."""
+    rows = []
+    models = s.models or {}
+    for role in ("tied", "untied"):
+        m = models.get(role)
+        if not m:
+            continue
+        rows.append({"role": role, "model": m["source"], "revision": m.get("revision") or "",
+                     "commit": (m.get("commit_sha") or "")[:12], "type": m.get("model_type"),
+                     "tied in weights": "yes" if m.get("tied_in_weights") else "no", "d": m.get("d_model"),
+                     "vocab": m.get("n_vocab"), "parameters": f"{m.get('n_params', 0):,}",
+                     "embedding share": f"{m.get('embedding_share', 0):.1%}", "stored as": stored_as(m.get("dtype"))})
+    return pd.DataFrame(rows)

@@ -185,6 +185,14 @@ def sweep_table(cells: list[dict[str, Any]], part: str | None = None) -> pd.Data
     return out if part is None else out[SWEEP_TABLE_PARTS[part]]
 
 
+def input_moved(points: pd.DataFrame) -> str | None:
+    """"d=64 0.98, d=128 0.95, ...": the untied input matrix's mean per-token cosine to its
+    start per grid point (None for a cache without it)."""
+    if "cos_start_input_untied" not in points or not points["cos_start_input_untied"].notna().any():
+        return None
+    return ", ".join(f"d={int(r.d_model)} {r.cos_start_input_untied:.2f}" for r in points.itertuples())
+
+
 def sweep_baselines(points: pd.DataFrame) -> pd.DataFrame:
     """The reference lines of the losses chart: per vocabulary, the unigram (add-one) and the
     smoothed bigram eval loss (mean over the cells of that vocabulary), with a label; columns
@@ -212,6 +220,7 @@ class SweepView:
     probe_table: pd.DataFrame | None
     behind: list[str]
     baselines: pd.DataFrame  # the unigram and bigram reference losses per vocabulary
+    input_moved: str | None  # how far the untied input matrix moved from its start, per width
 
 
 @read.memo(8)
@@ -226,7 +235,7 @@ def sweep_view(ref: read.CacheRef) -> SweepView:
                      {part: sweep_table(cells, part) for part in ("bias", "loss", "budget", "second")},
                      lr_probe_table(probes) if probes is not None else None,
                      sweep_behind_bigram(points) if "bigram_loss" in points else [],
-                     sweep_baselines(points))
+                     sweep_baselines(points), input_moved(points))
 
 
 @read.memo(16)
