@@ -87,9 +87,15 @@ def test_each_chart_has_one_compact_export_control_and_tables_pin_their_first_co
     # one "Export" control per chart (a button the width of its label), not three full-width buttons
     assert [p.proto.popover.label for p in pops] == ["Export", "Export"]
     assert all(p.proto.width_config.use_content for p in pops)
-    for pop, key in zip(pops, ("one", "two")):
+    # closed, a popover draws no buttons (every run of every session would send them); open, its three
+    assert not at.get("download_button")
+    at.session_state["export_one"] = True
+    at.run(timeout=60)
+    assert not at.exception
+    pops = at.get("popover")
+    for pop, key, shown in zip(pops, ("one", "two"), (True, False)):
         buttons = [c for c in pop.children.values() if c.type == "download_button"]
-        assert [b.key for b in buttons] == [f"png_{key}", f"svg_{key}", f"csv_{key}"]
+        assert [b.key for b in buttons] == ([f"png_{key}", f"svg_{key}", f"csv_{key}"] if shown else [])
     table = at.dataframe[0].proto
     config = json.loads(table.columns)
     assert config["step"]["pinned"] is True and config["note"]["help"] == "what the note says"
