@@ -50,6 +50,21 @@ def test_every_page_renders(caches, monkeypatch, page):
     assert any("synthetic" in t.value for t in at.title)
 
 
+def test_the_provenance_expander_draws_its_tables_only_when_opened(caches, monkeypatch):
+    at = _app(caches, monkeypatch, pair="synthetic")
+    assert not any("key" in df.value.columns and "value" in df.value.columns for df in at.dataframe)
+    at.session_state["provenance_open"] = True
+    at.run()
+    assert not at.exception
+    meta = next(df.value for df in at.dataframe if {"key", "value"} <= set(df.value.columns))
+    con = open_cache(caches / "synthetic.duckdb")
+    keys = sorted(k for (k,) in con.execute("SELECT key FROM meta").fetchall())
+    stages = list(summarize(con).stages)
+    con.close()
+    assert list(meta["key"]) == keys
+    assert list(next(df.value for df in at.dataframe if "stage" in df.value.columns)["stage"]) == stages
+
+
 def test_overview_numbers_equal_the_cache(caches, monkeypatch):
     at = _app(caches, monkeypatch, pair="synthetic")
     con = open_cache(caches / "synthetic.duckdb")

@@ -69,18 +69,19 @@ if gap:
                f"untied {gap['untied']:.2f} bits.")
 
 if data.has_rows(ref, "lens_curve"):
-    with st.expander("Tuned-lens training curves"):
-        log_y = st.checkbox("Log scale", key="lens_curve_log")
-        curve = data.table(ref, "lens_curve")
-        models = sorted(curve["model"].unique())
-        for col, m in zip(st.columns(len(models)), models):  # a panel a column: they stack on a phone
-            with col:
-                export.show(lambda m=m: (lens_charts.lens_training_curve(curve, log_y=log_y, model=m), curve),
-                            f"lens-training-{ref.name}-{m}", key=f"curve_{m}", spec_key=("lens-curve", ref, log_y, m),
-                            downloads=False)
-        export.download_buttons(lambda: (lens_charts.lens_training_curve(curve, log_y=log_y), curve),
-                                f"lens-training-{ref.name}", key="curve")
-        st.caption("Rolling mean over steps; the last hidden state's translator is not trained (KL ~ 0).")
+    with st.expander("Tuned-lens training curves", key="lens_curves_open", on_change="rerun") as box:
+        if box.open:  # lazy: drawn when it opens (opening reruns the page), not on every run
+            log_y = st.checkbox("Log scale", key="lens_curve_log")
+            curve = data.table(ref, "lens_curve")
+            models = sorted(curve["model"].unique())
+            for col, m in zip(st.columns(len(models)), models):  # a panel a column: they stack on a phone
+                with col:
+                    export.show(lambda m=m: (lens_charts.lens_training_curve(curve, log_y=log_y, model=m), curve),
+                                f"lens-training-{ref.name}-{m}", key=f"curve_{m}", spec_key=("lens-curve", ref, log_y, m),
+                                downloads=False)
+            export.download_buttons(lambda: (lens_charts.lens_training_curve(curve, log_y=log_y), curve),
+                                    f"lens-training-{ref.name}", key="curve")
+            st.caption("Rolling mean over steps; the last hidden state's translator is not trained (KL ~ 0).")
     for line in data.lens_convergence(ref):
         st.markdown(line)
 
