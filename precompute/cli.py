@@ -144,6 +144,12 @@ COMMANDS: dict[str, Command] = {
         "Run the cache's tied and untied models (they must be on this machine, as the toy lab's are) on a text and "
         "print, as JSON, the top-k next-token predictions of every hidden state under the cache's tuned lens (when "
         "one fits) and the logit lens."),
+    "export-lens": Command(
+        "precompute.lens_io:ExportLensConfig", "precompute.lens_io:run_export_lens",
+        "write a cache's tuned lenses in the tuned-lens library's format",
+        "Write <out>/tied and <out>/untied, each config.json + params.pt as the tuned-lens library's "
+        "TunedLens.from_model_and_pretrained(model, folder) loads them (the cache's models must be on this "
+        "machine). The way back: --lens-from on pair and lens."),
     "serve-trajectory": Command(
         "precompute.serve:ServeConfig", "precompute.serve:run_serve", "the trajectory command as a warm worker: JSON texts in, JSON trajectories out",
         "Load the cache's models and translators once, then answer one JSON request a line on standard input "

@@ -73,15 +73,28 @@ class LensOptions:
     train_tokens: int | None = option(None, shown="steps x tokens per step", help="tokens of lens training text, "
                                       "as far as the lens text allows (a shorter text is cycled)")
     eval_tokens: int = option(65_536, help="tokens of lens evaluation text (disjoint from training)")
+    from_dir: str | None = option(None, flag="--lens-from", help="use the tuned lenses in this folder, trained by the "
+                                  "tuned-lens library or written by `export-lens` (`<dir>/tied`, `<dir>/untied`, "
+                                  "each config.json + params.pt), instead of training them")
     samples: int = internal(3)  # sample texts for prediction trajectories
     prompts: tuple[str, ...] = internal(())  # texts traced before the samples (the first is sample 0)
     top_k: int = internal(5)
     max_chars: int = internal(1_200_000)
 
+    def __post_init__(self) -> None:
+        if self.from_dir:  # checked before any stage runs; whether it fits the models, at the lens stage
+            folder = Path(self.from_dir)
+            if not any((d / "config.json").is_file() and (d / "params.pt").is_file()
+                       for d in (folder, folder / "tied", folder / "untied")):
+                raise UserError(f"--lens-from {folder}: not a tuned-lens folder (no config.json and params.pt in it "
+                                "or in its tied/ and untied/)")
+
     def params(self) -> dict:
         out = dict(self.__dict__)
         if not self.prompts:  # the hash of every lens written before prompts existed
             del out["prompts"]
+        if not self.from_dir:  # likewise before --lens-from
+            del out["from_dir"]
         else:
             out["prompts"] = list(self.prompts)
         return out
@@ -246,8 +259,17 @@ def lens_tables(models: dict[str, str], opts: LensOptions, *, lens_dir: Path, de
         budget["text_tokens"] = int(sum(b.numel() for b in train))
         text_key = hashlib.sha256(repr((opts.params(), len(train_paras), budget)).encode()).hexdigest()[:12]
         path = lens_dir / f"{role}-{text_key}.safetensors"
-        lens = load_lens(path, fp, device=device) if path.exists() else None
-        if lens is None:
+        if opts.from_dir:  # a lens the tuned-lens library trained (or export-lens wrote): read, not trained
+            from precompute.lens_io import lens_from
+
+            lens, source = lens_from(opts.from_dir, role, parts, f"the {role} model ({local_dir})")
+            lens = lens.to(device)
+            budget["lens_from"] = str(source)
+            curve = pd.DataFrame({"step": [], "layer": [], "kl_bits": []})
+            save_lens(lens, path, fp, {"role": role, "model": local_dir, "options": opts.params(), "budget": budget,
+                                       "curve": curve.to_dict("list")})  # where the app's own-text traces find it
+            progress(f"{role}: using the tuned lens in {source}")
+        elif (lens := load_lens(path, fp, device=device) if path.exists() else None) is None:
             progress(f"{role}: timing one micro-batch for an estimate")
             est = estimate_training(model, train[0], budget, parts=parts, device=device)
             say(estimate_text(role, est, budget, device))

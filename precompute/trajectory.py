@@ -61,6 +61,20 @@ def _stage_params(cache_path: Path) -> tuple[dict, dict]:
     return stage_params(stages, "load"), stage_params(stages, "lens")
 
 
+def fitting_lens(cache_path: Path, role: str, parts, lens_stage: dict, device=None):
+    """``(tuned lens, its file)`` of the cache's ``role`` model: the first of its translator
+    files (those trained with the lens stage's recorded budget first) whose unembedding
+    fingerprint is the model's (``parts``); ``(None, None)`` when none fits."""
+    from tying.lens.files import load_lens, unembedding_fingerprint
+
+    fp = unembedding_fingerprint(parts)
+    for f in lens_files(cache_path, role, budget_for((lens_stage or {}).get("budget"), role)):
+        lens = load_lens(f, fp, device=device)
+        if lens is not None:
+            return lens, f
+    return None, None
+
+
 class Tracer:
     """A cache's models and their translators, loaded once; :meth:`trace` runs them on a text.
 
@@ -70,7 +84,6 @@ class Tracer:
 
     def __init__(self, cache_path: Path, device: str | None = None, *, trust_remote_code: bool = False):
         from tying.device import as_device
-        from tying.lens.files import load_lens, unembedding_fingerprint
         from tying.lens.parts import find_lens_parts
         from tying.loading.causal_lm import load_causal_lm
 
@@ -87,13 +100,7 @@ class Tracer:
         for role, folder in dirs.items():
             model, tok = load_causal_lm(str(folder), self.device, trust_remote_code=trust_remote_code)
             parts = find_lens_parts(model)
-            fp = unembedding_fingerprint(parts)
-            lens, lens_file = None, None
-            for f in lens_files(cache_path, role, budget_for(lens_stage.get("budget"), role)):
-                lens = load_lens(f, fp, device=self.device)
-                if lens is not None:
-                    lens_file = f
-                    break
+            lens, lens_file = fitting_lens(cache_path, role, parts, lens_stage, self.device)
             self._loaded.append((role, model, tok, parts, lens))
             self.models[role] = {"model": str(folder), "lens": str(lens_file) if lens_file else None}
 

@@ -74,7 +74,7 @@ def _docker_pip_line() -> str:
 
 def test_dockerfile_installs_the_requirements_ci_installs():
     ci_files = [f for ln in CI.splitlines() if not ln.lstrip().startswith("#") for f in _pip_requirement_files(ln)]
-    assert ci_files == ["requirements-dev.lock"], ci_files
+    assert ci_files == ["requirements-dev.lock", "requirements-nodeps.txt"], ci_files
     docker_files = _pip_requirement_files(_docker_pip_line())
     assert docker_files == ["requirements.lock"], docker_files
     copied = [args for ins, args in _instructions(DOCKERFILE) if ins == "COPY"]
@@ -210,3 +210,17 @@ def test_pyproject_matches_requirements_and_names_a_working_console_script():
     module, func = meta["project"]["scripts"]["precompute"].split(":")
     assert callable(getattr(importlib.import_module(module), func))
     assert meta["tool"]["ruff"]["line-length"] == 120
+
+
+def test_the_no_deps_requirements_are_exact_pins_installed_here():
+    """requirements-nodeps.txt (installed with --no-deps: tuned-lens, to test the lenses it loads)
+    pins exact versions, and the test environment runs them."""
+    from importlib.metadata import version
+
+    lines = [ln.strip() for ln in (ROOT / "requirements-nodeps.txt").read_text().splitlines()
+             if ln.strip() and not ln.lstrip().startswith("#")]
+    assert lines
+    for line in lines:
+        name, sep, pinned = line.partition("==")
+        assert sep and pinned and not any(c in pinned for c in "<>=!~*"), line
+        assert version(name) == pinned, f"{name} {version(name)} installed, {pinned} pinned"

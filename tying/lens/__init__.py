@@ -15,6 +15,8 @@ Belrose et al. 2023 (arXiv 2303.08112). One job per module:
 * :mod:`tying.lens.batches`: token-id batches from text;
 * :mod:`tying.lens.run`: running a frozen model (device, autocast, token blocks);
 * :mod:`tying.lens.files`: saving and loading a tuned lens (safetensors, fingerprinted).
+* :mod:`tying.lens.interop`: a tuned lens in the ``tuned-lens`` library's format, out
+  (``export-lens``) and in (``--lens-from``).
 
 Whether a training curve has settled is :func:`tying.analysis.convergence.convergence`
 (torch-free, for the app).
@@ -30,7 +32,9 @@ lenses are saved and loaded as torch pickles (``torch.save``/``torch.load``), wh
 project keeps safetensors only, stored with a fingerprint of the unembedding they were
 trained through. What is needed here is small: an affine translator per hidden state and
 the KL to the model's own output (:mod:`tying.lens.lenses`, under 200 lines), trained and
-evaluated on the model's own final norm and unembedding.
+evaluated on the model's own final norm and unembedding. The two meet in the lens format:
+:mod:`tying.lens.interop` writes our lenses as the library loads them and reads the
+library's (``params.pt`` with ``torch.load(weights_only=True)``).
 
 This package's ``__init__`` imports nothing (no torch): importing a submodule imports torch,
 but the package itself, and :func:`budget_for` below, stay usable in the torch-free app.
