@@ -11,9 +11,6 @@ folder is refused. The way back, a lens the library trained used in place of tra
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +40,7 @@ def _is_earlier_export(folder: Path) -> bool:
 def run_export_lens(cfg: ExportLensConfig) -> None:
     from precompute.report import resolve_cache
     from precompute.trajectory import _stage_params, fitting_lens
+    from tying.cache.writer import folder_written
     from tying.lens.interop import write_folder
     from tying.lens.parts import find_lens_parts
     from tying.loading.causal_lm import load_causal_lm
@@ -62,9 +60,7 @@ def run_export_lens(cfg: ExportLensConfig) -> None:
     if not dirs:
         raise UserError(f"the models of {cache_path.name} are not on this machine; the export needs them (the "
                         "library's config names the model and the hash of its unembedding)")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
-    try:
+    with folder_written(out) as tmp:
         for role, folder in dirs.items():
             model, _ = load_causal_lm(str(folder), "cpu", trust_remote_code=cfg.trust_remote_code)
             parts = find_lens_parts(model)
@@ -75,12 +71,6 @@ def run_export_lens(cfg: ExportLensConfig) -> None:
                          revision=load.get(f"{role}_revision"))
             print(f"{role}: {lens.n_hidden - 1} translators of width {lens.d_model} -> {out / role}")
             del model
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     print(f"load with: TunedLens.from_model_and_pretrained(model, \"{out / 'tied'}\") (tuned-lens 0.2.0)")
 
 

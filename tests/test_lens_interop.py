@@ -162,3 +162,19 @@ def test_bad_folders_and_mismatched_lenses_get_one_line(exported, tmp_path, caps
     with pytest.raises(UserError, match="weights_only"):
         read_folder(folder, parts)
     assert "ran" not in capsys.readouterr().out
+
+
+def test_a_folder_is_written_whole_or_not_at_all(tmp_path):
+    from tying.cache.writer import folder_written
+
+    target = tmp_path / "lens"
+    target.mkdir()
+    (target / "old.txt").write_text("before")
+    with pytest.raises(RuntimeError):
+        with folder_written(target) as tmp:
+            (tmp / "new.txt").write_text("half")
+            raise RuntimeError("killed mid-write")
+    assert [p.name for p in tmp_path.iterdir()] == ["lens"] and [p.name for p in target.iterdir()] == ["old.txt"]
+    with folder_written(target) as tmp:
+        (tmp / "new.txt").write_text("whole")
+    assert [p.name for p in tmp_path.iterdir()] == ["lens"] and [p.name for p in target.iterdir()] == ["new.txt"]

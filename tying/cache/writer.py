@@ -76,6 +76,29 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Path], None], *, tmp:
     return path
 
 
+@contextlib.contextmanager
+def folder_written(path: str | os.PathLike):
+    """Write the folder ``path`` whole or not at all: the ``with`` body fills the temporary
+    folder it is given, beside ``path``, which then takes ``path``'s place (an earlier folder
+    there is moved aside, then removed). On any failure, also an interrupt, the temporary is
+    removed and ``path`` is left as it was."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    try:
+        yield tmp
+        if path.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".old", dir=path.parent))
+            os.replace(path, old / path.name)
+            os.replace(tmp, path)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
 def _remove_with_wal(path: Path) -> None:
     for p in (path, path.with_name(path.name + ".wal")):
         try:

@@ -25,14 +25,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from tying.cache.writer import folder_written
 from tying.errors import UserError
 from tying.lens.lenses import TunedLens
 from tying.lens.parts import LensParts
@@ -69,18 +67,9 @@ def write_folder(folder: Path, lens: TunedLens, parts: LensParts, base_model: st
     """Write ``lens`` as a library lens folder: config.json and params.pt, whole or not at all
     (written into a temporary folder beside it, then renamed; an earlier lens folder there is
     replaced)."""
-    folder = Path(folder)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
-    try:
+    with folder_written(folder) as tmp:
         (tmp / CONFIG).write_text(json.dumps(library_config(lens, parts, base_model, revision), indent=2) + "\n")
         torch.save(library_params(lens), tmp / PARAMS)
-        if folder.exists():
-            shutil.rmtree(folder)
-        os.replace(tmp, folder)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return folder
 
 
