@@ -170,10 +170,9 @@ def test_a_folder_is_written_whole_or_not_at_all(tmp_path):
     target = tmp_path / "lens"
     target.mkdir()
     (target / "old.txt").write_text("before")
-    with pytest.raises(RuntimeError):
-        with folder_written(target) as tmp:
-            (tmp / "new.txt").write_text("half")
-            raise RuntimeError("killed mid-write")
+    with pytest.raises(RuntimeError), folder_written(target) as tmp:
+        (tmp / "new.txt").write_text("half")
+        raise RuntimeError("killed mid-write")
     assert [p.name for p in tmp_path.iterdir()] == ["lens"] and [p.name for p in target.iterdir()] == ["old.txt"]
     with folder_written(target) as tmp:
         (tmp / "new.txt").write_text("whole")
