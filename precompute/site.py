@@ -193,6 +193,7 @@ class _Cache:
     downloads: dict = field(default_factory=dict)  # figure name -> [(label, path relative to the cache folder)]
     skipped: dict = field(default_factory=dict)  # figure name -> why it is not shown
     tokens: bool = False
+    text: bool = False  # a text page: the twins run in the browser (precompute/text_page.py)
 
     @property
     def name(self) -> str:
@@ -278,8 +279,11 @@ class _Builder:
         for ref in self.refs:
             s = data.summary(ref)
             self.caches.append(_Cache(ref, folder_name(ref.name), s, s.kind or "pair", claims(s)))
+        from precompute import text_page
+
         for c in self.caches:
             c.tokens = self.searchable(c)
+            c.text = text_page.sources(c.ref) is not None
         for c in self.caches:
             t1 = time.perf_counter()
             self.cache_figures(c)
@@ -287,6 +291,8 @@ class _Builder:
             self.cache_page(c)
             if c.tokens:
                 self.token_search(c)
+            if c.text:
+                text_page.write(self, c, js_data)
             self.progress(f"  {c.ref.name}: {len(c.charts)} charts, {len(c.tables)} tables, "
                           f"{sum(len(v) for v in c.downloads.values())} files"
                           f"{', token search' if c.tokens else ''} ({time.perf_counter() - t1:.0f} s)")
@@ -301,7 +307,7 @@ class _Builder:
             "pages": sorted(self.pages), "tour": self.tour_pages,
             "caches": [{"name": c.ref.name, "folder": c.folder, "kind": c.kind, "charts": sorted(c.charts),
                         "tables": sorted(c.tables), "downloads": {k: [p for _, p in v] for k, v in c.downloads.items()},
-                        "skipped": c.skipped, "tokens": c.tokens} for c in self.caches],
+                        "skipped": c.skipped, "tokens": c.tokens, "text": c.text} for c in self.caches],
             "seconds": round(time.perf_counter() - t0, 1),
         }
         self.write(MANIFEST, json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")

@@ -26,7 +26,7 @@ from tying.cache.schema import MATRICES, MATRIX_NAMES
 from tying.cache.verdicts import NO_CLAIM, VERDICT_STYLE
 
 TEMPLATES = "templates"  # the folder of precompute holding the templates and the scripts
-SCRIPTS = ("site.js", "tokens.js")  # copied to assets/ unchanged
+SCRIPTS = ("site.js", "tokens.js", "twins.js", "text.js")  # copied to assets/ unchanged
 
 
 def js_data(value: Any) -> str:
