@@ -15,6 +15,7 @@ page, and the requests it made (all must be file://).
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import statistics
 import subprocess
@@ -35,8 +36,8 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--tokens", type=int, default=64, help="tokens of text (the page reads at most 64)")
     args = ap.parse_args(argv)
-    sys.path.insert(0, str(ROOT))
-    from tests.test_site import chromium, requested_urls
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_site import _chromium
 
     if not (shutil.which("chromium") and shutil.which("chromedriver")):
         print("error: Debian's chromium and chromium-driver are needed")
@@ -54,7 +55,7 @@ def main(argv=None) -> int:
         text = TEXT * (1 + args.tokens // 30)
         firsts, computes = [], []
         for run in range(args.runs):
-            driver = chromium(1440, 900)
+            driver = _chromium()
             try:
                 t0 = time.perf_counter()
                 driver.get(page.as_uri() + "#text=" + quote(text))
@@ -65,7 +66,9 @@ def main(argv=None) -> int:
                 first = float(driver.execute_script("return document.body.getAttribute('data-first')"))
                 compute = float(driver.execute_script("return document.body.getAttribute('data-computed')"))
                 note = driver.find_element("id", "note").text
-                urls = requested_urls(driver)
+                urls = [json.loads(e["message"])["message"]["params"]["request"]["url"]
+                        for e in driver.get_log("performance")
+                        if json.loads(e["message"])["message"]["method"] == "Network.requestWillBeSent"]
             finally:
                 driver.quit()
             firsts.append(first)

@@ -34,7 +34,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from precompute import site_assets
+from precompute import site_assets, text_page
 from precompute.options import cache_dir_option, option
 from precompute.report import resolve_cache
 from precompute.site_assets import js_data
@@ -279,8 +279,6 @@ class _Builder:
         for ref in self.refs:
             s = data.summary(ref)
             self.caches.append(_Cache(ref, folder_name(ref.name), s, s.kind or "pair", claims(s)))
-        from precompute import text_page
-
         for c in self.caches:
             c.tokens = self.searchable(c)
             c.text = text_page.sources(c.ref) is not None

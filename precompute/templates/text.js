@@ -62,7 +62,12 @@
 
   function grid(rows, role, lens, n) {  // hidden states down, positions across: the top prediction
     var wrap = el("div", null, "grid-wrap"), t = el("table", null, "grid");
-    var top = rows.filter(function (r) { return r.model === role && r.lens === lens && r.rank === 1; });
+    var mine = rows.filter(function (r) { return r.model === role && r.lens === lens; });
+    var top = mine.filter(function (r) { return r.rank === 1; });
+    function topFive(layer, p) {  // the cell's tooltip: its top-k with probabilities
+      return mine.filter(function (r) { return r.layer === layer && r.position === p; })
+        .map(function (r) { return r.rank + ". " + shown(r.prediction) + "  " + r.prob.toFixed(3); }).join("\n");
+    }
     var head = el("tr");
     head.appendChild(el("th", "input →"));
     for (var p = 0; p < n; p++) { head.appendChild(el("th", shown(top.find(function (r) { return r.position === p; }).token))); }
@@ -74,7 +79,7 @@
       top.filter(function (r) { return r.layer === layer; }).sort(function (a, b) { return a.position - b.position; })
         .forEach(function (r) {
           var td = el("td", shown(r.prediction));
-          td.title = "p = " + r.prob.toFixed(3);
+          td.title = topFive(r.layer, r.position);
           td.style.setProperty("--p", String(Math.min(1, r.prob)));
           tr.appendChild(td);
         });
@@ -93,7 +98,7 @@
       col.appendChild(el("h2", role === "tied" ? "Tied twin (T)" : "Untied twin (I and O)"));
       col.appendChild(klTable(last.kl, role));
       col.appendChild(el("p", "Top prediction of each hidden state at each position (" + lens + " lens); the "
-                              + "shade is its probability.", "note"));
+                              + "shade is its probability; point at a cell for its top " + TOP_K + ".", "note"));
       col.appendChild(grid(last.rows, role, lens, last.n));
       out.appendChild(col);
     });
