@@ -177,3 +177,18 @@ def test_a_folder_is_written_whole_or_not_at_all(tmp_path):
     with folder_written(target) as tmp:
         (tmp / "new.txt").write_text("whole")
     assert [p.name for p in tmp_path.iterdir()] == ["lens"] and [p.name for p in target.iterdir()] == ["new.txt"]
+
+
+def test_lens_from_takes_a_folder_per_model_or_one_lens_for_a_one_model_run(exported):
+    from precompute.lens_io import lens_from
+    from tying.errors import UserError
+    from tying.lens.parts import find_lens_parts
+
+    model, _ = _model("tied")
+    parts = find_lens_parts(model)
+    _, chosen = lens_from(exported, "tied", parts, "the tied model")
+    assert chosen == exported / "tied"
+    _, chosen = lens_from(exported / "tied", "tied", parts, "the tied model")  # one tied model: the folder itself
+    assert chosen == exported / "tied"
+    with pytest.raises(UserError, match="no tuned-lens folder for the untied model"):
+        lens_from(exported / "tied", "untied", parts, "the untied model")
