@@ -77,6 +77,18 @@ def test_next_and_previous_write_the_step_to_the_url(monkeypatch):
     assert at.button(key="tour_prev").disabled
 
 
+
+def test_menu_icons_need_no_emoji_font_and_tour_buttons_name_their_arrow_once(monkeypatch):
+    """Material icons (Streamlit draws them with its own font), not emoji a lecture-hall PC may lack;
+    the tour's buttons read Previous and Next, and Streamlit shows the arrow of their shortcut once."""
+    import re
+
+    from tying import registry
+
+    assert all(re.fullmatch(r":material/[a-z_]+:", p.icon) for p in registry.PAGES), [p.icon for p in registry.PAGES]
+    at = _tour(SHIPPED, monkeypatch, pair="demo", step=3)
+    assert at.button(key="tour_prev").label == "Previous" and at.button(key="tour_next").label == "Next"
+
 @pytest.fixture(scope="module")
 def failing(tmp_path_factory):
     """A toy-lab cache whose O->T and I->T numbers are swapped: the paper's claim fails there."""

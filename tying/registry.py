@@ -27,7 +27,7 @@ class Page:
 
     script: str
     title: str
-    icon: str
+    icon: str  # a Material Symbols icon (":material/<name>:"): no emoji font needed, as lecture-hall PCs may lack one
     url_path: str
     needs: str | None = None  # a table of the picked cache; None: every cache has the page
     default: bool = False  # served at "/"
@@ -291,11 +291,11 @@ ANALYSES: tuple[Analysis, ...] = (
                                  "match": run.cfg.match}),
     Analysis("alignment", _ddl("alignment", "alignment_summary"), about=_about("alignment", "alignment_summary"), build="precompute.stages:alignment_tables",
              params=lambda run: {"held_out": run.cfg.held_out, "seed": run.cfg.seed}, pair_only=True,
-             page=Page("alignment.py", "Alignment", "📐", "alignment", needs="alignment",
+             page=Page("alignment.py", "Alignment", ":material/compare_arrows:", "alignment", needs="alignment",
                   about='per-token cosine of O->T against I->T by map and split (Figure 1); best- and worst-aligned tokens; norm vs frequency (Figure 5)')),
     Analysis("neighbours", _ddl("neighbours", "overlap_curve"), about=_about("neighbours", "overlap_curve"), build="precompute.stages:neighbours_tables",
              params=lambda run: {"k": run.cfg.neighbours_k},
-             page=Page("neighbours.py", "Neighbours", "🧭", "neighbours", needs="neighbours",
+             page=Page("neighbours.py", "Neighbours", ":material/hub:", "neighbours", needs="neighbours",
                   about="a token's nearest neighbours in T, I and O side by side; overlap@k (Table 5)")),
     Analysis("spectral", _ddl("spectral"), about=_about("spectral"), build="precompute.stages:spectral_tables", pair_only=True,
              params=lambda run: {"k": run.cfg.spectral_k, "components": run.cfg.spectral_components,
@@ -310,20 +310,20 @@ ANALYSES: tuple[Analysis, ...] = (
                            "et al. 2019 with the unbiased HSIC) and plain (`cka_biased`)"},
              build="tying.analysis.cka:cka_tables", summary="tying.analysis.cka:cka_summary",
              figures="explorer.render.cka:FIGURES", params=lambda run: {}, pair_only=True,
-             page=Page("cka.py", "CKA", "🧮", "cka", needs="cka",
+             page=Page("cka.py", "CKA", ":material/grid_on:", "cka", needs="cka",
                        about="linear CKA (debiased) of T~O, T~I and I~O: how alike the matrices are as wholes, "
                              "blind to rotations and scale")),
     Analysis("umap", _ddl("umap"), about=_about("umap"), build="precompute.stages:umap_tables", summary="tying.cache.summary:umap_summary",
              params="precompute.stages:umap_params",
-             page=Page("projection.py", "Projection", "🗺️", "projection", needs="umap",
+             page=Page("projection.py", "Projection", ":material/map:", "projection", needs="umap",
                   about='aligned UMAP maps of I, T and O; click or search a token to follow it across the three')),
     Analysis("lens", _ddl("lens_kl", "lens_curve", "lens_trajectory"), about=_about("lens_kl", "lens_curve", "lens_trajectory"), build="precompute.stages:lens_tables",
              summary="tying.cache.summary:lens_summary",
              params=lambda run: run.cfg.lens.params() | {"budget": run.requested_lens_budget()},
-             page=Page("lens.py", "Lens", "🔎", "lens", needs="lens_kl",
+             page=Page("lens.py", "Lens", ":material/layers:", "lens", needs="lens_kl",
                   about='tuned- and logit-lens KL per layer, and the prediction trajectory of your own text')),
     Analysis("training", _ddl("runs", "train_log", "evolution", "scaling", "seed_metrics"), about=_about("runs", "train_log", "evolution", "scaling", "seed_metrics"),
-             page=Page("dynamics.py", "Training dynamics", "📈", "dynamics", needs="runs",
+             page=Page("dynamics.py", "Training dynamics", ":material/trending_up:", "dynamics", needs="runs",
                   about="gradient provenance (Figure 4), embedding evolution (Figure 3), input-gradient scaling (Table 2), beside the paper's real runs")),
 )
 """Every analysis, in the order ``precompute pair`` runs its stages (``training`` is the toy
@@ -332,12 +332,12 @@ lab's, written by ``precompute demo`` and the importers, not a pair stage)."""
 BY_NAME = {a.name: a for a in ANALYSES}
 
 PAGES: tuple[Page, ...] = (
-    Page("tour.py", "Tour", "🎓", "tour",
+    Page("tour.py", "Tour", ":material/school:", "tour",
                   about="the paper's argument in ten steps, one screen and one verdict each, for a class or a talk"),
-    Page("overview.py", "Overview", "🏠", "home", default=True,
+    Page("overview.py", "Overview", ":material/home:", "home", default=True,
                   about="the paper's claims with this cache's numbers and verdicts, the headline numbers beside the paper's"),
     *(a.page for a in ANALYSES if a.page is not None),
-    Page("sweep.py", "Sweep", "📏", "sweep", folder=True,
+    Page("sweep.py", "Sweep", ":material/straighten:", "sweep", folder=True,
                   about="the width sweep: T's bias and the loss gap against width, with 95% intervals over seeds"),
 )
 """The app's pages in menu order: the tour and the overview (every cache), each analysis's

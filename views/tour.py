@@ -143,9 +143,9 @@ if step.claim is not None and source is None and picked is not None:
         st.button(f"Switch to '{other.name}'", key="tour_switch", on_click=state.change_pair, args=(other.name,))
 
 prev_col, dots_col, next_col = st.columns([1, 4, 1], vertical_alignment="center")
-prev_col.button("← Previous", key="tour_prev", on_click=go, args=(number - 1,), disabled=number == 1,
+prev_col.button("Previous", key="tour_prev", on_click=go, args=(number - 1,), disabled=number == 1,
                 shortcut="Left", width="stretch")
-next_col.button("Next →", key="tour_next", on_click=go, args=(number + 1,), disabled=number == N,
+next_col.button("Next", key="tour_next", on_click=go, args=(number + 1,), disabled=number == N,
                 shortcut="Right", type="primary", width="stretch")
 dots_col.html("<div style='text-align:center;font-size:1.4rem;letter-spacing:0.35rem'>"
               + "".join("●" if i == number else "○" for i in range(1, N + 1)) + "</div>")
