@@ -213,6 +213,13 @@ def _serialize(value: Any) -> list[str]:
     return [str(value)]
 
 
+def correct(name: str) -> None:
+    """Leave the URL's ``name`` out of the URL when it was junk (its note says so), so the address
+    shows what the page shows: its default."""
+    if name in st.session_state.get("_url_junk", set()) and name in st.query_params:
+        del st.query_params[name]
+
+
 def put(changes: dict[str, Any] | None = None, **more: Any) -> None:
     """Write the URL once: ``changes`` set (or, at ``None`` or the default, removed), the
     junk of the last run left out, every other parameter kept. For callbacks only."""

@@ -391,6 +391,17 @@ def test_arrow_keys_and_page_keys_move_through_the_tour(shipped_site, browser):
     browser.get((shipped_site / "tour" / f"step-{last}.html").as_uri())
     ActionChains(browser).send_keys(Keys.ARROW_RIGHT).perform()  # nothing after the last
     assert at(last)
+    # Space and Shift+Space a step, Home and End the first and the last step
+    browser.get((shipped_site / "tour" / "step-4.html").as_uri())
+    for keys, n in (((Keys.SPACE,), 5), ((Keys.SHIFT, Keys.SPACE), 4), ((Keys.END,), last), ((Keys.HOME,), 1)):
+        wait_until(lambda: browser.execute_script("return document.readyState") == "complete", 10)
+        chain = ActionChains(browser)
+        if len(keys) == 2:
+            chain = chain.key_down(keys[0]).send_keys(keys[1]).key_up(keys[0])
+        else:
+            chain = chain.send_keys(keys[0])
+        chain.perform()
+        wait_until(lambda n=n: at(n), 10, what=f"step {n} after {keys!r}")
 
 
 @pytest.mark.slow

@@ -63,6 +63,15 @@ def test_a_bad_step_falls_back_to_step_one_with_a_note(monkeypatch):
     assert not at.exception
     assert "Step 1 of 10" in _html(at)
     assert any("ignored the link's step='12'" in c.value for c in at.caption)
+    assert "step" not in at.query_params and at.query_params["pair"] == "demo"  # the URL says step 1 too
+
+
+def test_home_end_space_and_shift_space_have_their_buttons(monkeypatch):
+    at = _tour(SHIPPED, monkeypatch, pair="demo", step=4)
+    for key, n in (("tour_space", 5), ("tour_shift_space", 4), ("tour_end", 10), ("tour_home", 1)):
+        at.button(key=key).click().run()
+        assert f"Step {n} of 10" in _html(at), key
+    assert at.button(key="tour_home").disabled and at.button(key="tour_shift_space").disabled
 
 
 def test_next_and_previous_write_the_step_to_the_url(monkeypatch):

@@ -2,7 +2,7 @@
 
 Each step: the claim in one line, a large verdict computed from the cache, one chart drawn by
 the pages' own builders, one sentence on how to read it, and a link to the page with more.
-Previous / Next, the arrow keys and PageUp / PageDown (what presentation clickers send) move
+Previous / Next, the arrow keys, PageUp / PageDown (what presentation clickers send), Space / Shift+Space and Home / End move
 between steps; the step is in the URL.
 """
 
@@ -18,6 +18,7 @@ from explorer.words import claims as claims_mod
 
 N = len(tour.STEPS)
 number = state.get("step", 1)
+state.correct("step")  # a bad step opens step 1 with a note, and the URL says step 1 too
 step = tour.step_at(number)
 listing = data.caches(str(data.cache_dir()))
 refs = [r for r in (frame._ref(c) for c in listing) if r is not None]
@@ -149,8 +150,14 @@ next_col.button("Next", key="tour_next", on_click=go, args=(number + 1,), disabl
                 shortcut="Right", type="primary", width="stretch")
 dots_col.html("<div style='text-align:center;font-size:1.4rem;letter-spacing:0.35rem'>"
               + "".join("●" if i == number else "○" for i in range(1, N + 1)) + "</div>")
-with st.container(key="tour_keys"):  # a presentation clicker sends PageDown / PageUp: hidden twins of the buttons
+with st.container(key="tour_keys"):  # a clicker's PageDown / PageUp, Space, Home, End: hidden twins of the buttons
     st.button("next page", key="tour_pgdn", on_click=go, args=(number + 1,), disabled=number == N,
               shortcut="PageDown")
     st.button("previous page", key="tour_pgup", on_click=go, args=(number - 1,), disabled=number == 1,
               shortcut="PageUp")
+    st.button("next (space)", key="tour_space", on_click=go, args=(number + 1,), disabled=number == N,
+              shortcut="Space")
+    st.button("previous (shift+space)", key="tour_shift_space", on_click=go, args=(number - 1,),
+              disabled=number == 1, shortcut="Shift+Space")
+    st.button("first step", key="tour_home", on_click=go, args=(1,), disabled=number == 1, shortcut="Home")
+    st.button("last step", key="tour_end", on_click=go, args=(N,), disabled=number == N, shortcut="End")

@@ -47,15 +47,21 @@
     }).then(function () { window.setTimeout(drawNext, 0); });
   }
   drawNext();
-  // the tour: left/right arrows and PageUp/PageDown (a presentation clicker) move between steps
+  // the tour: the keys a clicker or a keyboard sends. Left/right arrows, PageUp/PageDown and
+  // Shift+Space/Space move a step; Home and End go to the first and the last step.
   var prev = document.querySelector("link[rel=prev]");
   var next = document.querySelector("link[rel=next]");
+  var tour = document.querySelector(".tour[data-steps]");
   document.addEventListener("keydown", function (e) {
-    if (e.altKey || e.ctrlKey || e.metaKey || e.shiftKey) { return; }
-    var t = e.target;
-    if (t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.isContentEditable)) { return; }
-    var go = (e.key === "ArrowRight" || e.key === "PageDown") ? next :
-             (e.key === "ArrowLeft" || e.key === "PageUp") ? prev : null;
-    if (go) { e.preventDefault(); window.location.href = go.href; }
+    if (e.altKey || e.ctrlKey || e.metaKey || (e.shiftKey && e.key !== " ")) { return; }
+    var t = e.target, tag = t && t.tagName;
+    if (tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || (t && t.isContentEditable)) { return; }  // typing
+    if (e.key === " " && (tag === "BUTTON" || tag === "A")) { return; }  // Space presses a focused button or link
+    var href = null;
+    if (e.key === "ArrowRight" || e.key === "PageDown" || (e.key === " " && !e.shiftKey)) { href = next && next.href; }
+    else if (e.key === "ArrowLeft" || e.key === "PageUp" || (e.key === " " && e.shiftKey)) { href = prev && prev.href; }
+    else if (tour && e.key === "Home") { href = "step-1.html"; }
+    else if (tour && e.key === "End") { href = "step-" + tour.getAttribute("data-steps") + ".html"; }
+    if (href) { e.preventDefault(); window.location.href = href; }
   });
 })();
