@@ -17,6 +17,7 @@ import streamlit as st
 
 from explorer import data, frame, state
 from explorer.render import pack
+from tying import registry
 
 HERE = Path(__file__).resolve().parent
 
@@ -28,12 +29,13 @@ filled = frame.filled(listing)  # the pages with something to show for the picke
 
 
 # Each run gets its own copies: st.navigation marks the page it returns as callable once.
-models, alias = frame.page_models(str(HERE / "views"))
+models, aliases = frame.page_models(str(HERE / "views"))
+DEFAULT = next(spec.url_path for spec in registry.PAGES if spec.default)
 PAGES = {path: copy.copy(p) for path, p in models.items()}
-OVERVIEW_ALIAS = copy.copy(alias)
+ALIASES = {name: copy.copy(p) for name, p in aliases.items()}
 # Every page answers its URL; the sidebar links below are the menu. (Streamlit's own menu
 # clears the query string on a page change, so the view's state would not travel with it.)
-current_page = st.navigation([*PAGES.values(), OVERVIEW_ALIAS], position="hidden")
+current_page = st.navigation([*PAGES.values(), *ALIASES.values()], position="hidden")
 
 state.sidebar_block(True)
 with st.sidebar:
@@ -43,7 +45,8 @@ with st.sidebar:
     carried = state.carried()
     for path, p in PAGES.items():
         if filled is None or path in filled:
-            st.page_link(p, query_params=carried)
+            # the default page's link goes to /overview: a link to "/" carries no path of its own
+            st.page_link(ALIASES["overview"] if path == DEFAULT else p, query_params=carried)
     left_out = [p.title for path, p in PAGES.items() if filled is not None and path not in filled]
     if left_out:
         st.caption(f"Not in '{frame.picked(listing).name}': " + ", ".join(left_out) + ".")

@@ -25,15 +25,21 @@ def _page(views: str, spec: registry.Page, url_path: str | None = None) -> st.Pa
                    default=spec.default and url_path is None)
 
 
+ALIASES = ("overview", "home")
+"""Other addresses of the default page: /overview (what the menu links to: a link to "/" would
+carry no path, and a copied link or a new tab would open the page it was on) and /home."""
+
+
 @st.cache_resource(show_spinner=False)
-def page_models(views: str) -> tuple[dict[str, st.Page], st.Page]:
-    """The registry's pages (in menu order) and the default page's alias, built once per server
-    from the scripts in ``views`` (building them resolves and checks every script: 6% of a loaded
-    server's time when every run did it; and decorated here, not in app.py, so the decorator too
-    runs once). The default page is served at "/"; the same script under its own name answers
-    /overview (links and old bookmarks to /overview open it with no "Page not found")."""
+def page_models(views: str) -> tuple[dict[str, st.Page], dict[str, st.Page]]:
+    """The registry's pages (in menu order) and the default page's aliases (:data:`ALIASES`),
+    built once per server from the scripts in ``views`` (building them resolves and checks every
+    script: 6% of a loaded server's time when every run did it; and decorated here, not in app.py,
+    so the decorator too runs once). The default page is served at "/"; the same script under
+    each alias answers that address with no "Page not found"."""
+    default = next(p for p in registry.PAGES if p.default)
     return ({spec.url_path: _page(views, spec) for spec in registry.PAGES},
-            _page(views, next(p for p in registry.PAGES if p.default), "overview"))
+            {name: _page(views, default, name) for name in ALIASES})
 
 
 def default_pair(names: list[str]) -> str:

@@ -121,15 +121,23 @@ def test_deep_link_on_a_cold_server(server, browser):
 
 
 def test_overview_by_name_has_no_dialog(server, browser):
-    """/overview (the default page's own name) opens the overview with no "Page not found" dialog."""
+    """/overview and /home (the default page's names) open the overview with no "Page not found"
+    dialog, and the menu links to /overview, not to the page it is on."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as EC
     from selenium.webdriver.support.ui import WebDriverWait
 
-    browser.get(f"{server}/overview?pair=synthetic")
-    WebDriverWait(browser, 60).until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Overview"))
-    _settled(browser)
-    assert "Page not found" not in browser.find_element(By.TAG_NAME, "body").text
+    for path in ("overview", "home"):
+        browser.get(f"{server}/{path}?pair=synthetic")
+        WebDriverWait(browser, 60).until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Overview"))
+        _settled(browser)
+        assert "Page not found" not in browser.find_element(By.TAG_NAME, "body").text, path
+    # the menu's Overview link has an address of its own, from any page (copy link, a new tab)
+    browser.get(f"{server}/alignment?pair=synthetic")
+    WebDriverWait(browser, 60).until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Alignment"))
+    links = {a.text.strip().splitlines()[-1]: a.get_attribute("href")
+             for a in browser.find_elements(By.CSS_SELECTOR, '[data-testid="stSidebar"] a') if a.text.strip()}
+    assert links["Overview"] == f"{server}/overview?pair=synthetic", links
     browser.get_log("browser")
 
 

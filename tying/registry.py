@@ -334,7 +334,9 @@ BY_NAME = {a.name: a for a in ANALYSES}
 PAGES: tuple[Page, ...] = (
     Page("tour.py", "Tour", ":material/school:", "tour",
                   about="the paper's argument in ten steps, one screen and one verdict each, for a class or a talk"),
-    Page("overview.py", "Overview", ":material/home:", "home", default=True,
+    # the default page, served at "/" (its own path is reserved yet not served: nobody types /index);
+    # /overview and /home are its aliases (explorer/frame.py)
+    Page("overview.py", "Overview", ":material/home:", "index", default=True,
                   about="the paper's claims with this cache's numbers and verdicts, the headline numbers beside the paper's"),
     *(a.page for a in ANALYSES if a.page is not None),
     Page("sweep.py", "Sweep", ":material/straighten:", "sweep", folder=True,
