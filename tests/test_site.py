@@ -199,6 +199,11 @@ def test_site_shows_claims_with_verdicts_and_downloads(synthetic_site):
     svg = [u for t, a, u in _refs(synthetic_site / "synthetic" / "index.html") if u.endswith(".svg")]
     assert "downloads/figure1-alignment.svg" in svg and "downloads/table1.svg" in svg
     assert not any(u.endswith(".pdf") for t, a, u in _refs(synthetic_site / "synthetic" / "index.html"))
+    # the published cache's numbers are the paper's: its claims table has no "The paper" column to repeat them
+    paper = (synthetic_site / "paper" / "index.html").read_text()
+    head = paper[paper.index("<table class='claims'>"):paper.index("</thead>", paper.index("<table class='claims'>"))]
+    assert "The paper&#x27;s numbers" in head and "<th>The paper</th>" not in head
+    assert "<th>The paper</th>" in page  # a pair's table keeps it
 
 
 def test_site_is_a_static_space(synthetic_site):
