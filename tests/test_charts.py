@@ -289,7 +289,7 @@ def test_every_page_chart_fills_its_container_with_its_legends_underneath():
 
 
 def test_one_palette_and_nothing_black_or_white_on_the_background():
-    allowed = set(style.PALETTE.values()) | {style.NEUTRAL}
+    allowed = set(style.PALETTE.values()) | set(style.SERIES) | {style.NEUTRAL}
     for name, chart in page_charts().items():
         spec = chart.to_dict()
         assert "background" not in spec and "background" not in spec.get("config", {}), name
@@ -314,3 +314,23 @@ def test_the_tied_matrix_is_drawn_last_so_it_stays_visible_over_O():
     filters = [str(layer.get("transform", "")) for layer in layers]
     assert len(layers) == 4 and all("'T'" in f or '"T"' in f for f in filters[2:])
     assert all("!" in f for f in filters[:2])
+
+
+def test_the_sweeps_series_are_in_none_of_the_matrices_colours():
+    """T pink, I blue and O vermillion mean the matrices everywhere, and the verdicts have theirs: the
+    Sweep's measures and arms (tied, untied, parameter-matched models) take other colours; a loss
+    chart need not hold zero."""
+    view = sweep_tables.sweep_view(ref("sweep"))
+    points = view.points
+    from tying.cache.verdicts import VERDICT_STYLE
+
+    matrices = set(style.PALETTE.values()) | {colour for colour, _ in VERDICT_STYLE.values()}
+    for chart in ("bias", "gaps", "losses"):
+        spec = sweep_charts.sweep_lines(points, sweep_tables.sweep_series(points, chart)).to_dict()
+        ranges = [v.get("encoding", {}).get("color", {}).get("scale", {}).get("range", []) for v, _ in units(spec)]
+        used = {c for r in ranges for c in r}
+        assert used and not used & matrices, (chart, used)
+    losses = sweep_charts.sweep_lines(points, sweep_tables.sweep_series(points, "losses"), zero=False).to_dict()
+    lo = min(v["encoding"]["y"]["scale"]["domain"][0] for v, _ in units(losses)
+             if "scale" in v.get("encoding", {}).get("y", {}))
+    assert lo > 0.5 * float(points["eval_loss_tied"].min())  # zoomed to the losses, not down to zero

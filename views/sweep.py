@@ -92,15 +92,21 @@ if len(refs):
                 "(interpolated with the unigram) fitted on the training tokens as reference lines.")
 
     def loss_chart():
+        # zoomed to the arms' losses and the bigram line (the question asked here); the unigram's
+        # value, far above, is in the caption below
+        bigram = refs[refs["baseline"] == "bigram_loss"]
         lines = sweep_charts.sweep_lines(points, sweep_tables.sweep_series(points, "losses"), x=x,
-                                         y_title="eval loss (nats)", y_include=list(refs["loss"]))
-        rule = alt.Chart(refs).mark_rule(color="#888", strokeDash=[2, 2]).encode(y="loss:Q", tooltip=["label:N"])
-        text = alt.Chart(refs).mark_text(align="left", dy=-6, color="#666").encode(
-            y="loss:Q", x=alt.value(4), text="label:N")
+                                         y_title="eval loss (nats)", y_include=list(bigram["loss"]), zero=False)
+        y = alt.Y("loss:Q", scale=alt.Scale(zero=False))
+        rule = alt.Chart(bigram).mark_rule(color="#888", strokeDash=[2, 2]).encode(y=y, tooltip=["label:N"])
+        text = alt.Chart(bigram).mark_text(align="left", dy=-6, color="#666").encode(y=y, x=alt.value(4), text="label:N")
         return alt.layer(*lines.layer, rule, text).properties(width="container", height=300)
 
     export.show(lambda: (loss_chart(), points), f"sweep-losses-{ref.name}-{x}", key="sweep_losses",
                 spec_key=("sweep-losses", ref, x))
+    unigram = refs[refs["baseline"] == "unigram_loss"]
+    st.caption("The chart is zoomed to the arms and the bigram line; the unigram baseline: "
+               + ", ".join(f"{u.loss:.2f} nats (V={int(u.vocab_size):,})" for u in unigram.itertuples()) + ".")
     fitted = [r.get("bigram_train_tokens") for r in rows if r.get("bigram_train_tokens")]
     if fitted:
         seen = max(r["tokens_seen"] for r in rows)

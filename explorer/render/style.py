@@ -20,6 +20,11 @@ import altair as alt
 import pandas as pd
 
 PALETTE = {"T": "#CC79A7", "I": "#0072B2", "O": "#D55E00"}
+SERIES = ("#7A5195", "#00838F", "#795548")
+"""Colours of series that are none of T, I and O (the Sweep's measures and arms: tied, untied and
+the parameter-matched tied model are models, not matrices): violet, dark cyan and brown, so that
+pink, blue and vermillion keep one meaning each, and the verdicts' green, ochre, red and grey
+theirs (tying/cache/verdicts.py)."""
 NEUTRAL = "#888888"  # 3.5:1 on white, 5.3:1 on Streamlit's dark background
 HIGHLIGHT = "#ffd92f"  # the picked token and its neighbours on a projection (outlined in black)
 COLOURS = {**PALETTE, "tied": PALETTE["T"], "untied": PALETTE["I"],

@@ -8,7 +8,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from explorer.render.style import COLOURS, NEUTRAL, legend, runs_dashed
+from explorer.render.style import NEUTRAL, SERIES, legend, runs_dashed
 
 SWEEP_X = {"d_model": ("width d_model (log scale)", "log"),
            "embedding_share_tied": ("embedding share of the tied model's parameters", "linear")}
@@ -16,7 +16,7 @@ SWEEP_X = {"d_model": ("width d_model (log scale)", "log"),
 
 def sweep_lines(df: pd.DataFrame, series: dict[str, str], *, x: str = "d_model", title: str = "",
                 y_title: str = "", crossings: pd.DataFrame | None = None,
-                bands: pd.DataFrame | None = None, y_include=()) -> alt.LayerChart:
+                bands: pd.DataFrame | None = None, y_include=(), zero: bool = True) -> alt.LayerChart:
     """Mean over seeds against width (or embedding share) with 95% whiskers, a zero line, and
     a dashed rule at each named crossing.
 
@@ -25,7 +25,8 @@ def sweep_lines(df: pd.DataFrame, series: dict[str, str], *, x: str = "d_model",
     NaN: no whisker). ``crossings``: vocab_size, x (the crossing's position), label. ``bands``:
     vocab_size, d_model, series (a label), lo, hi: a shaded band per series (the learning-rate
     sensitivity), in the series' colour. ``y_include``: more values the y range must hold
-    (reference lines a caller layers on).
+    (reference lines a caller layers on). ``zero``: draw and hold the zero line (a gap or a bias;
+    not a loss, whose chart is zoomed to its data).
     """
     rows = []
     for col, label in series.items():
@@ -46,26 +47,27 @@ def sweep_lines(df: pd.DataFrame, series: dict[str, str], *, x: str = "d_model",
                  else alt.Scale(zero=False, domain=domain),
                  axis=alt.Axis(format=".0%") if x == "embedding_share_tied" else alt.Axis(values=sorted(df[x].unique())))
     labels = list(series.values())
-    palette = [COLOURS["O"], COLOURS["T"], COLOURS["I"], NEUTRAL]
+    palette = [*SERIES, NEUTRAL]  # not T's, I's or O's colours: these series are measures and models
     colour = alt.Color("series:N", scale=alt.Scale(domain=labels, range=palette[:len(labels)]),
                        legend=legend(None, labels))
     enc = dict(x=xenc, color=colour, detail="vocabulary:N")
     tip = ["series", "vocabulary", alt.Tooltip(f"{x}:Q", format=".3~g"), alt.Tooltip("mean:Q", format=".4f"),
            alt.Tooltip("half:Q", format=".4f", title="95% half-width")]
     # the y range holds every mean, whisker, band and zero, with a margin: nothing sits on the frame
-    ys = [0.0, *d["mean"].dropna(), *d["lo"].dropna(), *d["hi"].dropna(), *y_include]
+    ys = [*([0.0] if zero else []), *d["mean"].dropna(), *d["lo"].dropna(), *d["hi"].dropna(), *y_include]
     if bands is not None and len(bands):
         ys += [*bands["lo"].dropna(), *bands["hi"].dropna()]
     y_lo, y_hi = float(min(ys)), float(max(ys))
     pad = 0.08 * ((y_hi - y_lo) or 1.0)
+    yscale = alt.Scale(domain=[y_lo - pad, y_hi + pad], nice=False, zero=False)  # every layer: none adds zero
     line = alt.Chart(d).mark_line(point=alt.OverlayMarkDef(size=60)).encode(
-        y=alt.Y("mean:Q", title=y_title, scale=alt.Scale(domain=[y_lo - pad, y_hi + pad], nice=False)), tooltip=tip,
+        y=alt.Y("mean:Q", title=y_title, scale=yscale), tooltip=tip,
         **runs_dashed("vocabulary", sorted(d["vocabulary"].unique(), key=lambda v: int(v[2:].replace(",", ""))),
                        "vocabulary"), **enc)
     whiskers = alt.Chart(d[d["lo"].notna()]).mark_rule(strokeWidth=2, opacity=0.7).encode(
-        y="lo:Q", y2="hi:Q", **enc)
-    zero = alt.Chart(pd.DataFrame({"y": [0.0]})).mark_rule(color=NEUTRAL, strokeDash=[4, 4]).encode(y="y:Q")
-    layers = [zero, whiskers, line]
+        y=alt.Y("lo:Q", scale=yscale), y2="hi:Q", **enc)
+    zero_line = alt.Chart(pd.DataFrame({"y": [0.0]})).mark_rule(color=NEUTRAL, strokeDash=[4, 4]).encode(y="y:Q")
+    layers = [zero_line, whiskers, line] if zero else [whiskers, line]
     if bands is not None and len(bands):
         b = bands.merge(df[list(dict.fromkeys(["vocab_size", "d_model", x]))].drop_duplicates(),
                         on=["vocab_size", "d_model"])
@@ -75,7 +77,7 @@ def sweep_lines(df: pd.DataFrame, series: dict[str, str], *, x: str = "d_model",
             sub = b[b["series"] == label]
             if len(sub):
                 layers.insert(0, alt.Chart(sub).mark_area(opacity=0.18, color=colour).encode(
-                    y="lo:Q", y2="hi:Q", tooltip=["series", alt.Tooltip("lo:Q", format=".3f", title="band low"),
+                    y=alt.Y("lo:Q", scale=yscale), y2="hi:Q", tooltip=["series", alt.Tooltip("lo:Q", format=".3f", title="band low"),
                                                   alt.Tooltip("hi:Q", format=".3f", title="band high")], **band_enc))
     if crossings is not None and len(crossings):
         cr = crossings.rename(columns={"x": x})
