@@ -47,6 +47,16 @@ def _chromium():
     return webdriver.Chrome(service=Service(driver), options=opts)
 
 
+def requested_urls(browser) -> list[str]:
+    """The URLs the page requested (Chrome's Network.requestWillBeSent events in the performance log)."""
+    urls = []
+    for entry in browser.get_log("performance"):
+        message = json.loads(entry["message"])["message"]
+        if message["method"] == "Network.requestWillBeSent":
+            urls.append(message["params"]["request"]["url"])
+    return urls
+
+
 def first_chart(page: Path) -> tuple[float, float, list[str]]:
     """(seconds to the first chart, seconds to every chart, the URLs requested) in a fresh browser."""
     browser = _chromium()
@@ -63,11 +73,7 @@ def first_chart(page: Path) -> tuple[float, float, list[str]]:
         first, last = browser.execute_script(
             "var nav = performance.getEntriesByType('navigation')[0];"
             "return [window.SITE_FIRST_CHART, performance.now() - (nav ? nav.startTime : 0)];")
-        urls = []
-        for entry in browser.get_log("performance"):
-            message = json.loads(entry["message"])["message"]
-            if message["method"] == "Network.requestWillBeSent":
-                urls.append(message["params"]["request"]["url"])
+        urls = requested_urls(browser)
         if first is None:
             raise SystemExit(f"no chart drew on {page}")
         return first / 1000, last / 1000, urls

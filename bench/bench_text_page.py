@@ -15,7 +15,6 @@ page, and the requests it made (all must be file://).
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import statistics
 import subprocess
@@ -37,7 +36,7 @@ def main(argv=None) -> int:
     ap.add_argument("--tokens", type=int, default=64, help="tokens of text (the page reads at most 64)")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from bench_site import _chromium
+    from bench_site import _chromium, requested_urls
 
     if not (shutil.which("chromium") and shutil.which("chromedriver")):
         print("error: Debian's chromium and chromium-driver are needed")
@@ -66,9 +65,7 @@ def main(argv=None) -> int:
                 first = float(driver.execute_script("return document.body.getAttribute('data-first')"))
                 compute = float(driver.execute_script("return document.body.getAttribute('data-computed')"))
                 note = driver.find_element("id", "note").text
-                urls = [json.loads(e["message"])["message"]["params"]["request"]["url"]
-                        for e in driver.get_log("performance")
-                        if json.loads(e["message"])["message"]["method"] == "Network.requestWillBeSent"]
+                urls = requested_urls(driver)
             finally:
                 driver.quit()
             firsts.append(first)

@@ -83,11 +83,11 @@ class LensOptions:
 
     def __post_init__(self) -> None:
         if self.from_dir:  # checked before any stage runs; whether it fits the models, at the lens stage
-            folder = Path(self.from_dir)
-            if not any((d / "config.json").is_file() and (d / "params.pt").is_file()
-                       for d in (folder, folder / "tied", folder / "untied")):
-                raise UserError(f"--lens-from {folder}: not a tuned-lens folder (no config.json and params.pt in it "
-                                "or in its tied/ and untied/)")
+            from precompute.lens_io import ROLES, lens_folder
+
+            if not any(lens_folder(self.from_dir, role) for role in ROLES):
+                raise UserError(f"--lens-from {self.from_dir}: not a tuned-lens folder (no config.json and params.pt "
+                                "in it or in its tied/ and untied/)")
 
     def params(self) -> dict:
         out = dict(self.__dict__)
@@ -251,8 +251,8 @@ def lens_tables(models: dict[str, str], opts: LensOptions, *, lens_dir: Path, de
         model, tok = load_causal_lm(local_dir, device, trust_remote_code=trust_remote_code)
         budget = model_budget(opts, device, getattr(model.config, "max_position_embeddings", None))
         seq, accumulate, tokens_per_step = budget["seq_len"], budget["accumulate"], budget["tokens_per_step"]
-        train = text_batches(tok, train_paras, seq_len=seq, batch_size=opts.batch_size,
-                             max_tokens=budget["train_tokens"])
+        train = [] if opts.from_dir else text_batches(  # an imported lens trains on nothing
+            tok, train_paras, seq_len=seq, batch_size=opts.batch_size, max_tokens=budget["train_tokens"])
         evals = text_batches(tok, eval_paras, seq_len=seq, batch_size=opts.batch_size, max_tokens=opts.eval_tokens)
         parts = find_lens_parts(model)
         fp = unembedding_fingerprint(parts)

@@ -74,18 +74,29 @@ def run_export_lens(cfg: ExportLensConfig) -> None:
     print(f"load with: TunedLens.from_model_and_pretrained(model, \"{out / 'tied'}\") (tuned-lens 0.2.0)")
 
 
+def lens_folder(folder: str | Path, role: str) -> Path | None:
+    """The library lens folder for the ``role`` model in ``folder``: ``folder/role`` when it holds
+    one per model (as ``export-lens`` writes), else ``folder`` itself for the tied model of a
+    one-model run; None when there is none."""
+    from tying.lens.interop import is_lens_folder
+
+    folder = Path(folder)
+    if is_lens_folder(folder / role):
+        return folder / role
+    return folder if role == "tied" and is_lens_folder(folder) else None
+
+
 def lens_from(folder: str | Path, role: str, parts, model_name: str):
     """The tuned lens for the ``role`` model read from a library lens folder: ``folder/role``
     when ``folder`` holds one per model (as ``export-lens`` writes), else ``folder`` itself
     for the tied model of a one-model run. UserError (one line) when there is none or it does
     not fit."""
-    from tying.lens.interop import is_lens_folder, read_folder
+    from tying.lens.interop import read_folder
 
     folder = Path(folder)
     if not folder.is_dir():
         raise UserError(f"--lens-from {folder}: no such folder")
-    chosen = folder / role if is_lens_folder(folder / role) else folder if is_lens_folder(folder) and role == "tied" \
-        else None
+    chosen = lens_folder(folder, role)
     if chosen is None:
         raise UserError(f"--lens-from {folder}: no tuned-lens folder for the {role} model (expected "
                         f"{folder / role}/config.json and params.pt)")

@@ -193,7 +193,7 @@ class _Cache:
     downloads: dict = field(default_factory=dict)  # figure name -> [(label, path relative to the cache folder)]
     skipped: dict = field(default_factory=dict)  # figure name -> why it is not shown
     tokens: bool = False
-    text: bool = False  # a text page: the twins run in the browser (precompute/text_page.py)
+    text: dict | None = None  # the twins that run in the browser on its text page (precompute/text_page.py)
 
     @property
     def name(self) -> str:
@@ -281,7 +281,7 @@ class _Builder:
             self.caches.append(_Cache(ref, folder_name(ref.name), s, s.kind or "pair", claims(s)))
         for c in self.caches:
             c.tokens = self.searchable(c)
-            c.text = text_page.sources(c.ref) is not None
+            c.text = text_page.sources(c.ref)
         for c in self.caches:
             t1 = time.perf_counter()
             self.cache_figures(c)
@@ -290,7 +290,7 @@ class _Builder:
             if c.tokens:
                 self.token_search(c)
             if c.text:
-                text_page.write(self, c, js_data)
+                text_page.write(self, c, js_data, c.text)
             self.progress(f"  {c.ref.name}: {len(c.charts)} charts, {len(c.tables)} tables, "
                           f"{sum(len(v) for v in c.downloads.values())} files"
                           f"{', token search' if c.tokens else ''} ({time.perf_counter() - t1:.0f} s)")
@@ -305,7 +305,7 @@ class _Builder:
             "pages": sorted(self.pages), "tour": self.tour_pages,
             "caches": [{"name": c.ref.name, "folder": c.folder, "kind": c.kind, "charts": sorted(c.charts),
                         "tables": sorted(c.tables), "downloads": {k: [p for _, p in v] for k, v in c.downloads.items()},
-                        "skipped": c.skipped, "tokens": c.tokens, "text": c.text} for c in self.caches],
+                        "skipped": c.skipped, "tokens": c.tokens, "text": c.text is not None} for c in self.caches],
             "seconds": round(time.perf_counter() - t0, 1),
         }
         self.write(MANIFEST, json.dumps(manifest, indent=1, ensure_ascii=False) + "\n")

@@ -27,14 +27,8 @@ def _llama_f32(folder: Path) -> bool:
     try:
         config = json.loads((folder / "config.json").read_text())
         tok = json.loads((folder / "tokenizer.json").read_text())
-        head = (folder / "model.safetensors").read_bytes()[:8]
-    except (OSError, ValueError):
-        return False
-    n = int.from_bytes(head, "little") if len(head) == 8 else 0
-    try:
-        with open(folder / "model.safetensors", "rb") as fh:
-            fh.seek(8)
-            header = json.loads(fh.read(n))
+        with open(folder / "model.safetensors", "rb") as fh:  # its header only, not the weights
+            header = json.loads(fh.read(int.from_bytes(fh.read(8), "little")))
     except (OSError, ValueError):
         return False
     return (config.get("model_type") == "llama" and (tok.get("model") or {}).get("type") == "BPE"
@@ -78,12 +72,9 @@ def _chunks(data: bytes) -> list[str]:
     return [text[i:i + CHUNK] for i in range(0, len(text), CHUNK)] or [""]
 
 
-def write(builder, c, js_data) -> list[str] | None:
+def write(builder, c, js_data, found: dict[str, tuple[Path, Path]]) -> list[str]:
     """Write ``<cache>/text/*.js`` and ``<cache>/text.html`` for cache ``c`` through the site
-    builder (precompute/site.py); the page's scripts, or None when the cache has no text page."""
-    found = sources(c.ref)
-    if found is None:
-        return None
+    builder (precompute/site.py), from its :func:`sources`; the page's scripts."""
     folder = f"{c.folder}/text"
     scripts, setup = [], {"roles": {}, "context": None}
     for role, (model_dir, lens_file) in found.items():

@@ -159,8 +159,8 @@ class RunChoices:
 @read.memo(16)
 def run_choices(ref: read.CacheRef) -> RunChoices:
     runs, log, evo = read.table(ref, "runs"), read.table(ref, "train_log"), read.table(ref, "evolution")
-    tied = [r for r, v in zip(runs["run"], runs["variant"]) if v != "untied"]
     variant = dict(zip(runs["run"], runs["variant"]))
+    tied = [r for r, v in variant.items() if v != "untied"]
     default = [r for r in tied if r.startswith("tied/") or variant[r] == "imported"]
     evolved = sorted(evo["run"].unique()) if len(evo) else []
     sc = read.table(ref, "scaling")

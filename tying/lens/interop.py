@@ -108,9 +108,10 @@ def read_folder(folder: Path, parts: LensParts, model_name: str = "the model") -
         raise UserError(f"the lens in {folder} has {layers} translators of width {d}; {model_name} needs "
                         f"{parts.n_hidden - 1} of width {parts.d_model}")
     want = config.get("unembed_hash")
-    if want and want != unembed_hash(parts):
+    have = unembed_hash(parts) if want else None
+    if want and want != have:
         raise UserError(f"the lens in {folder} was trained for another unembedding: its hash {want[:12]}, "
-                        f"{model_name}'s {unembed_hash(parts)[:12]}")
+                        f"{model_name}'s {have[:12]}")
     try:
         state = torch.load(folder / PARAMS, map_location="cpu", weights_only=True)
     except Exception as exc:  # a pickle with code, a truncated file: refused, never run
