@@ -153,8 +153,17 @@ def _lr_factor(step: int, steps: int, warmup: int, min_ratio: float) -> float:
     return min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
 
 
-def _optimizer(model: torch.nn.Module, lr: float, weight_decay: float, betas) -> torch.optim.AdamW:
-    """AdamW with weight decay on the hidden weight matrices only (not on embeddings or norms)."""
+OPTIMIZERS = ("adamw", "sgd")
+"""``adamw``: the toy lab's optimiser; ``sgd``: SGD with momentum (the mechanism lab's arm without
+per-coordinate normalisation), no weight decay."""
+
+
+def _optimizer(model: torch.nn.Module, lr: float, weight_decay: float, betas, kind: str = "adamw",
+               momentum: float = 0.9) -> torch.optim.Optimizer:
+    """AdamW with weight decay on the hidden weight matrices only (not on embeddings or norms);
+    or (``kind="sgd"``) SGD with ``momentum`` and no weight decay."""
+    if kind == "sgd":
+        return torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
     embeddings = {id(p) for p in embedding_matrices(model)}
     decay, no_decay = [], []
     for p in model.parameters():
@@ -196,17 +205,21 @@ def evaluate_loss(model, tokens: np.ndarray, context: int, batch_size: int = 32,
 
 
 def _train_one(model, name: str, scale: float, train_tokens: np.ndarray, offsets: np.ndarray, context: int,
-               snap_steps: Sequence[int], opt: dict, progress, device) -> tuple[pd.DataFrame, dict, float]:
-    """Train one variant in place; return its log, its snapshots and the loop's wall time."""
+               snap_steps: Sequence[int], opt: dict, progress, device, surgery=None) -> tuple[pd.DataFrame, dict, float]:
+    """Train one variant in place; return its log, its snapshots and the loop's wall time. A
+    ``surgery`` (:class:`tying.toylab.surgery.Surgery`) edits the tied matrix's output-side
+    gradient after each backward pass; the log then adds ``grad_output_applied_norm``."""
     steps = len(offsets)
-    optimizer = _optimizer(model, opt["lr"], opt["weight_decay"], opt["betas"])
+    optimizer = _optimizer(model, opt["lr"], opt["weight_decay"], opt["betas"], opt.get("optimizer", "adamw"),
+                           opt.get("momentum", 0.9))
+    weight = model.get_input_embeddings().weight
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda t: _lr_factor(t + 1, steps, opt["warmup_steps"], opt["min_lr_ratio"])
     )
     window = np.arange(context + 1)[None, :]
     snap_steps = set(snap_steps)
     checkpoints = {0: _snapshot(model)}
-    rows = []
+    rows, applied = [], []
     start = time.perf_counter()
     with GradientProvenance(model, input_grad_scale=scale) as prov:
         for step in range(1, steps + 1):
@@ -217,6 +230,8 @@ def _train_one(model, name: str, scale: float, train_tokens: np.ndarray, offsets
             optimizer.zero_grad(set_to_none=True)
             prov.reset()
             loss.backward()
+            if surgery is not None:
+                applied.append(surgery.apply(weight, prov.g_in * prov.scale, prov.g_out, chunk[:, :-1]))
             if opt["grad_clip"]:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), opt["grad_clip"])
             lr = optimizer.param_groups[0]["lr"]
@@ -231,7 +246,10 @@ def _train_one(model, name: str, scale: float, train_tokens: np.ndarray, offsets
             if progress is not None:
                 progress(name, step, steps, value)
     seconds = time.perf_counter() - start
-    return pd.DataFrame(rows, columns=list(LOG_COLUMNS)), checkpoints, seconds
+    log = pd.DataFrame(rows, columns=list(LOG_COLUMNS))
+    if surgery is not None:
+        log["grad_output_applied_norm"] = applied
+    return log, checkpoints, seconds
 
 
 def train_twins(
@@ -260,6 +278,9 @@ def train_twins(
     device=None,
     num_threads: int | None = None,
     order: str = "random",
+    optimizer: str = "adamw",
+    momentum: float = 0.9,
+    surgery=None,
 ) -> dict[str, TrainResult]:
     """Train each variant from the same initial weights on the same batches.
 
@@ -291,6 +312,10 @@ def train_twins(
         order: "random" (each sequence starts at a uniformly drawn position,
             :func:`batch_offsets`) or "epochs" (non-overlapping windows, every one once per
             epoch, :func:`epoch_offsets`; ``settings["epochs"]`` says how many were read).
+        optimizer, momentum: ``adamw`` (``betas``, ``weight_decay``) or ``sgd`` (``momentum``,
+            no weight decay): :data:`OPTIMIZERS`.
+        surgery: a :class:`tying.toylab.surgery.Surgery` applied to the tied variants' output-side
+            gradient at every step (None: none; untied variants never get one).
 
     Returns:
         ``{variant: TrainResult}`` in the order of ``variants``.
@@ -312,6 +337,8 @@ def train_twins(
     vocab_size = int(vocab_size or int(tokens.max()) + 1)
     if int(tokens.max()) >= vocab_size or int(tokens.min()) < 0:
         raise ValueError(f"token ids must lie in [0, {vocab_size}), got {tokens.min()}..{tokens.max()}")
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {optimizer!r}")
     if not 0 < eval_fraction < 1:
         raise ValueError(f"eval_fraction must lie in (0, 1), got {eval_fraction}")
     train_tokens, eval_tokens = split_eval(tokens, context, eval_fraction)
@@ -331,7 +358,8 @@ def train_twins(
     model_kwargs = dict(vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, n_heads=n_heads, d_ff=d_ff,
                         context=context)
     opt = dict(lr=lr, warmup_steps=max(1, round(0.05 * steps)) if warmup_steps is None else int(warmup_steps),
-               min_lr_ratio=min_lr_ratio, weight_decay=weight_decay, betas=tuple(betas), grad_clip=grad_clip)
+               min_lr_ratio=min_lr_ratio, weight_decay=weight_decay, betas=tuple(betas), grad_clip=grad_clip,
+               optimizer=optimizer, momentum=momentum)
     settings = dict(model_kwargs, **opt, steps=steps, batch_size=batch_size, eval_fraction=eval_fraction, seed=seed,
                     n_train_tokens=len(train_tokens), n_eval_tokens=len(eval_tokens), device=str(device), order=order,
                     tokens_seen=steps * batch_size * context, epochs=epochs)
@@ -345,7 +373,7 @@ def train_twins(
             model = models.pop(name).to(device)
             s = scale if name == "tied_scaled" else 1.0
             log, checkpoints, seconds = _train_one(model, name, s, train_tokens, offsets, context, snap_steps, opt,
-                                                   progress, device)
+                                                   progress, device, surgery if check_variant(name) else None)
             model.eval()
             results[name] = TrainResult(
                 variant=name,
