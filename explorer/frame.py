@@ -15,6 +15,7 @@ from tying import registry
 
 DEMO_COMMAND = "python -m precompute demo"
 SWEEP_COMMAND = "python -m precompute sweep"
+MECHANISM_COMMAND = "python -m precompute mechanism"
 NEEDS = {p.url_path: p.needs for p in registry.PAGES if p.needs}
 """Page (url path) -> the table whose rows it shows (the registry's); the tour and the Overview
 show every cache, the Sweep the folder's sweep."""
@@ -75,8 +76,7 @@ def filled(listing: list[data.CacheListing]) -> set[str] | None:
         return None
     pages = {"overview"} | {p.url_path for p in registry.PAGES if not p.needs and not p.folder}
     pages |= {page for page, table in NEEDS.items() if data.has_rows(ref, table)}
-    if find_sweep() is not None:
-        pages |= {p.url_path for p in registry.PAGES if p.folder}
+    pages |= {p.url_path for p in registry.PAGES if p.folder and find_kind(p.folder) is not None}
     return pages
 
 
@@ -105,26 +105,45 @@ def current() -> data.CacheRef:
     st.stop()
 
 
-def find_sweep() -> data.CacheRef | None:
-    """The picked cache when it is a width sweep, else the first sweep cache in the folder."""
+FOLDER_KINDS = {"sweep": ("width sweep", SWEEP_COMMAND, "13-18 minutes on 2 cores", "sweep_cells"),
+                "mechanism": ("mechanism lab", MECHANISM_COMMAND, "about 30 minutes on 2 cores", "mechanism")}
+"""A folder page's cache kind -> (what it is, the command that builds one, how long it takes, the
+summary field that holds its rows)."""
+
+
+def find_kind(kind: str) -> data.CacheRef | None:
+    """The picked cache when it is of ``kind`` ("sweep", "mechanism") with rows, else the first such
+    cache in the folder (the one named like the kind first)."""
     listing = [c for c in data.caches(str(data.cache_dir())) if c.error is None]
     chosen = state.get("pair")
-    ordered = sorted(listing, key=lambda c: (c.name != chosen, c.name != "sweep", c.name))
+    ordered = sorted(listing, key=lambda c: (c.name != chosen, c.name != kind, c.name))
+    field = FOLDER_KINDS[kind][3]
     for entry in ordered:
         ref = _ref(entry)
-        if ref is not None and data.summary(ref).sweep_cells:
+        if ref is not None and getattr(data.summary(ref), field):
             return ref
     return None
 
 
-def current_sweep() -> data.CacheRef:
-    """``find_sweep``, or the command that builds one and a stop."""
-    ref = find_sweep()
+def find_sweep() -> data.CacheRef | None:
+    """The picked cache when it is a width sweep, else the first sweep cache in the folder."""
+    return find_kind("sweep")
+
+
+def current_of(kind: str) -> data.CacheRef:
+    """``find_kind``, or the command that builds one and a stop."""
+    ref = find_kind(kind)
     if ref is None:
-        st.info(f"No width sweep in `{data.cache_dir()}` yet. Build one with `{SWEEP_COMMAND}` (13-18 minutes on 2 "
-                f"cores) or `{SWEEP_COMMAND} --quick` (a few minutes).")
+        what, command, takes, _ = FOLDER_KINDS[kind]
+        quick = f" or `{command} --quick` (a few minutes)" if kind == "sweep" else ""
+        st.info(f"No {what} in `{data.cache_dir()}` yet. Build one with `{command}` ({takes}){quick}.")
         st.stop()
     return ref
+
+
+def current_sweep() -> data.CacheRef:
+    """The folder's width sweep (:func:`current_of`)."""
+    return current_of("sweep")
 
 
 def having(table: str, but: str) -> str | None:
@@ -148,6 +167,9 @@ def require(ref: data.CacheRef, table: str, what: str, command: str) -> None:
     other = having(table, ref.name)
     if kind == "sweep":
         line = f"The cache '{ref.name}' is a width sweep of tied and untied twins: it has no {what} (see the Sweep page)."
+    elif kind == "mechanism":
+        line = (f"The cache '{ref.name}' is the mechanism lab's runs, not a pair's matrices: it has no {what} (see the "
+                "Why? page).")
     elif kind == "published":
         line = (f"The cache '{ref.name}' holds the paper's published measurements, not the models' matrices: it has "
                 f"no {what}.")

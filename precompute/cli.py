@@ -82,6 +82,12 @@ def run_sweep(cfg) -> Path:
     return SweepRun(cfg).run()
 
 
+def run_mechanism(cfg) -> Path:
+    from precompute.mechanism import MechanismRun
+
+    return MechanismRun(cfg).run()
+
+
 def run_merge(cfg) -> Path:
     from precompute.sweep_cache import merge
 
@@ -168,6 +174,14 @@ COMMANDS: dict[str, Command] = {
         "join the shard caches of a sweep into one cache",
         "Merge sweep caches (e.g. the --shard outputs of a job array) into cache/<name>.duckdb: every cell once; "
         "caches trained with other settings are refused."),
+    "mechanism": Command(
+        "precompute.mechanism:MechanismConfig", "precompute.cli:run_mechanism",
+        "why T turns output-like: tied twins that balance the output-side gradient's size or match its reach",
+        "Train the demo's tied twin once per arm and seed (baseline; size balanced: the output-side gradient into T "
+        "rescaled to the input side's norm; reach matched: masked to the rows of the batch's input tokens; both; "
+        "SGD with momentum; input x5) and the untied twin once per seed, and write T's output bias against the "
+        "untied twin, per run and over training, to cache/<name>.duckdb (kind mechanism) as each run finishes; an "
+        "interrupted run resumes without retraining finished arms. The estimate is printed before training starts."),
     "site": Command(
         "precompute.site:SiteConfig", "precompute.site:run_site", "write the explorer as a static site that opens offline (file://, a Static Space)",
         "Write a folder of pages: the tour, every figure of each cache as an interactive chart, the tables, the "

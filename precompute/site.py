@@ -37,7 +37,7 @@ from typing import Any
 from precompute import site_assets, text_page
 from precompute.options import cache_dir_option, option
 from precompute.report import resolve_cache
-from precompute.site_assets import js_data
+from precompute.site_assets import KIND_LABELS, js_data
 from tying.cache.summary_types import Summary
 from tying.cache.verdicts import NO_DATA
 from tying.errors import UserError
@@ -49,13 +49,6 @@ DEFAULT_FORMATS = ("svg", "png")  # PDF on request: a scatter of 12k points is a
 GENERATOR = "python -m precompute site"
 MANIFEST = "site.json"  # marks a folder as a site this command wrote (and may replace)
 RESERVED = {"assets", "tour"}  # folders of the site itself: no cache may take these names
-
-KIND_LABELS = {
-    "toylab": "the toy lab: tied and untied twins trained on this machine",
-    "published": "the paper's authors' published measurements of real models",
-    "sweep": "the width sweep: tied and untied twins over a grid of widths and seeds",
-    "pair": "a tied and an untied model",
-}
 
 
 @dataclass
@@ -413,12 +406,13 @@ class _Builder:
                     c.skipped[f"tour step {step.number}"] = f"{type(exc).__name__}: {exc}"
                     key = script = None
             claim = tour.claim_for(step, source) if (c is not None and step.claim) else None
+            also = [(STATEMENTS[k], tour.one_claim(k, c.summary)) for k in step.also] if claim else []
             rel = f"tour/step-{step.number}.html"
             self.tour_pages.append(rel)
             self.page(rel, "step.html", current="tour", scripts=[script] if script else [],
                       prev=f"step-{step.number - 1}.html" if step.number > 1 else None,
                       next=f"step-{step.number + 1}.html" if step.number < n else None,
-                      step=step, n=n, cache=c, claim=claim, key=key, fits=fits,
+                      step=step, n=n, cache=c, claim=claim, key=key, fits=fits, also=also,
                       statement=STATEMENTS[step.claim] if step.claim is not None else None)
 
 

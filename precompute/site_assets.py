@@ -100,3 +100,13 @@ def vega_bundle() -> str:
     known = vlc.get_vegalite_versions()
     bundle = vlc.javascript_bundle(vl_version=version if version in known else None)
     return "(function () {\n" + bundle + "\n})();\n"
+
+
+# how the site names each kind of cache
+KIND_LABELS = {
+    "toylab": "the toy lab: tied and untied twins trained on this machine",
+    "published": "the paper's authors' published measurements of real models",
+    "sweep": "the width sweep: tied and untied twins over a grid of widths and seeds",
+    "mechanism": "the mechanism lab: tied twins whose output-side gradient is balanced in size or matched in reach",
+    "pair": "a tied and an untied model",
+}

@@ -251,7 +251,7 @@ def test_summary_text_prints_the_claims_as_a_table(capsys):
     assert main(["summary", str(ROOT / "cache" / "demo.duckdb")]) == 0
     out = capsys.readouterr().out
     table = out[out.index("Claims"):]
-    assert "alignment   holds" in table and "no data: published, sweep_bias, sweep_gap" in table
+    assert "alignment   holds" in table and "no data: mechanism_size, mechanism_reach, mechanism_optimizer, published, sweep_bias, sweep_gap" in table
 
 
 @pytest.mark.parametrize("verdict", V.VERDICTS)

@@ -17,6 +17,10 @@ APP = str(ROOT / "app.py")
 SHIPPED = ROOT / "cache"
 
 
+N = {s.slug: s.number for s in tour.STEPS}
+"""A step's number by its slug (inserting a step renumbers those after it)."""
+
+
 def _tour(cache_dir, monkeypatch, **params) -> AppTest:
     return open_page(cache_dir, monkeypatch, "tour", timeout=90, **params)
 
@@ -37,7 +41,7 @@ def test_the_url_knows_every_step():
     assert [s.number for s in tour.STEPS] == list(range(1, len(tour.STEPS) + 1))
 
 
-@pytest.mark.parametrize("pair,steps", [("demo", range(1, 11)), ("paper", range(1, 11)), ("sweep", range(1, 11))])
+@pytest.mark.parametrize("pair,steps", [(p, range(1, len(tour.STEPS) + 1)) for p in ("demo", "paper", "sweep", "mechanism")])
 def test_every_step_renders_on_the_shipped_caches(monkeypatch, pair, steps):
     for n in steps:
         at = _tour(SHIPPED, monkeypatch, pair=pair, step=n)
@@ -50,39 +54,43 @@ def test_every_step_renders_on_the_shipped_caches(monkeypatch, pair, steps):
 
 
 def test_a_step_borrows_the_cache_that_holds_its_data(monkeypatch):
-    at = _tour(SHIPPED, monkeypatch, pair="demo", step=8)  # the authors' measurements: the paper cache
+    at = _tour(SHIPPED, monkeypatch, pair="demo", step=N["published"])  # the authors' measurements: the paper cache
     assert "From the cache 'paper'" in _text(at) and "✓ holds" in _html(at)
-    for n in (9, 10):  # the sweep's two claims, each its own step, verdict and chart
+    at = _tour(SHIPPED, monkeypatch, pair="demo", step=N["why"])  # the mechanism lab's runs
+    assert "From the cache 'mechanism'" in _text(at) and "toy mechanism lab (1.57M parameters" in _html(at)
+    assert _html(at).count("class='tour-also'") == 2  # the reach and optimiser claims under the size claim
+    for n in (N["sweep-bias"], N["sweep-gap"]):  # the sweep's two claims, each its own step, verdict and chart
         at = _tour(SHIPPED, monkeypatch, pair="demo", step=n)
         assert "From the cache 'sweep'" in _text(at)
         assert tour.step_at(n).claim in ("sweep_bias", "sweep_gap")
 
 
 def test_a_bad_step_falls_back_to_step_one_with_a_note(monkeypatch):
-    at = _tour(SHIPPED, monkeypatch, pair="demo", step="12")
+    at = _tour(SHIPPED, monkeypatch, pair="demo", step="42")
     assert not at.exception
-    assert "Step 1 of 10" in _html(at)
-    assert any("ignored the link's step='12'" in c.value for c in at.caption)
+    assert f"Step 1 of {len(tour.STEPS)}" in _html(at)
+    assert any("ignored the link's step='42'" in c.value for c in at.caption)
     assert "step" not in at.query_params and at.query_params["pair"] == "demo"  # the URL says step 1 too
 
 
 def test_home_end_space_and_shift_space_have_their_buttons(monkeypatch):
     at = _tour(SHIPPED, monkeypatch, pair="demo", step=4)
-    for key, n in (("tour_space", 5), ("tour_shift_space", 4), ("tour_end", 10), ("tour_home", 1)):
+    last = len(tour.STEPS)
+    for key, n in (("tour_space", 5), ("tour_shift_space", 4), ("tour_end", last), ("tour_home", 1)):
         at.button(key=key).click().run()
-        assert f"Step {n} of 10" in _html(at), key
+        assert f"Step {n} of {last}" in _html(at), key
     assert at.button(key="tour_home").disabled and at.button(key="tour_shift_space").disabled
 
 
 def test_next_and_previous_write_the_step_to_the_url(monkeypatch):
     at = _tour(SHIPPED, monkeypatch, pair="demo", step=3)
     at.button(key="tour_next").click().run()
-    assert at.query_params["step"] == "4" and "Step 4 of 10" in _html(at)
+    assert at.query_params["step"] == "4" and f"Step 4 of {len(tour.STEPS)}" in _html(at)
     at.button(key="tour_prev").click().run()
     at.button(key="tour_prev").click().run()
     assert at.query_params["step"] == "2"
     at.button(key="tour_prev").click().run()
-    assert "step" not in at.query_params and "Step 1 of 10" in _html(at)  # step 1 is the default: not written
+    assert "step" not in at.query_params and f"Step 1 of {len(tour.STEPS)}" in _html(at)  # step 1 is the default: not written
     assert at.button(key="tour_prev").disabled
 
 
@@ -123,10 +131,10 @@ def test_a_cache_where_the_claim_fails_says_so(failing, monkeypatch):
 def test_toy_numbers_beside_the_paper_name_their_scale(monkeypatch):
     """Every step that sets toy numbers beside the paper's says on the same screen that they come
     from toys and at what scale (parameters, training tokens)."""
-    for n in (2, 3, 5, 6, 7):
+    for n in (N[s] for s in ("alignment", "neighbours", "gradient", "scaling", "lens")):
         html = _html(_tour(SHIPPED, monkeypatch, pair="demo", step=n))
         assert "toy (1.57M/2.10M parameters, 0.26M training tokens)" in html, n
-    assert "toy sweep (" in _html(_tour(SHIPPED, monkeypatch, pair="demo", step=10))
+    assert "toy sweep (" in _html(_tour(SHIPPED, monkeypatch, pair="demo", step=N["sweep-gap"]))
 
 
 def test_the_example_token_shows_the_claim_on_the_map():

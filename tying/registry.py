@@ -31,7 +31,7 @@ class Page:
     url_path: str
     needs: str | None = None  # a table of the picked cache; None: every cache has the page
     default: bool = False  # served at "/"
-    folder: bool = False  # shows the cache folder's width sweep, not the picked cache
+    folder: str | None = None  # the kind of cache of the folder it shows ("sweep", "mechanism"), not the picked cache
     about: str = ""  # what it shows, one line (the README's page table)
 
 
@@ -333,17 +333,20 @@ BY_NAME = {a.name: a for a in ANALYSES}
 
 PAGES: tuple[Page, ...] = (
     Page("tour.py", "Tour", ":material/school:", "tour",
-                  about="the paper's argument in ten steps, one screen and one verdict each, for a class or a talk"),
+                  about="the paper's argument in eleven steps, one screen and one verdict each, for a class or a talk"),
     # the default page, served at "/" (its own path is reserved yet not served: nobody types /index);
     # /overview and /home are its aliases (explorer/frame.py)
     Page("overview.py", "Overview", ":material/home:", "index", default=True,
                   about="the paper's claims with this cache's numbers and verdicts, the headline numbers beside the paper's"),
     *(a.page for a in ANALYSES if a.page is not None),
-    Page("sweep.py", "Sweep", ":material/straighten:", "sweep", folder=True,
+    Page("mechanism.py", "Why?", ":material/psychology_alt:", "why", folder="mechanism",
+         about="the mechanism lab: T's output bias when the output-side gradient's size is balanced, its reach "
+               "matched, or AdamW replaced by SGD, with 95% intervals over seeds"),
+    Page("sweep.py", "Sweep", ":material/straighten:", "sweep", folder="sweep",
                   about="the width sweep: T's bias and the loss gap against width, with 95% intervals over seeds"),
 )
 """The app's pages in menu order: the tour and the overview (every cache), each analysis's
-page, and the width sweep of the cache folder."""
+page, and the mechanism lab and the width sweep of the cache folder."""
 
 STAGE_TABLES: dict[str, tuple[str, ...]] = {a.name: tuple(a.tables) for a in ANALYSES}
 """The stages and the tables each one writes."""

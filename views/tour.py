@@ -40,6 +40,8 @@ st.html(f"""<style>
 .tour-head {{margin: 0 0 0.2rem 0;}}
 .tour-head .n {{font-size: {"1.2rem" if big else "0.95rem"}; opacity: 0.7; font-weight: 600;}}
 .tour-head h2 {{font-size: {"2.6rem" if big else "2rem"}; margin: 0; padding: 0.1rem 0 0.3rem 0; line-height: 1.2;}}
+.tour-also {{font-size: {"1.2rem" if big else "0.95rem"}; line-height: 1.35; margin: 0.3rem 0;}}
+.tour-also span {{color: white; border-radius: 6px; padding: 0 0.4em; font-weight: 700; white-space: nowrap;}}
 .tour-read {{font-size: {"1.2rem" if big else "0.95rem"}; line-height: 1.4; margin-top: 0.6rem;}}
 .stMainBlockContainer {{padding-top: 3.6rem !important; padding-bottom: 1rem !important;}}
 .st-key-tour_keys {{display: none !important;}}
@@ -64,8 +66,9 @@ if step.claim is not None:
 if step.claim is not None and source is None:
     name = picked.name if picked is not None else "(none)"
     st.info(f"The cache '{name}' has no data for this step, and no cache in `{data.cache_dir()}` has: build the "
-            f"toy lab with `{frame.DEMO_COMMAND}`" + (" or the sweep with `python -m precompute sweep`."
-                                                     if step.needs == "sweep" else "."))
+            f"toy lab with `{frame.DEMO_COMMAND}`" + {"sweep": f" or the sweep with `{frame.SWEEP_COMMAND}`.",
+                                                      "mechanism": f" or the mechanism lab with "
+                                                                   f"`{frame.MECHANISM_COMMAND}`."}.get(step.needs, "."))
 else:
     chart_col, verdict_col = st.columns([2.5, 1.4], gap="medium")
     with chart_col:
@@ -90,7 +93,12 @@ else:
                     f"{html.escape(claim.verdict)}</div><div class='n'>{html.escape(claim.ours)}</div></div>")
             if claim.paper:
                 st.html(f"<div class='tour-paper'>{html.escape(claim.paper)}</div>")
-            if claim.note and example is None and real is None:
+            for key in step.also:  # the other claims this figure answers: one line each
+                more = tour.one_claim(key, data.summary(source))
+                c2, s2 = sections.VERDICT_STYLE[more.verdict]
+                st.html(f"<div class='tour-also'><span style='background:{c2}'>{s2} {html.escape(more.verdict)}"
+                        f"</span> {html.escape(claims_mod.STATEMENTS[key])}</div>")
+            if claim.note and example is None and real is None and not step.also:
                 st.caption(data.escape_markdown(claim.note, entities=False))
         else:
             st.markdown("T = tied matrix · I = untied input · O = untied output.")
@@ -133,8 +141,10 @@ else:
         if example is not None:
             carried["token"] = [str(example)]
         page_titles = {"home": "Overview", "alignment": "Alignment", "neighbours": "Neighbours",
-                       "projection": "Projection", "lens": "Lens", "dynamics": "Training dynamics", "sweep": "Sweep"}
-        st.page_link(f"views/{'overview' if step.page == 'home' else step.page}.py",
+                       "projection": "Projection", "lens": "Lens", "dynamics": "Training dynamics", "sweep": "Sweep",
+                       "why": "Why?"}
+        script = {"home": "overview", "why": "mechanism"}.get(step.page, step.page)
+        st.page_link(f"views/{script}.py",
                      label=f"More on the {page_titles[step.page]} page", icon=":material/open_in_new:",
                      query_params=carried)
 

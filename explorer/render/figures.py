@@ -18,6 +18,7 @@ from explorer.render import (
     dynamics_charts,
     dynamics_tables,
     lens_charts,
+    mechanism,
     paper_tables,
     projection_charts,
     read,
@@ -210,8 +211,10 @@ FIGURES: tuple[Figure, ...] = (
     Figure("table-sweep", "Every sweep cell", "Every cell of the width sweep: mean ± sample std over seeds.",
            sweep_table, kind("sweep"), stages=("sweep",)),
 )
+FIGURES += mechanism.FIGURES
 FIGURES += tuple(f for a in registry.ANALYSES if a.figures for f in a.resolve("figures"))
-"""The figures above, then those each analysis of the registry contributes (its ``figures``)."""
+"""The figures above, the mechanism lab's, then those each analysis of the registry contributes
+(its ``figures``)."""
 BY_NAME = {f.name: f for f in FIGURES}
 
 

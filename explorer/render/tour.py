@@ -4,7 +4,7 @@ Each :class:`Step` names the claim it tests (:mod:`tying.cache.claims`), the fig
 it (:data:`explorer.render.figures.BY_NAME`), one sentence on how to read that figure, and the detail
 page that shows more. :func:`source_for` picks, among the caches at hand, the one that holds a
 step's data: the picked cache when it has it, else the shipped cache of the kind the step
-needs (the toy lab, the authors' published measurements, or the sweep).
+needs (the toy lab, the authors' published measurements, the sweep or the mechanism lab).
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ class Step:
     figure: str | None  # a name in explorer.render.figures.BY_NAME (None: the set-up diagram)
     read: str  # how to read the chart, one sentence
     page: str  # the detail page's URL path
-    needs: str  # the cache kind that holds the step's data: toylab, published or sweep
+    needs: str  # the cache kind that holds the step's data: toylab, published, sweep or mechanism
+    also: tuple[str, ...] = ()  # more claims the step's figure answers, each shown as one line under the verdict
 
 
 STEPS: tuple[Step, ...] = (
@@ -55,20 +56,25 @@ STEPS: tuple[Step, ...] = (
          "The line is the output side's share of the gradient reaching the tied matrix at each step (the mean over "
          "seeds, the band their range); above the dashed one-half line the output side dominates. The shaded "
          "early steps are the ones the verdict averages.", "dynamics", "toylab"),
-    Step(6, "scaling", "A causal test: scale the input-side gradient", "scaling", "figure-scaling",
+    Step(6, "why", "Why: the gradient's size, its reach, or AdamW?", "mechanism_size", "figure-mechanism-bias",
+         "Each row is the tied twin trained again with one difference between the two sides removed; the dot is "
+         "T's output bias (mean over seeds), the whisker its 95% interval, the dotted line the unchanged baseline's. "
+         "Left of the dotted line an arm removes part of the bias; at zero, all of it.", "why", "mechanism",
+         also=("mechanism_reach", "mechanism_optimizer")),
+    Step(7, "scaling", "A causal test: scale the input-side gradient", "scaling", "figure-scaling",
          "Each point is the tied matrix's mean cosine to untied I or O after training with the input-side "
          "gradient multiplied by the factor on the x-axis: towards I up, towards O down.", "dynamics", "toylab"),
-    Step(7, "lens", "A consequence: early layers are harder to read", "lens", "figure-lens-kl",
+    Step(8, "lens", "A consequence: early layers are harder to read", "lens", "figure-lens-kl",
          "Each line is the KL between the final prediction and what a tuned lens reads from one layer: higher at "
          "the early layers for the tied model means its first layers are further from its output space.", "lens",
          "toylab"),
-    Step(8, "published", "Real models: the authors' measurements", "published", "figure3-evolution",
+    Step(9, "published", "Real models: the authors' measurements", "published", "figure3-evolution",
          "Each line is a matrix's mean per-token cosine to its own start over released checkpoints: O ("
          "vermillion) falls faster and further than I (blue) in every model.", "dynamics", "published"),
-    Step(9, "sweep-bias", "Beyond the paper: T output-like at every width?", "sweep_bias", "sweep-bias",
+    Step(10, "sweep-bias", "Beyond the paper: T output-like at every width?", "sweep_bias", "sweep-bias",
          "Each point is a bias at one width, the mean over seeds, whiskers 95% intervals: O→T minus I→T and T~O "
          "minus T~I. Above zero T is output-like; only intervals clear of zero support a claim.", "sweep", "sweep"),
-    Step(10, "sweep-gap", "Beyond the paper: does untying pay off?", "sweep_gap", "sweep-loss-gap",
+    Step(11, "sweep-gap", "Beyond the paper: does untying pay off?", "sweep_gap", "sweep-loss-gap",
          "Each point is a loss gap at one width, the mean over seeds, whiskers 95% intervals: untied minus tied, "
          "and untied minus a tied model with as many parameters; shaded, how far a gap moves when one arm's "
          "learning rate moves one step. Below zero the untied model is ahead; only intervals clear of zero "

@@ -15,36 +15,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
-from tying.cache import reference
+from tying.cache import mechanism_claims, reference
+from tying.cache.claim_types import Claim
 from tying.cache.summary_types import EARLY_LAYERS, Summary
 from tying.cache.verdicts import FAILS, HOLDS, MIXED, NO_DATA, REPORTED, combine, decide
 
-IDS = ("alignment", "overlap", "map", "gradient", "scaling", "lens", "published", "sweep_bias", "sweep_gap")
+IDS = ("alignment", "overlap", "map", "gradient", *mechanism_claims.IDS, "scaling", "lens", "published", "sweep_bias",
+       "sweep_gap")
 """Every claim id, in the tour's order (the keys of ``summary --json``'s ``claims``)."""
-
-
-@dataclass(frozen=True)
-class Claim:
-    key: str
-    statement: str  # the paper's claim, one line
-    verdict: str  # one of tying.cache.verdicts.VERDICTS
-    ours: str = ""  # this cache's numbers, e.g. "O→T 0.875 vs I→T 0.501 (mean of 3 seeds)"
-    paper: str = ""  # the paper's numbers beside them, where it has some
-    note: str = ""  # what the numbers are, how the verdict was decided, or which cache holds them
-    needs: str = ""  # the cache kind that holds the data ("toylab", "published", "sweep")
-
-    @property
-    def headline(self) -> str:
-        """The large line: the numbers and the verdict."""
-        return f"{self.ours}: {self.verdict}" if self.ours else self.verdict
-
-    def as_dict(self) -> dict[str, str]:
-        return {"key": self.key, "statement": self.statement, "verdict": self.verdict, "ours": self.ours,
-                "paper": self.paper, "note": self.note, "headline": self.headline}
 
 
 # -- what the numbers are ---------------------------------------------------------------------------
@@ -109,6 +90,7 @@ STATEMENTS = {
     "published": "In real models the output matrix moves away from its start faster than the input matrix.",
     "sweep_bias": "Beyond the paper: the tied matrix stays output-like at every width.",
     "sweep_gap": "Beyond the paper: untying pays off at every width, against a tied model with as many parameters.",
+    **mechanism_claims.STATEMENTS,
 }
 
 REPORTED_NOTE = "the paper's printed value, shown for reference: not evidence, so no verdict is computed"
@@ -397,8 +379,9 @@ def sweep_gap(s: Summary) -> Claim:
 
 
 CLAIMS: dict[str, Callable[[Summary], Claim]] = {
-    "alignment": alignment, "overlap": overlap, "map": spectral_map, "gradient": gradient, "scaling": scaling,
-    "lens": lens, "published": published, "sweep_bias": sweep_bias, "sweep_gap": sweep_gap,
+    "alignment": alignment, "overlap": overlap, "map": spectral_map, "gradient": gradient,
+    **mechanism_claims.CLAIMS, "scaling": scaling, "lens": lens, "published": published, "sweep_bias": sweep_bias,
+    "sweep_gap": sweep_gap,
 }
 assert tuple(CLAIMS) == IDS
 

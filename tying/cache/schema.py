@@ -135,6 +135,48 @@ TABLES: dict[str, str] = {
         steps INTEGER,
         loss DOUBLE
     """,
+    # the mechanism lab (`precompute mechanism`, issue 33): one row per run, an arm of
+    # tying.analysis.mechanism.ARMS or the untied twin ('untied'), per seed, measured against the
+    # untied twin of its seed; stage "mechanism:<arm>:s<seed>", written atomically with the run's
+    # curve rows: a killed run resumes without retraining finished arms
+    "mechanism": """
+        arm VARCHAR,
+        seed INTEGER,
+        optimizer VARCHAR,
+        lr DOUBLE,
+        steps INTEGER,
+        linear_o_t_in DOUBLE,
+        linear_i_t_in DOUBLE,
+        bias DOUBLE,
+        linear_o_t DOUBLE,
+        linear_i_t DOUBLE,
+        overlap_t_o DOUBLE,
+        overlap_t_i DOUBLE,
+        bias_overlap DOUBLE,
+        output_share_early DOUBLE,
+        output_share_early_proxy DOUBLE,
+        output_share_applied_early DOUBLE,
+        cos_start_tied DOUBLE,
+        cos_start_input_untied DOUBLE,
+        eval_loss DOUBLE,
+        seconds DOUBLE
+    """,
+    # the bias over training: T at each snapshot against the untied twin's I and O at that step
+    "mechanism_curve": """
+        arm VARCHAR,
+        seed INTEGER,
+        step INTEGER,
+        linear_o_t_in DOUBLE,
+        linear_i_t_in DOUBLE,
+        bias DOUBLE
+    """,
+    # the SGD arm's learning-rate probes: seed 0 trained on the training tokens less the
+    # validation split and scored on it (nats per token); stage "mechanism:lr"
+    "mechanism_probe": """
+        lr DOUBLE,
+        steps INTEGER,
+        loss DOUBLE
+    """,
 }
 
 # The stages (one per analysis of the registry) and the tables each writes; the stages
@@ -146,8 +188,9 @@ TABLES.update({t: body for a in registry.ANALYSES for t, body in a.tables.items(
 # Kinds of cache (meta key 'kind'): a model pair ('pair'), the toy lab ('toylab': a pair plus
 # training dynamics), a series of checkpoints ('evolution'), an imported gradient-provenance log
 # ('provenance'), the paper's published real-model measurements ('published', `precompute
-# paper`), or a width sweep of twins ('sweep', `precompute sweep`, whose cells are stages of
-# their own, see the sweep table).
+# paper`), a width sweep of twins ('sweep', `precompute sweep`, whose cells are stages of
+# their own, see the sweep table), or the mechanism lab ('mechanism', `precompute mechanism`,
+# one stage per arm and seed).
 
 # What the summary's Table 1 and Table 5 read (and what the app's overview shows).
 TABLE1_COMPARISONS = ("I->O", "O->T", "I->T")

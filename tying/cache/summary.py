@@ -99,6 +99,9 @@ def _summarize(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     if meta.get("kind") == "sweep":
         out.update(sweep_summary(con))
         out["sweep_settings"] = json.loads(meta.get("sweep") or "{}")
+    if meta.get("kind") == "mechanism":
+        out.update(mechanism_summary(con))
+        out["mechanism_settings"] = json.loads(meta.get("mechanism") or "{}")
 
     preset = meta.get("preset") or reference.preset_for(
         out["models"].get("tied", {}).get("source"), out["models"].get("untied", {}).get("source")
@@ -306,6 +309,22 @@ def sweep_summary(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     return {"sweep": [{k: int(v) if k in ints and v is not None and not pd.isna(v) else _num(v)
                        for k, v in r.items()} for r in rows.to_dict("records")],
             "sweep_cells": sweep_cells(rows)}
+
+
+def mechanism_summary(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    """The mechanism lab: one row per run ("mechanism"), the bias at every snapshot of every run
+    ("mechanism_curves") and the SGD arm's learning-rate probes ("mechanism_probes")."""
+    out: dict[str, Any] = {}
+    ints = ("seed", "steps", "step")
+    for key, table, order in (("mechanism", "mechanism", "arm, seed"), ("mechanism_curves", "mechanism_curve",
+                                                                        "arm, seed, step"),
+                              ("mechanism_probes", "mechanism_probe", "lr")):
+        if table_exists(con, table):
+            rows = query_df(con, f"SELECT * FROM {table} ORDER BY {order}")
+            if len(rows):
+                out[key] = [{k: v if isinstance(v, str) else int(v) if k in ints and v is not None and not
+                             pd.isna(v) else _num(v) for k, v in r.items()} for r in rows.to_dict("records")]
+    return out
 
 
 def sweep_cells(rows) -> list[dict[str, Any]]:

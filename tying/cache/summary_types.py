@@ -100,7 +100,7 @@ class Summary:
     """Every headline number of a cache (strict JSON values: no NaN)."""
 
     name: str | None = None
-    kind: str | None = None  # "pair", "toylab", "provenance", "evolution", "published", "sweep"
+    kind: str | None = None  # "pair", "toylab", "provenance", "evolution", "published", "sweep", "mechanism"
     schema_version: int = 0
     models: Models = field(default_factory=dict)
     stages: dict[str, dict[str, Any]] = field(default_factory=dict)  # finished stages: {stage: params, ...}
@@ -123,6 +123,11 @@ class Summary:
     sweep: Rows | None = None
     sweep_cells: Rows | None = None
     sweep_settings: dict[str, Any] | None = None
+    # the mechanism lab: one row per run (arm and seed), the bias over training, the SGD probes
+    mechanism: Rows | None = None
+    mechanism_curves: Rows | None = None
+    mechanism_probes: Rows | None = None
+    mechanism_settings: dict[str, Any] | None = None
     paper: PaperReference | None = None
     scale: dict[str, Any] | None = None  # a toy lab's size against the paper's ("line", "n_params", ...)
     overlap_context: dict[str, Any] | None = None  # why a toy lab's overlap@k sits below the paper's

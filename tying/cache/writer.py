@@ -252,13 +252,20 @@ class CacheWriter:
                    key: dict[str, Any], *, seconds: float) -> None:
         """Replace the rows of ``table`` matching ``key`` (column -> value) with ``frame`` and
         mark ``stage`` finished, atomically: one cell of a grid whose other rows stay."""
-        if table not in TABLES or not key:
-            raise ValueError(f"write_cell needs a cache table and a key, got {table!r}, {key!r}")
+        self.write_cells(stage, params, {table: frame}, key, seconds=seconds)
+
+    def write_cells(self, stage: str, params: dict[str, Any], frames: dict[str, pd.DataFrame],
+                    key: dict[str, Any], *, seconds: float) -> None:
+        """:meth:`write_cell` for several tables at once (table -> frame), one key for all: a run
+        whose row and curve land together or not at all."""
+        if not frames or any(t not in TABLES for t in frames) or not key:
+            raise ValueError(f"write_cell needs cache tables and a key, got {list(frames)!r}, {key!r}")
         where = " AND ".join(f"{col} = ?" for col in key)
 
         def apply(con) -> None:
-            con.execute(f"DELETE FROM {table} WHERE {where}", list(key.values()))
-            _insert(con, table, frame)
+            for table, frame in frames.items():
+                con.execute(f"DELETE FROM {table} WHERE {where}", list(key.values()))
+                _insert(con, table, frame)
 
         with writer_lock(self.path):
             self._write_locked(stage, params, seconds, apply)

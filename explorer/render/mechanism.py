@@ -1,0 +1,167 @@
+"""The mechanism lab's views (the Why? page, the tour's step, the figure pack, the static site):
+T's output bias per arm with 95% intervals over seeds, the bias over training, and every arm's
+numbers in one table. Pure: frames from a summary in, Altair charts and tables out.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from explorer.render import read
+from explorer.render.figure import Figure, kind
+from explorer.render.style import NEUTRAL, SERIES, legend
+from tying.analysis import mechanism as M
+from tying.cache.mechanism_claims import scale_line  # noqa: F401 (the views' import of it)
+from tying.cache.summary_types import Summary
+
+MEASURE_COLOURS = {M.MEASURES["bias"]: SERIES[0], M.MEASURES["bias_overlap"]: SERIES[1]}
+"""The two readings of the bias: violet and dark cyan (none of T's, I's, O's or the verdicts' colours)."""
+
+ARM_STYLE = {"baseline": ("#6B6B6B", [1, 0]), "size": (SERIES[0], [1, 0]), "reach": (SERIES[1], [1, 0]),
+             "both": (SERIES[2], [1, 0]), "sgd": ("#6B6B6B", [8, 4]), "input_x5": (NEUTRAL, [2, 3])}
+"""Each arm's line: the baseline and SGD grey (SGD dashed), the surgeries violet, dark cyan and
+brown, the input x5 reference dotted; the legend draws colour and dash together."""
+
+
+def runs(s: Summary) -> pd.DataFrame:
+    """The lab's runs, the untied twins left out."""
+    df = pd.DataFrame(s.mechanism or [], columns=list(M.RUN_COLUMNS))
+    return df[df["arm"] != M.UNTIED].reset_index(drop=True)
+
+
+def bias_points(s: Summary) -> pd.DataFrame:
+    """Per arm and reading: mean bias over seeds and its 95% interval (arm, label, measure, n,
+    mean, lo, hi), in the arms' order."""
+    df = runs(s)
+    parts = [M.per_arm(df, col).assign(measure=label) for col, label in M.MEASURES.items()]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def bias_chart(points: pd.DataFrame, title: str = "") -> alt.LayerChart:
+    """One row per arm: each reading's mean bias (dot) and 95% interval (whisker), the zero line,
+    and the baseline's mean as a dotted line per reading (how much of it an arm removes)."""
+    labels = [M.ARMS[a].label for a in M.ARMS if a in set(points["arm"])]
+    measures = list(MEASURE_COLOURS)
+    scale = alt.Scale(domain=measures, range=list(MEASURE_COLOURS.values()))
+    colour = alt.Color("measure:N", scale=scale, legend=legend(None, measures))
+    y = alt.Y("label:N", sort=labels, title=None, axis=alt.Axis(labelLimit=0))
+    off = alt.YOffset("measure:N", sort=measures)
+    tip = ["label:N", "measure:N", alt.Tooltip("mean:Q", format="+.3f"), alt.Tooltip("lo:Q", format="+.3f",
+                                                                                     title="95% low"),
+           alt.Tooltip("hi:Q", format="+.3f", title="95% high"), alt.Tooltip("n:Q", title="seeds")]
+    values = [0.0, *points["mean"].dropna(), *points["lo"].dropna(), *points["hi"].dropna()]
+    lo, hi = min(values), max(values)
+    pad = 0.06 * ((hi - lo) or 1.0)
+    x = alt.X("mean:Q", title="T's output bias (mean over seeds, 95% interval)",
+              scale=alt.Scale(domain=[lo - pad, hi + pad], nice=False, zero=False))
+    xs = alt.Scale(domain=[lo - pad, hi + pad], nice=False, zero=False)
+    whisk = alt.Chart(points[points["lo"].notna()]).mark_rule(strokeWidth=3).encode(
+        x=alt.X("lo:Q", scale=xs), x2="hi:Q", y=y, yOffset=off, color=colour, tooltip=tip)
+    dots = alt.Chart(points).mark_point(filled=True, size=140, opacity=1).encode(x=x, y=y, yOffset=off, color=colour,
+                                                                                 tooltip=tip)
+    zero = alt.Chart(pd.DataFrame({"x": [0.0]})).mark_rule(color=NEUTRAL, strokeWidth=1.5).encode(
+        x=alt.X("x:Q", scale=xs))
+    base = points[points["arm"] == "baseline"]
+    refs = [alt.Chart(base[base["measure"] == m]).mark_rule(strokeDash=[2, 3], strokeWidth=1.5, color=c).encode(
+        x=alt.X("mean:Q", scale=xs)) for m, c in MEASURE_COLOURS.items()]  # no colour channel: one legend
+    chart = alt.layer(zero, *refs, whisk, dots).properties(width="container", height=max(180, 52 * len(labels)))
+    return chart.properties(title=title) if title else chart
+
+
+def curve_points(s: Summary) -> pd.DataFrame:
+    """The bias (linear, in-sample) over training per arm: mean over seeds and 95% interval at
+    every snapshot (arm, label, step, n, mean, lo, hi)."""
+    return M.mean_curves(pd.DataFrame(s.mechanism_curves or [], columns=list(M.CURVE_COLUMNS)))
+
+
+def curves_chart(curves: pd.DataFrame, title: str = "") -> alt.LayerChart:
+    """T's bias against the training step, one line per arm (mean over seeds), on a symmetric-log
+    step axis so the early steps, where the output side dominates, get room."""
+    labels = [M.ARMS[a].label for a in M.ARMS if a in set(curves["arm"])]
+    arms = [a for a in M.ARMS if a in set(curves["arm"])]
+    colour = alt.Color("label:N", scale=alt.Scale(domain=labels, range=[ARM_STYLE[a][0] for a in arms]),
+                       legend=legend(None, labels, symbolType="stroke", symbolSize=900, symbolStrokeWidth=3))
+    dash = alt.StrokeDash("label:N", scale=alt.Scale(domain=labels, range=[ARM_STYLE[a][1] for a in arms]),
+                          legend=None)
+    tip = ["label:N", alt.Tooltip("step:Q"), alt.Tooltip("mean:Q", format="+.3f"),
+           alt.Tooltip("lo:Q", format="+.3f", title="95% low"), alt.Tooltip("hi:Q", format="+.3f", title="95% high")]
+    x = alt.X("step:Q", title="training step (symmetric log scale)", scale=alt.Scale(type="symlog", constant=10))
+    lines = alt.Chart(curves).mark_line(strokeWidth=2.5, point=alt.OverlayMarkDef(size=40)).encode(
+        x=x, y=alt.Y("mean:Q", title="T's output bias, O→T minus I→T"), color=colour, strokeDash=dash, tooltip=tip)
+    zero = alt.Chart(pd.DataFrame({"y": [0.0]})).mark_rule(color=NEUTRAL, strokeDash=[4, 4]).encode(y="y:Q")
+    chart = alt.layer(zero, lines).properties(width="container", height=300)
+    return chart.properties(title=title) if title else chart
+
+
+def _cell(n: int, mean: float, lo: float, hi: float, pct: bool = False) -> str:
+    f = (lambda v: f"{v:.0%}") if pct else (lambda v: f"{v:+.3f}")
+    if n == 0:
+        return "—"
+    return f"{f(mean)} [{f(lo)}, {f(hi)}]" if n > 1 else f(mean)
+
+
+def arm_table(s: Summary) -> pd.DataFrame:
+    """Every arm in one table: what it changes, both readings of the bias and the share of the
+    baseline's bias it removes (mean [95% interval] over seeds), the output share as applied
+    over the early steps, how far T moved from its start, the eval loss, the learning rate."""
+    df = runs(s)
+    rows = []
+    base = df[df["arm"] == "baseline"].set_index("seed")["bias"]
+    for name, arm in M.ARMS.items():
+        g = df[df["arm"] == name]
+        if not len(g):
+            continue
+        removed = [d / base[k] for k, d in M.paired(df, "baseline", name).items() if base[k] > 0] \
+            if name != "baseline" else []
+        rows.append({"arm": arm.label, "what it changes": arm.about, "seeds": len(g),
+                     "bias O→T − I→T": _cell(*M.interval(g["bias"])),
+                     "bias T~O − T~I": _cell(*M.interval(g["bias_overlap"])),
+                     "baseline's bias removed": _cell(*M.interval(removed), pct=True) if removed else "—",
+                     "output share early, as applied": f"{g['output_share_applied_early'].mean():.1%}",
+                     "T's cosine to its start": f"{g['cos_start_tied'].mean():.3f}",
+                     "eval loss (nats)": f"{g['eval_loss'].mean():.3f}", "peak lr": f"{g['lr'].iloc[0]:g}"})
+    return pd.DataFrame(rows)
+
+
+def untied_line(s: Summary) -> str:
+    """How far the untied twins' I moved from its start and their eval loss (the reference every
+    arm is measured against)."""
+    df = pd.DataFrame(s.mechanism or [], columns=list(M.RUN_COLUMNS))
+    u = df[df["arm"] == M.UNTIED]
+    if not len(u):
+        return ""
+    return (f"The untied twins ({len(u)} seeds): I's mean cosine to its start {u['cos_start_input_untied'].mean():.3f} "
+            f"(1: not moved), eval loss {u['eval_loss'].mean():.3f} nats.")
+
+
+# -- the figure registry's entries -------------------------------------------------------------------
+
+
+def bias_figure(ref):
+    points = bias_points(read.summary(ref))
+    return bias_chart(points), points
+
+
+def curves_figure(ref):
+    curves = curve_points(read.summary(ref))
+    return curves_chart(curves), curves
+
+
+def table_figure(ref):
+    return None, arm_table(read.summary(ref))
+
+
+FIGURES: tuple[Figure, ...] = (
+    Figure("figure-mechanism-bias", "Why? T's output bias per arm (mechanism lab)",
+           "T's output bias against the untied twin, per arm: O→T minus I→T (linear map, in-sample) and overlap@10 "
+           "T~O minus T~I, mean over seeds with 95% intervals; dotted, the baseline's. An arm left of the dotted "
+           "line removes part of the bias; at zero, all of it.", bias_figure, kind("mechanism"),
+           stages=("mechanism",)),
+    Figure("figure-mechanism-curves", "T's output bias over training, per arm (mechanism lab)",
+           "O→T minus I→T at each snapshot, T against the untied twin's I and O at the same step, mean over seeds.",
+           curves_figure, kind("mechanism"), stages=("mechanism",)),
+    Figure("table-mechanism", "Every arm of the mechanism lab",
+           "Both readings of T's output bias and the share of the baseline's bias each arm removes, mean [95% "
+           "interval] over seeds.", table_figure, kind("mechanism"), stages=("mechanism",)),
+)

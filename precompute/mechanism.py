@@ -1,0 +1,312 @@
+"""`precompute mechanism`: why does T turn output-like? Tied twins that separate the output-side
+gradient's size from its reach (and AdamW from plain SGD), measured against the untied twin.
+
+Every run is the demo's tied twin (same corpus, tokenizer, size, initialisation and batch order
+per seed: :func:`tying.toylab.train.train_twins`) with one change, an arm of
+:data:`tying.analysis.mechanism.ARMS`. Per seed the untied twin is trained once; each arm's run is
+written to ``cache/<name>.duckdb`` (kind ``mechanism``) as soon as it is done, its row and its
+curve together (one stage per arm and seed): a killed run resumes without retraining finished
+arms. The SGD arm's learning rate is the one of ``--sgd-lr-grid`` with the lowest validation loss
+after a probe run of seed 0 (stored, so a rerun reads it back).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from precompute.options import cache_dir_option, check_positive, device_option, internal, option
+from precompute.toylab import TwinSettings
+from tying.analysis import mechanism as M
+from tying.cache.store import cache_path, check_name, params_hash
+from tying.cache.writer import CacheWriter
+from tying.errors import UserError
+
+PROTOCOL = 1
+"""The lab's protocol: a run of another protocol is trained again."""
+
+BUDGET_MIN = 60
+"""The training budget the shipped cache keeps to, in minutes on 2 CPU cores (the estimate is
+printed before training starts and compared with it)."""
+
+
+@dataclass
+class MechanismConfig(TwinSettings):
+    """What `precompute mechanism` does: each option field is the CLI option of its name, checked
+    when the config is built."""
+
+    name: str = option("mechanism", help="cache name")
+    cache_dir: str = cache_dir_option()
+    work_dir: str | None = option(None, shown="`<cache-dir>/toylab/<name>`", help="where the tokenizer and the "
+                                  "untied twins' snapshots go")
+    seeds: int = option(3, help="seeds per arm (at least 2: the verdicts need an interval over seeds)")
+    arms: list[str] = option(list(M.ARMS), help="arms to train, comma-separated: " + ", ".join(M.ARMS))
+    vocab_size: int = option(4096, help="BPE vocabulary (the demo's)")
+    d_model: int = option(128, help="model width (the demo's)")
+    checkpoints: int = option(12, help="log-spaced snapshots per run (the bias curve's points)")
+    sgd_lr_grid: list[float] = option([0.1, 0.3, 1.0, 3.0], help="peak learning rates the SGD arm's probes try "
+                                      "(seed 0, scored on the validation split; one value: no probes)")
+    force: bool = option(False, help="retrain and recompute everything")
+    device: str | None = device_option()
+    command: str | None = internal(None)
+
+    def __post_init__(self) -> None:
+        self.check()
+
+    def check(self) -> None:
+        """UserError (one line, naming the option) for the first bad setting."""
+        check_name(self.name)
+        self.arms = M.parse_arms(self.arms)
+        if self.seeds < 2:
+            raise UserError(f"--seeds must be at least 2 (an interval over seeds needs two), got {self.seeds}")
+        self.check_twins()
+        check_positive(self, "vocab_size", "d_model", "checkpoints")
+        if self.vocab_size <= 256:
+            raise UserError(f"--vocab-size must exceed the 256 byte tokens, got {self.vocab_size}")
+        if self.d_model % self.n_heads:
+            raise UserError(f"--d-model {self.d_model} is not divisible by --n-heads {self.n_heads}")
+        if self.checkpoints + 1 > self.steps:
+            raise UserError(f"--steps {self.steps} is too few for {self.checkpoints} log-spaced checkpoints")
+        if not self.sgd_lr_grid or any(not v > 0 for v in self.sgd_lr_grid):
+            raise UserError("--sgd-lr-grid: every rate must be > 0")
+
+    def training(self) -> dict:
+        """What every run shares (a run's stage is redone when it changes)."""
+        keep = {f: getattr(self, f) for f in ("corpus", "max_chars", "n_layers", "n_heads", "context", "batch_size",
+                                              "steps", "lr", "vocab_size", "d_model", "checkpoints")}
+        return dict(keep, protocol=PROTOCOL)
+
+
+def run_stage(arm: str, seed: int) -> str:
+    return f"mechanism:{arm}:s{seed}"
+
+
+def _fmt(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
+def output_share_applied(log: pd.DataFrame, early: int) -> float:
+    """Mean over steps <= ``early`` of output / (input + output) with the output side as applied
+    after the surgery (the natural output side where the run has none)."""
+    out = log["grad_output_applied_norm"] if "grad_output_applied_norm" in log else log["grad_output_norm"]
+    first = log["step"] <= early
+    both = log["grad_input_norm"][first] + out[first]
+    return float((out[first] / both.where(both > 0)).mean())
+
+
+class MechanismRun:
+    def __init__(self, cfg: MechanismConfig):
+        cfg.check()
+        self.cfg = cfg
+        self.path = cache_path(cfg.cache_dir, cfg.name)
+        self.work = Path(cfg.work_dir or Path(cfg.cache_dir) / "toylab" / cfg.name)
+
+    def params(self, arm: str, seed: int, digest: str, lr: float) -> dict:
+        return {"stage": run_stage(arm, seed), "corpus_sha256": digest, **self.cfg.training(), "arm": arm,
+                "seed": seed, "lr": lr}
+
+    # -- training -----------------------------------------------------------------------------
+
+    def _train(self, ids, n_vocab: int, arm: str, seed: int, steps: int | None = None, lr: float | None = None,
+               progress=None, checkpoints: int | None = None):
+        """One run: the untied twin (``arm`` = "untied") or a tied arm, from seed ``seed``'s
+        initialisation and batches."""
+        from tying.toylab.surgery import Surgery
+        from tying.toylab.train import train_twins
+
+        cfg = self.cfg
+        spec = M.ARMS.get(arm)
+        variant = "untied" if spec is None else ("tied_scaled" if spec.input_grad_scale != 1 else "tied")
+        steps = steps or cfg.steps
+        surgery = Surgery(size=spec.size, reach=spec.reach) if spec is not None else None
+        return train_twins(
+            ids, variants=(variant,), input_grad_scale=spec.input_grad_scale if spec else 1.0, vocab_size=n_vocab,
+            d_model=cfg.d_model, n_layers=cfg.n_layers, n_heads=cfg.n_heads, context=cfg.context,
+            batch_size=cfg.batch_size, steps=steps, lr=lr or cfg.lr, seed=seed,
+            checkpoint_steps=cfg.checkpoints if checkpoints is None else checkpoints, device=cfg.device,
+            optimizer=spec.optimizer if spec else "adamw", surgery=None if surgery is None or surgery.identity
+            else surgery, progress=progress)[variant]
+
+    def estimate(self, ids, n_vocab: int, todo: list[str], probes: int) -> float:
+        """Seconds the training should take: each run's steps at the speed of a timed 4-step run
+        of its kind (untied, tied with a surgery, plain tied; start-up included)."""
+        kind = lambda arm: arm if arm == "untied" else "surgery" if arm in ("size", "reach", "both") else "baseline"
+        rate = {}
+        for k in {kind(a) for a in todo} | ({"baseline"} if probes else set()):
+            rate[k] = self._train(ids, n_vocab, "size" if k == "surgery" else k, 0, steps=4, checkpoints=[4]).seconds / 4
+        return self.cfg.steps * (sum(rate[kind(a)] for a in todo) + probes * rate.get("baseline", 0.0))
+
+    def sgd_lr(self, ids, n_vocab: int, writer: CacheWriter, digest: str, log) -> float:
+        """The SGD arm's peak learning rate: the grid's rate whose probe (seed 0, trained on the
+        training tokens less the validation split) scores the lowest validation loss."""
+        from tying.cache.store import open_cache, query_df
+        from tying.toylab.train import split_eval
+
+        cfg = self.cfg
+        if len(cfg.sgd_lr_grid) == 1:
+            return float(cfg.sgd_lr_grid[0])
+        params = {"stage": "mechanism:lr", "corpus_sha256": digest, **cfg.training(), "grid": list(cfg.sgd_lr_grid)}
+        if writer.is_done("mechanism:lr", params_hash(params)):
+            con = open_cache(writer.path)
+            try:
+                probes = query_df(con, "SELECT * FROM mechanism_probe ORDER BY lr")
+            finally:
+                con.close()
+        else:
+            train, _ = split_eval(ids, cfg.context)  # train_twins holds out its last 5%: the validation split
+            bar = tqdm(total=cfg.steps * len(cfg.sgd_lr_grid), desc="SGD probes", unit="step", file=sys.stderr,
+                       disable=None)
+            try:
+                probes = pd.DataFrame([{"lr": float(lr), "steps": cfg.steps, "loss": float(self._train(
+                    train, n_vocab, "sgd", 0, lr=lr, progress=lambda *_: bar.update(1), checkpoints=[cfg.steps])
+                    .eval_loss)}
+                    for lr in cfg.sgd_lr_grid])
+            finally:
+                bar.close()
+            writer.write_cell("mechanism:lr", params, "mechanism_probe", probes, {"steps": cfg.steps}, seconds=0.0)
+        best = float(probes.loc[probes["loss"].idxmin(), "lr"])
+        edge = best in (min(cfg.sgd_lr_grid), max(cfg.sgd_lr_grid))
+        log("SGD learning rate: validation loss " + ", ".join(f"{v:.3f} at {lr:g}" for lr, v in
+                                                             zip(probes["lr"], probes["loss"]))
+            + f" -> {best:g}" + (" (the grid's edge: widen --sgd-lr-grid)" if edge else ""))
+        return best
+
+    def untied(self, ids, n_vocab: int, seed: int, progress) -> tuple[dict, object | None]:
+        """The untied twin of ``seed``: its snapshots ``{step: (I, O)}`` (saved beside the cache,
+        read back on a rerun) and the trained result (None when read back)."""
+        snap = self.work / f"untied-seed{seed}.npz"
+        if snap.is_file():
+            with np.load(snap, allow_pickle=False) as z:
+                steps = sorted({int(k.split("_")[1]) for k in z.files})
+                return {s: (z[f"I_{s}"], z[f"O_{s}"]) for s in steps}, None
+        res = self._train(ids, n_vocab, "untied", seed, progress=progress)
+        self.work.mkdir(parents=True, exist_ok=True)
+        tmp = snap.with_suffix(".tmp.npz")
+        np.savez(tmp, **{f"{m}_{s}": pair[k] for s, pair in res.checkpoints.items() for k, m in ((0, "I"), (1, "O"))})
+        tmp.replace(snap)
+        return res.checkpoints, res
+
+    # -- measures -------------------------------------------------------------------------------
+
+    def measure(self, arm: str, seed: int, res, untied: dict, lr: float) -> tuple[dict, pd.DataFrame]:
+        """The run's row (:data:`M.RUN_COLUMNS`) and curve (:data:`M.CURVE_COLUMNS`)."""
+        from tying.analysis.align import alignment_cosines
+        from tying.analysis.share import early_steps_for, output_share
+        from tying.analysis.twins import compare_tied_to_twin
+        from tying.toylab.train import mean_row_cosine
+
+        cfg = self.cfg
+        last = max(untied)
+        I, O = untied[last]
+        T = res.checkpoints[max(res.checkpoints)][0]
+        m = compare_tied_to_twin(T, I, O, seed, device=cfg.device)
+        early = early_steps_for(cfg.steps)
+        log = res.log
+        share = output_share(log["step"], log["grad_input_norm"], log["grad_output_norm"], early_steps=early)
+        proxy = output_share(log["step"], log["grad_input_proxy_norm"], log["grad_output_norm"], early_steps=early)
+        row = {"arm": arm, "seed": seed, "optimizer": M.ARMS[arm].optimizer, "lr": lr, "steps": cfg.steps,
+               "linear_o_t_in": m["O->T linear in-sample"], "linear_i_t_in": m["I->T linear in-sample"],
+               "linear_o_t": m["O->T linear held-out"], "linear_i_t": m["I->T linear held-out"],
+               "overlap_t_o": m["overlap@10 T~O"], "overlap_t_i": m["overlap@10 T~I"],
+               "output_share_early": share["early"], "output_share_early_proxy": proxy["early"],
+               "output_share_applied_early": output_share_applied(log, early),
+               "cos_start_tied": mean_row_cosine(T, res.checkpoints[0][0]),
+               "cos_start_input_untied": mean_row_cosine(I, untied[0][0]), "eval_loss": float(res.eval_loss),
+               "seconds": float(res.seconds)}
+        row["bias"] = row["linear_o_t_in"] - row["linear_i_t_in"]
+        row["bias_overlap"] = row["overlap_t_o"] - row["overlap_t_i"]
+        curve = []
+        for step, (t, _) in sorted(res.checkpoints.items()):
+            if step not in untied:
+                continue
+            i_s, o_s = untied[step]
+            o_t = float(np.mean(alignment_cosines(o_s, t, "linear", device=cfg.device)))
+            i_t = float(np.mean(alignment_cosines(i_s, t, "linear", device=cfg.device)))
+            curve.append({"arm": arm, "seed": seed, "step": int(step), "linear_o_t_in": o_t, "linear_i_t_in": i_t,
+                          "bias": o_t - i_t})
+        return row, pd.DataFrame(curve, columns=list(M.CURVE_COLUMNS))
+
+    def untied_row(self, seed: int, res, untied: dict) -> dict:
+        from tying.toylab.train import mean_row_cosine
+
+        I = untied[max(untied)][0]
+        row = dict.fromkeys(M.RUN_COLUMNS)
+        row |= {"arm": M.UNTIED, "seed": seed, "optimizer": "adamw", "lr": self.cfg.lr, "steps": self.cfg.steps,
+                "cos_start_input_untied": mean_row_cosine(I, untied[0][0]), "eval_loss": float(res.eval_loss),
+                "seconds": float(res.seconds)}
+        return row
+
+    # -- the run --------------------------------------------------------------------------------
+
+    def run(self) -> Path:
+        from tying.loading.corpus import load_corpus
+        from tying.toylab.tokenizer import encode_corpus, train_bpe
+
+        cfg = self.cfg
+        log = lambda msg: tqdm.write(msg, file=sys.stderr)
+        writer = CacheWriter(self.path, force=cfg.force, meta={"kind": "mechanism", "name": cfg.name,
+                                                               "command": cfg.command, "mechanism": asdict(cfg)})
+        if cfg.force:
+            for old in self.work.glob("untied-seed*.npz"):
+                old.unlink()
+        text = load_corpus(cfg.corpus, cfg.max_chars)
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        tokenizer = train_bpe(text, cfg.vocab_size, self.work / "tokenizer")
+        ids, n_vocab = encode_corpus(tokenizer, text), len(tokenizer)
+        done = lambda arm, seed, lr: writer.is_done(run_stage(arm, seed), params_hash(self.params(arm, seed, digest, lr)))
+        probing = "sgd" in cfg.arms and len(cfg.sgd_lr_grid) > 1 and not writer.is_done(
+            "mechanism:lr", params_hash({"stage": "mechanism:lr", "corpus_sha256": digest, **cfg.training(),
+                                         "grid": list(cfg.sgd_lr_grid)}))
+        # the SGD arm's rate is known only after its probes: count it as to do unless its stage
+        # is done at some rate of the grid
+        todo = [(a, s) for s in range(cfg.seeds) for a in cfg.arms
+                if not any(done(a, s, lr) for lr in (cfg.sgd_lr_grid if a == "sgd" else [cfg.lr]))]
+        seeds_todo = sorted({s for _, s in todo})
+        untied_todo = [("untied", s) for s in seeds_todo if not (self.work / f"untied-seed{s}.npz").is_file()
+                       or not done("untied", s, cfg.lr)]
+        log(f"mechanism {cfg.name}: {len(cfg.arms)} arms x {cfg.seeds} seeds on {len(ids):,} tokens "
+            f"({cfg.steps} steps each); {len(cfg.arms) * cfg.seeds - len(todo)} runs already in {self.path}")
+        if not todo and not untied_todo:
+            return self.path
+        eta = self.estimate(ids, n_vocab, [a for a, _ in todo + untied_todo], len(cfg.sgd_lr_grid) if probing else 0)
+        log(f"estimated training time: about {_fmt(eta)} for {len(todo)} arm runs, {len(untied_todo)} untied twins"
+            + (f" and {len(cfg.sgd_lr_grid)} SGD probes" if probing else "")
+            + f" (from timed 4-step runs; the shipped cache's budget is {BUDGET_MIN} min on 2 cores)")
+        lr_sgd = self.sgd_lr(ids, n_vocab, writer, digest, log) if "sgd" in cfg.arms else None
+        bar = tqdm(total=cfg.steps * (len(todo) + len(untied_todo)), desc="mechanism", unit="step", file=sys.stderr,
+                   disable=None)
+        t_start = time.perf_counter()
+        try:
+            for seed in seeds_todo:
+                progress = lambda *_: bar.update(1)
+                snaps, res = self.untied(ids, n_vocab, seed, progress)
+                if res is not None or not done("untied", seed, cfg.lr):
+                    if res is None:  # snapshots read back, the row lost: train again for its loss
+                        (self.work / f"untied-seed{seed}.npz").unlink()
+                        snaps, res = self.untied(ids, n_vocab, seed, progress)
+                    writer.write_cells(run_stage("untied", seed), self.params("untied", seed, digest, cfg.lr),
+                                       {"mechanism": pd.DataFrame([self.untied_row(seed, res, snaps)])},
+                                       {"arm": "untied", "seed": seed}, seconds=res.seconds)
+                for arm in [a for a, s in todo if s == seed]:
+                    lr = lr_sgd if arm == "sgd" else cfg.lr
+                    bar.set_postfix_str(f"{arm} seed {seed}")
+                    t0 = time.perf_counter()
+                    res = self._train(ids, n_vocab, arm, seed, lr=lr, progress=progress)
+                    row, curve = self.measure(arm, seed, res, snaps, lr)
+                    writer.write_cells(run_stage(arm, seed), self.params(arm, seed, digest, lr),
+                                       {"mechanism": pd.DataFrame([row]), "mechanism_curve": curve},
+                                       {"arm": arm, "seed": seed}, seconds=time.perf_counter() - t0)
+                    log(f"{arm} seed {seed}: bias {row['bias']:+.3f} (O→T {row['linear_o_t_in']:.3f}, I→T "
+                        f"{row['linear_i_t_in']:.3f}), eval loss {row['eval_loss']:.3f}; "
+                        f"{_fmt(time.perf_counter() - t_start)} so far")
+        finally:
+            bar.close()
+        log(f"mechanism finished in {_fmt(time.perf_counter() - t_start)} (estimated {_fmt(eta)})")
+        return self.path

@@ -1,0 +1,122 @@
+"""The mechanism lab's pure parts: its arms, and what each arm's runs say with intervals over seeds.
+
+Why does the tied matrix T turn output-like? The output side's gradient differs from the input
+side's in **size** (it is larger) and in **reach** (the softmax sends it to every row at every
+step; the input lookup only to the rows of tokens in the batch), and AdamW normalises every
+coordinate. The lab (`precompute mechanism`) trains tied twins that remove one difference at a
+time (:data:`ARMS`) and measures T's **output bias** against the untied twin of the same seed:
+``bias`` = O->T minus I->T, the in-sample linear map's mean cosine (the paper's protocol), and
+``bias_overlap`` = overlap@10 T~O minus T~I.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from tying.analysis.sweep import half_width
+from tying.errors import UserError
+
+
+@dataclass(frozen=True)
+class Arm:
+    name: str
+    label: str  # how the page, the claims and the figures name it
+    about: str  # what it changes, one line
+    size: bool = False  # the output side rescaled to the input side's norm
+    reach: bool = False  # the output side masked to the rows of the batch's input tokens
+    optimizer: str = "adamw"
+    input_grad_scale: float = 1.0
+
+
+ARMS: dict[str, Arm] = {a.name: a for a in (
+    Arm("baseline", "baseline", "the tied twin as in the demo (AdamW)"),
+    Arm("size", "size balanced", "the output-side gradient rescaled to the input side's norm at every step (reach kept)",
+        size=True),
+    Arm("reach", "reach matched", "the output-side gradient masked to the rows of the batch's input tokens (size on "
+        "those rows kept)", reach=True),
+    Arm("both", "size and reach", "masked to the batch's rows, then rescaled to the input side's norm", size=True,
+        reach=True),
+    Arm("sgd", "SGD", "the baseline trained with SGD and momentum 0.9 (no per-coordinate normalisation), its "
+        "learning rate chosen on the validation split", optimizer="sgd"),
+    Arm("input_x5", "input x5", "the demo's reference arm: the input-side gradient multiplied by 5 (Table 2)",
+        input_grad_scale=5.0),
+)}
+"""Every arm, in the page's order."""
+
+UNTIED = "untied"
+"""The run every arm of a seed is measured against (the untied twin, trained once per seed)."""
+
+RUN_COLUMNS = ("arm", "seed", "optimizer", "lr", "steps", "linear_o_t_in", "linear_i_t_in", "bias",
+               "linear_o_t", "linear_i_t", "overlap_t_o", "overlap_t_i", "bias_overlap", "output_share_early",
+               "output_share_early_proxy", "output_share_applied_early", "cos_start_tied", "cos_start_input_untied",
+               "eval_loss", "seconds")
+"""One row per run (arm and seed) of the ``mechanism`` table; the untied twin's rows carry its
+loss and how far its I moved, the measures against itself left empty."""
+
+CURVE_COLUMNS = ("arm", "seed", "step", "linear_o_t_in", "linear_i_t_in", "bias")
+"""The bias over training: T at a snapshot against the untied twin's I and O at the same step."""
+
+MEASURES = {"bias": "O→T minus I→T (linear, in-sample)", "bias_overlap": "overlap@10 T~O minus T~I"}
+"""The two readings of T's output bias, the page's and the claims'."""
+
+
+def parse_arms(names) -> list[str]:
+    """Arm names (a list, or a comma-separated string) in :data:`ARMS`' order; UserError naming an
+    unknown one."""
+    if isinstance(names, str):
+        names = [n.strip() for n in names.split(",") if n.strip()]
+    unknown = [n for n in names if n not in ARMS]
+    if unknown:
+        raise UserError(f"--arms: unknown arm {unknown[0]!r}; choose from {', '.join(ARMS)}")
+    if not names:
+        raise UserError(f"--arms: give at least one arm ({', '.join(ARMS)})")
+    return [a for a in ARMS if a in set(names)]
+
+
+def interval(values) -> tuple[int, float, float, float]:
+    """(n, mean, lo, hi): the 95% t-interval of the mean of the finite ``values`` (lo = hi = nan
+    with fewer than two)."""
+    x = np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=float)
+    if len(x) == 0:
+        return 0, float("nan"), float("nan"), float("nan")
+    if len(x) == 1:
+        return 1, float(x[0]), float("nan"), float("nan")
+    half = half_width(float(x.std(ddof=1)), len(x))
+    return len(x), float(x.mean()), float(x.mean() - half), float(x.mean() + half)
+
+
+def per_arm(runs: pd.DataFrame, measure: str = "bias") -> pd.DataFrame:
+    """Per arm (in :data:`ARMS`' order): the mean of ``measure`` over seeds and its 95% interval
+    (columns arm, label, n, mean, lo, hi)."""
+    rows = []
+    for name, arm in ARMS.items():
+        g = runs[runs["arm"] == name]
+        if len(g) == 0 or measure not in g:
+            continue
+        n, mean, lo, hi = interval(g[measure].tolist())
+        rows.append({"arm": name, "label": arm.label, "n": n, "mean": mean, "lo": lo, "hi": hi})
+    return pd.DataFrame(rows, columns=["arm", "label", "n", "mean", "lo", "hi"])
+
+
+def paired(runs: pd.DataFrame, a: str, b: str, measure: str = "bias") -> dict[int, float]:
+    """{seed: measure of arm ``a`` minus arm ``b``} over the seeds both have."""
+    x = runs[runs["arm"] == a].set_index("seed")[measure]
+    y = runs[runs["arm"] == b].set_index("seed")[measure]
+    seeds = sorted(set(x.index) & set(y.index))
+    return {int(s): float(x[s] - y[s]) for s in seeds if np.isfinite(x[s]) and np.isfinite(y[s])}
+
+
+def mean_curves(curves: pd.DataFrame) -> pd.DataFrame:
+    """The bias over training per arm: mean over seeds and 95% interval at every snapshot step
+    (columns arm, label, step, n, mean, lo, hi)."""
+    rows = []
+    for (name, step), g in curves.groupby(["arm", "step"], sort=False):
+        n, mean, lo, hi = interval(g["bias"].tolist())
+        rows.append({"arm": name, "label": ARMS[name].label if name in ARMS else name, "step": int(step), "n": n,
+                     "mean": mean, "lo": lo, "hi": hi})
+    out = pd.DataFrame(rows, columns=["arm", "label", "step", "n", "mean", "lo", "hi"])
+    order = {a: i for i, a in enumerate(ARMS)}
+    return out.sort_values(["arm", "step"], key=lambda c: c.map(order) if c.name == "arm" else c, ignore_index=True)
