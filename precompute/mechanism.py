@@ -23,7 +23,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from precompute.options import cache_dir_option, check_positive, device_option, internal, option
-from precompute.toylab import TwinSettings
+from precompute.toylab import TwinSettings, check_shape
 from tying.analysis import mechanism as M
 from tying.cache.store import cache_path, check_name, params_hash
 from tying.cache.writer import CacheWriter
@@ -68,12 +68,7 @@ class MechanismConfig(TwinSettings):
             raise UserError(f"--seeds must be at least 2 (an interval over seeds needs two), got {self.seeds}")
         self.check_twins()
         check_positive(self, "vocab_size", "d_model", "checkpoints")
-        if self.vocab_size <= 256:
-            raise UserError(f"--vocab-size must exceed the 256 byte tokens, got {self.vocab_size}")
-        if self.d_model % self.n_heads:
-            raise UserError(f"--d-model {self.d_model} is not divisible by --n-heads {self.n_heads}")
-        if self.checkpoints + 1 > self.steps:
-            raise UserError(f"--steps {self.steps} is too few for {self.checkpoints} log-spaced checkpoints")
+        check_shape(self)
         if not self.sgd_lr_grid or any(not v > 0 for v in self.sgd_lr_grid):
             raise UserError("--sgd-lr-grid: every rate must be > 0")
 

@@ -95,16 +95,21 @@ class DemoConfig(TwinSettings):
         check_positive(self, "vocab_size", "d_model", "seeds", "checkpoints", "lens.steps", "lens.tokens_per_step")
         if self.early_steps is not None and self.early_steps < 1:
             raise UserError(f"--early-steps must be a positive step number, got {self.early_steps}")
-        if self.vocab_size <= 256:
-            raise UserError(f"--vocab-size must exceed the 256 byte tokens, got {self.vocab_size}")
-        if self.d_model % self.n_heads:
-            raise UserError(f"--d-model {self.d_model} is not divisible by --n-heads {self.n_heads}")
-        if self.checkpoints + 1 > self.steps:
-            raise UserError(f"--steps {self.steps} is too few for {self.checkpoints} log-spaced checkpoints")
+        check_shape(self)
         unknown = set(self.skip) - set(OPTIONAL_STAGES)
         if unknown:
             raise UserError(f"unknown stage(s) to skip: {', '.join(sorted(unknown))} "
                             f"(choose from {', '.join(OPTIONAL_STAGES)})")
+
+
+def check_shape(cfg) -> None:
+    """UserError for a vocabulary, width or snapshot count the twins cannot have (`demo`, `mechanism`)."""
+    if cfg.vocab_size <= 256:
+        raise UserError(f"--vocab-size must exceed the 256 byte tokens, got {cfg.vocab_size}")
+    if cfg.d_model % cfg.n_heads:
+        raise UserError(f"--d-model {cfg.d_model} is not divisible by --n-heads {cfg.n_heads}")
+    if cfg.checkpoints + 1 > cfg.steps:
+        raise UserError(f"--steps {cfg.steps} is too few for {cfg.checkpoints} log-spaced checkpoints")
 
 
 def validate(cfg: DemoConfig) -> None:
