@@ -339,7 +339,7 @@ PAGES: tuple[Page, ...] = (
     Page("overview.py", "Overview", ":material/home:", "index", default=True,
                   about="the paper's claims with this cache's numbers and verdicts, the headline numbers beside the paper's"),
     *(a.page for a in ANALYSES if a.page is not None),
-    Page("mechanism.py", "Why?", ":material/psychology_alt:", "why", folder="mechanism",
+    Page("mechanism.py", "Why?", ":material/psychology_alt:", "mechanism", folder="mechanism",
          about="the mechanism lab: T's output bias when the output-side gradient's size is balanced, its reach "
                "matched, or AdamW replaced by SGD, with 95% intervals over seeds"),
     Page("sweep.py", "Sweep", ":material/straighten:", "sweep", folder="sweep",

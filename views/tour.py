@@ -142,8 +142,8 @@ else:
             carried["token"] = [str(example)]
         page_titles = {"home": "Overview", "alignment": "Alignment", "neighbours": "Neighbours",
                        "projection": "Projection", "lens": "Lens", "dynamics": "Training dynamics", "sweep": "Sweep",
-                       "why": "Why?"}
-        script = {"home": "overview", "why": "mechanism"}.get(step.page, step.page)
+                       "mechanism": "Why?"}
+        script = "overview" if step.page == "home" else step.page
         st.page_link(f"views/{script}.py",
                      label=f"More on the {page_titles[step.page]} page", icon=":material/open_in_new:",
                      query_params=carried)

@@ -59,7 +59,7 @@ STEPS: tuple[Step, ...] = (
     Step(6, "why", "Why: the gradient's size, its reach, or AdamW?", "mechanism_size", "figure-mechanism-bias",
          "Each row is the tied twin trained again with one difference between the two sides removed; the dot is "
          "T's output bias (mean over seeds), the whisker its 95% interval, the dotted line the unchanged baseline's. "
-         "Left of the dotted line an arm removes part of the bias; at zero, all of it.", "why", "mechanism",
+         "Left of the dotted line an arm removes part of the bias; at zero, all of it.", "mechanism", "mechanism",
          also=("mechanism_reach", "mechanism_optimizer")),
     Step(7, "scaling", "A causal test: scale the input-side gradient", "scaling", "figure-scaling",
          "Each point is the tied matrix's mean cosine to untied I or O after training with the input-side "
