@@ -6,6 +6,7 @@ verdicts, the summary's sentences and its paper section's type, and the one-line
 """
 
 from tying.cache import claims, reference
+from tying.cache.mechanism_claims import scale_line
 from tying.cache.reference import OVERLAP_K
 from tying.cache.schema import (
     DISPLAY_COMPARISONS,
@@ -28,4 +29,4 @@ from tying.errors import UserError, first_line
 
 __all__ = ["DISPLAY_COMPARISONS", "MATRIX_NAMES", "MATRIX_PAIRS", "ONE_MODEL_NOTE", "OVERLAP_K", "PaperReference", "UserError",
            "claims", "coverage_text", "display_comparison", "first_line", "match_text", "overlap_context_text", "pair_label",
-           "projection_text", "reference", "share_beside_paper", "spectral_scope", "stored_as"]
+           "projection_text", "reference", "scale_line", "share_beside_paper", "spectral_scope", "stored_as"]

@@ -59,15 +59,16 @@ negative at the widest."""
 
 @pytest.fixture(scope="module")
 def synthetic_caches(tmp_path_factory):
-    """A folder of three caches: ``synthetic`` (a pair whose vocabulary holds a script tag), a
-    ``sweep`` of ``SWEEP_GAPS`` and the ``paper``'s published numbers. Built afresh for each
+    """A folder of four caches: ``synthetic`` (a pair whose vocabulary holds a script tag), a
+    ``sweep`` of ``SWEEP_GAPS``, a ``mechanism`` lab and the ``paper``'s published numbers. Built afresh for each
     module that asks, as each module built its own before: one module's use of it (a server
     reading it, sites written from it) does not meet another's."""
     from precompute.published import PaperConfig, build_paper
-    from tying.cache.fixtures import build_sweep_cache, build_synthetic_cache
+    from tying.cache.fixtures import build_mechanism_cache, build_sweep_cache, build_synthetic_cache
 
     caches = tmp_path_factory.mktemp("synthetic-caches")
     build_synthetic_cache(caches, "synthetic")
     build_sweep_cache(caches, SWEEP_GAPS)
+    build_mechanism_cache(caches)
     build_paper(PaperConfig(cache_dir=str(caches)))
     return caches

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from explorer.render import tour
 from tests.waiting import wait_until
 from tying import registry
 
@@ -23,6 +24,8 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
 PAGES = {"overview": "stMetric"} | {p.url_path: "stVegaLiteChart" for p in registry.PAGES if p.needs or p.folder}
 """Each page of the registry (but the tour) and the element that shows it drew."""
+FOLDER_PAGES = tuple(p.url_path for p in registry.PAGES if p.folder)
+"""The pages that show a cache of the folder (the sweep, the mechanism lab) whichever cache is picked."""
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow,
               pytest.mark.skipif(not (CHROMIUM and DRIVER), reason="Debian's chromium and chromium-driver are needed")]
@@ -180,13 +183,14 @@ def test_published_cache_page_in_chromium(server, browser, page):
 
     path = "" if page == "overview" else page
     browser.get(f"{server}/{path}?pair=paper")
+    charts = ("lens", "dynamics") + FOLDER_PAGES  # a folder page shows the folder's cache, not the picked one
     drawn = ('[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg.marks'
-             if page in ("lens", "dynamics", "sweep") else '[data-testid="stDataFrame"]' if page == "overview"
+             if page in charts else '[data-testid="stDataFrame"]' if page == "overview"
              else '[data-testid="stAlert"]')
     WebDriverWait(browser, 60).until(EC.presence_of_element_located((By.CSS_SELECTOR, drawn)))
     _settled(browser)
     assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
-    if page not in ("overview", "lens", "dynamics", "sweep"):  # the Sweep page shows the folder's sweep
+    if page not in ("overview", *charts):
         assert "published measurements" in browser.find_element(By.CSS_SELECTOR, '[data-testid="stAlert"]').text
     out = ROOT / "bench" / "out" / "screenshots"
     out.mkdir(parents=True, exist_ok=True)
@@ -479,7 +483,8 @@ def test_the_menu_leaves_out_the_pages_a_cache_does_not_fill(server, browser):
     browser.get(f"{server}/?pair=sweep")
     _h1(browser, "Overview")
     links = browser.find_elements(By.CSS_SELECTOR, '[data-testid="stSidebar"] a[href]')
-    assert [a.text.split("\n")[-1] for a in links] == ["Tour", "Overview", "Sweep"]
+    folder = [p.title for p in registry.PAGES if p.folder]  # the folder holds a sweep and a mechanism lab
+    assert [a.text.split("\n")[-1] for a in links] == ["Tour", "Overview", *folder]
     sidebar = browser.find_element(By.CSS_SELECTOR, '[data-testid="stSidebar"]').text
     left_out = ", ".join(p.title for p in registry.PAGES if p.needs)  # a sweep fills none of the cache pages
     assert f"Not in 'sweep': {left_out}." in sidebar
@@ -535,7 +540,8 @@ def test_tour_deep_link_then_the_keys_a_clicker_sends(server, browser):
     browser.get(f"{server}/tour?pair=synthetic&step=5")
     _tour_step(browser, 5)
     for key, n in ((Keys.ARROW_RIGHT, 6), (Keys.PAGE_DOWN, 7), (Keys.PAGE_UP, 6), (Keys.ARROW_LEFT, 5),
-                   (Keys.SPACE, 6), ((Keys.SHIFT, Keys.SPACE), 5), (Keys.END, 10), (Keys.HOME, 1)):
+                   (Keys.SPACE, 6), ((Keys.SHIFT, Keys.SPACE), 5), (Keys.END, len(tour.STEPS)),
+                   (Keys.HOME, 1)):
         chain = ActionChains(browser)
         if isinstance(key, tuple):
             chain.key_down(key[0]).send_keys(key[1]).key_up(key[0])
@@ -551,7 +557,7 @@ def test_every_tour_step_fits_one_presentation_screen(server, browser):
     """At 1920x1080 in presentation mode each step's chart and verdict lie inside the first screen."""
     browser.set_window_size(1920, 1080)
     try:
-        for n in range(1, 10):
+        for n in range(1, len(tour.STEPS) + 1):
             browser.get(f"{server}/tour?pair=synthetic&presentation=on&step={n}")
             _tour_step(browser, n)
             b = browser.execute_script(FIRST_SCREEN)

@@ -98,7 +98,7 @@ def check_site(root: Path) -> None:
 @pytest.fixture(scope="module")
 def synthetic_site(synthetic_caches, tmp_path_factory):
     out = tmp_path_factory.mktemp("site-out") / "site"
-    code, stdout, err = _run("site", "synthetic", "paper", "sweep", "--cache-dir", synthetic_caches, "--out", out,
+    code, stdout, err = _run("site", "synthetic", "paper", "sweep", "mechanism", "--cache-dir", synthetic_caches, "--out", out,
                              "--formats", "svg")
     assert code == 0, err
     assert "wrote" in stdout and not err.strip()
@@ -225,7 +225,7 @@ def test_site_replaces_an_earlier_site_and_refuses_other_folders(synthetic_cache
     # a step whose data no cache here holds says which kind of cache does
     assert "No cache in this site holds this step's data: it is in a toylab cache" in (
         out / "tour" / "step-2.html").read_text()
-    assert "tour-verdict" in (out / "tour" / "step-9.html").read_text()
+    assert "tour-verdict" in (out / "tour" / f"step-{tour.BY_SLUG['sweep-bias'].number}.html").read_text()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary folder left behind
 
     other = tmp_path / "notes"
@@ -258,9 +258,9 @@ def test_site_refuses_a_cache_named_like_its_own_folders(synthetic_caches, tmp_p
 
 @pytest.fixture(scope="module")
 def shipped(tmp_path_factory):
-    """Copies of the shipped demo, paper and sweep caches (nothing touches cache/)."""
+    """Copies of the shipped demo, paper, sweep and mechanism caches (nothing touches cache/)."""
     caches = tmp_path_factory.mktemp("shipped")
-    for name in ("demo", "paper", "sweep"):
+    for name in ("demo", "paper", "sweep", "mechanism"):
         shutil.copy(ROOT / "cache" / f"{name}.duckdb", caches / f"{name}.duckdb")
     return caches
 
@@ -268,7 +268,7 @@ def shipped(tmp_path_factory):
 @pytest.fixture(scope="module")
 def shipped_site(shipped, tmp_path_factory):
     out = tmp_path_factory.mktemp("shipped-site") / "site"
-    code, _, err = _run("site", "demo", "paper", "sweep", "--cache-dir", shipped, "--out", out)
+    code, _, err = _run("site", "demo", "paper", "sweep", "mechanism", "--cache-dir", shipped, "--out", out)
     assert code == 0, err
     return out
 
@@ -283,7 +283,7 @@ def test_shipped_caches_make_a_complete_site(shipped_site):
         for files in c["downloads"].values():
             assert all((shipped_site / c["folder"] / f).is_file() for f in files)
     assert "figure-scaling" in by_name["demo"]["charts"] and "sweep-loss-gap" in by_name["sweep"]["charts"]
-    assert len(manifest["tour"]) == 10 and "class='missing'>No cache" not in "".join(
+    assert len(manifest["tour"]) == len(tour.STEPS) and "class='missing'>No cache" not in "".join(
         (shipped_site / p).read_text() for p in manifest["tour"])
 
 
@@ -354,9 +354,9 @@ def charts_drawn(driver, timeout: float = 60) -> int:
 @pytest.mark.browser
 @needs_chromium
 @pytest.mark.parametrize("page, charts", [("index.html", 0), ("demo/index.html", None), ("paper/index.html", None),
-                                          ("sweep/index.html", None), ("tour/step-1.html", 1),
-                                          ("tour/step-2.html", 1), ("tour/step-4.html", 1),
-                                          ("tour/step-8.html", 1), ("tour/step-9.html", 1)])
+                                          ("sweep/index.html", None), ("mechanism/index.html", None)]
+                         + [(f"tour/step-{tour.BY_SLUG[slug].number}.html", 1)
+                            for slug in ("setup", "alignment", "map", "why", "published", "sweep-bias")])
 def test_pages_draw_every_chart_with_no_request_off_file(shipped, shipped_site, browser, page, charts):
     """Every chart of a page draws from file:// (a cache's page: each figure of the registry the
     cache has the data for, tables aside)."""

@@ -4,7 +4,7 @@ import html
 
 import streamlit as st
 
-from explorer import data, export, frame, sections
+from explorer import data, export, frame, sections, words
 from explorer.render import mechanism, tour
 
 ref = frame.current_of("mechanism")
@@ -55,7 +55,7 @@ if s.mechanism_probes:
     st.caption("The SGD arm's learning rate, chosen on the validation split (seed 0's probes, last 5% of the "
                "training tokens): " + ", ".join(f"{p['loss']:.3f} nats at {p['lr']:g}" for p in s.mechanism_probes)
                + ".")
-st.info(f"What this lab cannot show: it is one toy size on one corpus ({mechanism.scale_line(s)}); "
+st.info(f"What this lab cannot show: it is one toy size on one corpus ({words.scale_line(s)}); "
         "a surgery changes the training itself, so an arm that removes the bias also trains a different model "
         "(its eval loss is in the table); and the reach mask keeps AdamW's momentum, which moves a row for a "
         "while after its token was last seen, as it does for the input side.")

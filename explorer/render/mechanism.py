@@ -12,7 +12,6 @@ from explorer.render import read
 from explorer.render.figure import Figure, kind
 from explorer.render.style import NEUTRAL, SERIES, legend
 from tying.analysis import mechanism as M
-from tying.cache.mechanism_claims import scale_line  # noqa: F401 (the views' import of it)
 from tying.cache.summary_types import Summary
 
 MEASURE_COLOURS = {M.MEASURES["bias"]: SERIES[0], M.MEASURES["bias_overlap"]: SERIES[1]}

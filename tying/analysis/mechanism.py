@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from tying.analysis.sweep import half_width
+from tying.analysis.sweep import t_interval
 from tying.errors import UserError
 
 
@@ -84,8 +84,7 @@ def interval(values) -> tuple[int, float, float, float]:
         return 0, float("nan"), float("nan"), float("nan")
     if len(x) == 1:
         return 1, float(x[0]), float("nan"), float("nan")
-    half = half_width(float(x.std(ddof=1)), len(x))
-    return len(x), float(x.mean()), float(x.mean() - half), float(x.mean() + half)
+    return (len(x), *t_interval(x))
 
 
 def per_arm(runs: pd.DataFrame, measure: str = "bias") -> pd.DataFrame:

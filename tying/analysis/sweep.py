@@ -247,6 +247,13 @@ def half_width(std: float, n: int) -> float:
     return t_quantile(n) * std / math.sqrt(n)
 
 
+def t_interval(values: Sequence[float]) -> tuple[float, float, float]:
+    """(mean, lo, hi): the 95% t-interval of the mean of ``values`` (at least two)."""
+    x = np.asarray(values, dtype=float)
+    mean, half = float(x.mean()), half_width(float(x.std(ddof=1)), len(x))
+    return mean, mean - half, mean + half
+
+
 def crossing(x: Sequence[float], mean: Sequence[float], half: Sequence[float], *, log_x: bool = True) -> dict:
     """Where a mean curve changes sign, if its spread lets one name it.
 

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tying.analysis.sweep import t_interval
+
 HOLDS, MIXED, FAILS, NO_CLAIM, NO_DATA, REPORTED = ("holds", "mixed", "does not hold", "no claim", "no data",
                                                     "reported")
 VERDICTS = (HOLDS, MIXED, FAILS, NO_CLAIM, NO_DATA, REPORTED)
@@ -68,16 +70,6 @@ class Decision:
         if self.verdict == MIXED:
             return base + f"; {self.n - self.agree if self.mean > 0 else self.agree} of {self.n} go the other way"
         return base
-
-
-def t_interval(values: Sequence[float]) -> tuple[float, float, float]:
-    """(mean, lo, hi): the 95% t-interval of the mean of ``values`` (at least two), the sweep's
-    :func:`tying.analysis.sweep.half_width`."""
-    from tying.analysis.sweep import half_width
-
-    x = np.asarray(values, dtype=float)
-    mean, half = float(x.mean()), half_width(float(x.std(ddof=1)), len(x))
-    return mean, mean - half, mean + half
 
 
 def decide(diffs: Sequence[float | None]) -> Decision:
