@@ -52,7 +52,7 @@ def bias_chart(points: pd.DataFrame, title: str = "") -> alt.LayerChart:
     values = [0.0, *points["mean"].dropna(), *points["lo"].dropna(), *points["hi"].dropna()]
     lo, hi = min(values), max(values)
     pad = 0.06 * ((hi - lo) or 1.0)
-    x = alt.X("mean:Q", title="T's output bias (mean over seeds, 95% interval)",
+    x = alt.X("mean:Q", title="T's output bias (mean, 95% interval)",
               scale=alt.Scale(domain=[lo - pad, hi + pad], nice=False, zero=False))
     xs = alt.Scale(domain=[lo - pad, hi + pad], nice=False, zero=False)
     whisk = alt.Chart(points[points["lo"].notna()]).mark_rule(strokeWidth=3).encode(
