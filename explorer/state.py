@@ -103,6 +103,7 @@ class Param:
 PARAMS: dict[str, Param] = {
     "pair": Param(_text),
     "presentation": Param(_flag, False),
+    "notes": Param(_flag, False),  # the tour's presenter view: speaker notes, the next step, a clock
     "token": Param(_int_in(0, 10_000_000)),
     "k": Param(_int_in(1, 1000)),
     "method": Param(_choice(METHODS), "linear"),

@@ -261,6 +261,7 @@ class _Builder:
 
     def build(self) -> dict[str, Any]:
         from explorer.render import read as data
+        from explorer.render import tour_notes
         from explorer.render.style import PALETTE  # the app's T, I and O colours
         from tying.cache.claims import claims
 
@@ -269,6 +270,7 @@ class _Builder:
         self.write("assets/site.css", site_assets.render("site.css", palette=PALETTE))
         for name in site_assets.SCRIPTS:
             self.write(f"assets/{name}", site_assets.script(name))
+        self.write("assets/clock.js", tour_notes.CLOCK_JS)  # the presenter view's, the app's own
         for ref in self.refs:
             s = data.summary(ref)
             self.caches.append(_Cache(ref, folder_name(ref.name), s, s.kind or "pair", claims(s)))
@@ -384,7 +386,9 @@ class _Builder:
     # -- the tour
 
     def tour(self) -> None:
-        from explorer.render import tour
+        from markupsafe import Markup
+
+        from explorer.render import tour, tour_notes
         from tying.cache.claims import STATEMENTS
 
         steps = tour.STEPS
@@ -409,7 +413,9 @@ class _Builder:
             also = [(STATEMENTS[k], tour.one_claim(k, c.summary)) for k in step.also] if claim else []
             rel = f"tour/step-{step.number}.html"
             self.tour_pages.append(rel)
-            self.page(rel, "step.html", current="tour", scripts=[script] if script else [],
+            ahead = tour.step_at(step.number + 1).title if step.number < n else None
+            self.page(rel, "step.html", current="tour", scripts=[script] * bool(script) + ["../assets/clock.js"],
+                      presenter=Markup(tour_notes.presenter_html(step.notes, step.number, n, ahead)),
                       prev=f"step-{step.number - 1}.html" if step.number > 1 else None,
                       next=f"step-{step.number + 1}.html" if step.number < n else None,
                       step=step, n=n, cache=c, claim=claim, key=key, fits=fits, also=also,

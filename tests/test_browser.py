@@ -553,6 +553,24 @@ def test_tour_deep_link_then_the_keys_a_clicker_sends(server, browser):
     browser.get_log("browser")
 
 
+def test_the_n_key_opens_the_presenter_view_with_a_running_clock(server, browser):
+    import re
+
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    browser.get(f"{server}/tour?pair=synthetic&step=2")
+    _tour_step(browser, 2)
+    assert not browser.find_elements(By.CSS_SELECTOR, ".presenter")
+    ActionChains(browser).send_keys("n").perform()
+    wait_until(lambda: browser.find_elements(By.ID, "tour-clock"), 30, what="the presenter view")
+    wait_until(lambda: re.fullmatch(r"\d\d:\d\d · \d+:\d\d in", browser.find_element(By.ID, "tour-clock").text),
+               10, what="the clock")
+    assert tour.step_at(2).notes.say in browser.find_element(By.CSS_SELECTOR, ".presenter").text
+    assert _query(browser).get("notes") == "on"
+    browser.get_log("browser")
+
+
 def test_every_tour_step_fits_one_presentation_screen(server, browser):
     """At 1920x1080 in presentation mode each step's chart and verdict lie inside the first screen."""
     browser.set_window_size(1920, 1080)

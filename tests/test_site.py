@@ -9,6 +9,7 @@ request the pages make.
 from __future__ import annotations
 
 import contextlib
+import html
 import io
 import json
 import re
@@ -129,9 +130,14 @@ def test_site_has_every_tour_step_with_its_keys(synthetic_site):
         assert (("link", f"step-{step.number + 1}.html") in rels) == (step.number < len(tour.STEPS))
         assert (("link", f"step-{step.number - 1}.html") in rels) == (step.number > 1)
         assert f"Step {step.number} of {len(tour.STEPS)}" in text
+        # the presenter view (N): this step's notes, hidden until asked for, and the clock's script
+        assert "class='presenter'" in text and html.escape(step.notes.caveat) in text
+        assert ("script", "src", "../assets/clock.js") in set(_refs(synthetic_site / "tour" / f"step-{step.number}.html"))
         if step.claim is not None:  # every step has its cache here: a verdict, not the missing-data note
             assert "tour-verdict" in text and "class='missing'>No cache" not in text, step.slug
     assert "ArrowRight" in (synthetic_site / "assets" / "site.js").read_text()
+    assert "show-notes" in (synthetic_site / "assets" / "site.js").read_text()
+    assert "body.show-notes .presenter" in (synthetic_site / "assets" / "site.css").read_text()
 
 
 def test_site_escapes_token_strings(synthetic_site):
@@ -407,6 +413,31 @@ def test_arrow_keys_and_page_keys_move_through_the_tour(shipped_site, browser):
             chain = chain.send_keys(keys[0])
         chain.perform()
         wait_until(lambda n=n: at(n), 10, what=f"step {n} after {keys!r}")
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@needs_chromium
+def test_the_n_key_opens_the_speaker_notes_and_moving_on_keeps_them(shipped_site, browser):
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    browser.get((shipped_site / "tour" / "step-2.html").as_uri())
+    wait_until(lambda: browser.execute_script("return document.readyState") == "complete", 10)
+    panel = browser.find_element(By.CSS_SELECTOR, ".presenter")
+    assert not panel.is_displayed()
+    ActionChains(browser).send_keys("n").perform()
+    wait_until(panel.is_displayed, 10, what="the speaker notes")
+    assert tour.step_at(2).notes.ask in panel.text and f"Next: step 3, {tour.step_at(3).title}" in panel.text
+    wait_until(lambda: re.fullmatch(r"\d\d:\d\d · \d+:\d\d in", panel.find_element(By.ID, "tour-clock").text), 10,
+               what="the clock")
+    ActionChains(browser).send_keys(Keys.ARROW_RIGHT).perform()
+    wait_until(lambda: browser.current_url.endswith("/tour/step-3.html?notes=on"), 10, what="step 3, notes on")
+    wait_until(lambda: browser.find_element(By.CSS_SELECTOR, ".presenter").is_displayed(), 10, what="notes kept")
+    ActionChains(browser).send_keys("n").perform()
+    wait_until(lambda: not browser.find_element(By.CSS_SELECTOR, ".presenter").is_displayed(), 10, what="closed")
+    assert browser.find_element(By.CSS_SELECTOR, ".pager a.button").get_attribute("href").endswith("step-2.html")
 
 
 @pytest.mark.slow

@@ -82,6 +82,37 @@ def test_home_end_space_and_shift_space_have_their_buttons(monkeypatch):
     assert at.button(key="tour_home").disabled and at.button(key="tour_shift_space").disabled
 
 
+def test_every_step_has_speaker_notes_of_its_own():
+    from explorer.render.tour_notes import NOTES
+
+    assert set(NOTES) == {s.slug for s in tour.STEPS}
+    for field in ("say", "ask", "caveat"):
+        texts = [getattr(s.notes, field) for s in tour.STEPS]
+        assert all(len(t) > 40 for t in texts) and len(set(texts)) == len(texts), field  # none empty, none copied
+
+
+def test_the_presenter_view_shows_the_notes_the_next_step_and_a_clock(monkeypatch):
+    """The N key's button (and ?notes=on) opens the presenter view: this step's notes, the next
+    step's title, the clock's element and its script; N again closes it, and the URL follows."""
+    import html
+
+    at = _tour(SHIPPED, monkeypatch, pair="demo", step=2)
+    assert "class='presenter'" not in _html(at) and "notes" not in at.query_params
+    at.button(key="tour_notes").click().run()
+    assert at.query_params["notes"] == "on"
+    page = _html(at)
+    step, ahead = tour.step_at(2), tour.step_at(3)
+    for text in (step.notes.say, step.notes.ask, step.notes.caveat, f"Next: step 3, {ahead.title}"):
+        assert html.escape(text) in page, text
+    assert "id='tour-clock'" in page and "sessionStorage" in page
+    at.button(key="tour_next").click().run()  # moving on keeps the view open, with the next step's notes
+    assert at.query_params["notes"] == "on" and html.escape(ahead.notes.say) in _html(at)
+    at.button(key="tour_notes").click().run()
+    assert "notes" not in at.query_params and "class='presenter'" not in _html(at)
+    last = _tour(SHIPPED, monkeypatch, pair="demo", step=len(tour.STEPS), notes="on")
+    assert "Next: the end of the tour" in _html(last)
+
+
 def test_next_and_previous_write_the_step_to_the_url(monkeypatch):
     at = _tour(SHIPPED, monkeypatch, pair="demo", step=3)
     at.button(key="tour_next").click().run()

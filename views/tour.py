@@ -3,7 +3,8 @@
 Each step: the claim in one line, a large verdict computed from the cache, one chart drawn by
 the pages' own builders, one sentence on how to read it, and a link to the page with more.
 Previous / Next, the arrow keys, PageUp / PageDown (what presentation clickers send), Space / Shift+Space and Home / End move
-between steps; the step is in the URL.
+between steps; the step is in the URL. N (or ``?notes=on``) opens the presenter view under the
+slide: the step's speaker notes, the next step and a clock.
 """
 
 import html
@@ -12,7 +13,7 @@ from urllib.parse import urlencode
 import streamlit as st
 
 from explorer import data, export, frame, sections, state
-from explorer.render import figures, tour
+from explorer.render import figures, tour, tour_notes
 from explorer.render.style import PALETTE
 from explorer.words import claims as claims_mod
 
@@ -30,6 +31,7 @@ def go(n: int) -> None:
 
 
 big = bool(state.get("presentation"))
+notes = bool(state.get("notes"))  # the presenter view: the N key or ?notes=on
 
 st.html(f"""<style>
 .tour-verdict {{border-radius: 10px; padding: 0.7rem 1rem; color: white; margin-bottom: 0.6rem;}}
@@ -45,6 +47,11 @@ st.html(f"""<style>
 .tour-read {{font-size: {"1.2rem" if big else "0.95rem"}; line-height: 1.4; margin-top: 0.6rem;}}
 .stMainBlockContainer {{padding-top: 3.6rem !important; padding-bottom: 1rem !important;}}
 .st-key-tour_keys {{display: none !important;}}
+.presenter {{border: 2px solid #57606a; border-radius: 10px; padding: 0.6rem 1rem; margin-top: 0.6rem;
+  font-size: {"1.2rem" if big else "1rem"}; line-height: 1.4;}}
+.presenter .pn-top {{display: flex; justify-content: space-between; font-weight: 600; margin-bottom: 0.4rem;}}
+.presenter .pn-clock {{font-variant-numeric: tabular-nums;}}
+.presenter .pn-row {{display: grid; grid-template-columns: 6.5em 1fr; gap: 0.6em; margin: 0.25rem 0;}}
 </style>""")
 
 st.html(f"<div class='tour-head'><div class='n'>Step {number} of {N}</div><h2>{html.escape(step.title)}</h2></div>")
@@ -171,3 +178,9 @@ with st.container(key="tour_keys"):  # a clicker's PageDown / PageUp, Space, Hom
               disabled=number == 1, shortcut="Shift+Space")
     st.button("first step", key="tour_home", on_click=go, args=(1,), disabled=number == 1, shortcut="Home")
     st.button("last step", key="tour_end", on_click=go, args=(N,), disabled=number == N, shortcut="End")
+    st.button("speaker notes", key="tour_notes", on_click=state.put, kwargs={"notes": not notes}, shortcut="N")
+
+if notes:
+    ahead = tour.step_at(number + 1).title if number < N else None
+    st.html(tour_notes.presenter_html(step.notes, number, N, ahead))
+    st.html(f"<script>{tour_notes.CLOCK_JS}</script>", unsafe_allow_javascript=True)

@@ -19,6 +19,7 @@ import pandas as pd
 
 from explorer.render import figures, identity, read
 from explorer.render.style import PALETTE
+from explorer.render.tour_notes import NOTES, Notes
 from tying.cache import claims as claims_mod
 from tying.cache.summary_types import Summary
 from tying.cache.verdicts import NO_DATA
@@ -35,6 +36,11 @@ class Step:
     page: str  # the detail page's URL path
     needs: str  # the cache kind that holds the step's data: toylab, published, sweep or mechanism
     also: tuple[str, ...] = ()  # more claims the step's figure answers, each shown as one line under the verdict
+
+    @property
+    def notes(self) -> Notes:
+        """The speaker notes (:data:`explorer.render.tour_notes.NOTES`)."""
+        return NOTES[self.slug]
 
 
 STEPS: tuple[Step, ...] = (

@@ -52,6 +52,16 @@
   var prev = document.querySelector("link[rel=prev]");
   var next = document.querySelector("link[rel=next]");
   var tour = document.querySelector(".tour[data-steps]");
+  // the presenter view (N, or ?notes=on): kept while moving on, by the address of every step it goes to
+  var notesOn = /(^|[?&])notes=on(&|$)/.test(window.location.search);
+  function showNotes(on) {
+    notesOn = on;
+    document.body.classList.toggle("show-notes", on);
+    Array.prototype.forEach.call(document.querySelectorAll(".tour a[href^='step-']"), function (a) {
+      a.setAttribute("href", a.getAttribute("href").split("?")[0] + (on ? "?notes=on" : ""));
+    });
+  }
+  if (tour) { showNotes(notesOn); }
   document.addEventListener("keydown", function (e) {
     if (e.altKey || e.ctrlKey || e.metaKey || (e.shiftKey && e.key !== " ")) { return; }
     var t = e.target, tag = t && t.tagName;
@@ -62,6 +72,7 @@
     else if (e.key === "ArrowLeft" || e.key === "PageUp" || (e.key === " " && e.shiftKey)) { href = prev && prev.href; }
     else if (tour && e.key === "Home") { href = "step-1.html"; }
     else if (tour && e.key === "End") { href = "step-" + tour.getAttribute("data-steps") + ".html"; }
-    if (href) { e.preventDefault(); window.location.href = href; }
+    else if (tour && e.key === "n") { e.preventDefault(); showNotes(!notesOn); return; }
+    if (href) { e.preventDefault(); window.location.href = href.split("?")[0] + (notesOn ? "?notes=on" : ""); }
   });
 })();
