@@ -103,11 +103,69 @@ def check_pack(out: Path, cache: Path, formats=FORMATS, scale: float = 2.0) -> d
         if "json" in body:
             spec = json.loads(body["json"])
             assert spec["usermeta"]["caption"] == fig.caption and "vconcat" in spec
+            assert spec["vconcat"][0]["title"]["text"] == typesetting.drawable(fig.title)  # the heading on top
+            assert contrast(spec["title"]["subtitleColor"], "#ffffff") >= 4.5  # the source line reads on white
         if "tex" in body:
             tex = body["tex"].decode()
             assert r"\begin{tabular}" in tex and r"\caption" in tex and f"tab:{fig.name}" in tex
         pd.read_csv(out / f"{fig.name}.csv")
     return manifest
+
+
+def contrast(fg: str, bg: str) -> float:
+    """WCAG 2's contrast ratio of two #rrggbb colours."""
+    def luminance(colour: str) -> float:
+        c = [int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+        r, g, b = (v / 12.92 if v <= 0.04045 else ((v + 0.055) / 1.055) ** 2.4 for v in c)
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+    hi, lo = sorted((luminance(fg), luminance(bg)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def test_contrast_has_known_answers():
+    assert contrast("#000000", "#ffffff") == pytest.approx(21.0)
+    assert contrast("#777777", "#ffffff") == pytest.approx(4.48, abs=0.01)  # just short of AA
+    assert contrast("#888888", "#ffffff") < 4.5  # the old source-line grey
+
+
+def test_titles_carry_the_papers_numbering():
+    """A figure named after the paper's figure or table ("figure1-...", "table5") is titled
+    "Figure 1. ..." / "Table 5. ..."; no other figure claims a paper number."""
+    for fig in figures.FIGURES:
+        m = re.fullmatch(r"(figure|table)(\d+)(-.*)?", fig.name)
+        if m:
+            assert fig.title.startswith(f"{m.group(1).title()} {m.group(2)}. "), fig.title
+        else:
+            assert not re.match(r"(Figure|Table) \d", fig.title), fig.title
+
+
+def legend_labels(svg: str) -> list[list[str]]:
+    """Each legend's entry labels in a Vega SVG (its groups keep their roles as classes)."""
+    out = []
+    for part in svg.split('class="mark-group role-legend"')[1:]:
+        labels = []
+        for chunk in part.split('role-legend-label"')[1:]:
+            labels += re.findall(r"<text[^>]*>([^<]*)</text>", chunk.split("</g>")[0])
+        out.append(labels)
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["demo", "paper", "sweep", "mechanism"])
+def test_no_figure_of_a_shipped_cache_draws_a_legend_of_one_entry(name):
+    import vl_convert as vlc
+
+    ref = data.CacheRef.of(SHIPPED / f"{name}.duckdb")
+    drawn = 0
+    for fig in figures.available(ref):
+        chart, _ = fig.build(ref)
+        if chart is None:
+            continue
+        legends = legend_labels(vlc.vegalite_to_svg(typesetting.figure_spec(chart, "c", "s", presentation=False)))
+        assert all(len(labels) > 1 for labels in legends), (fig.name, legends)
+        drawn += len(legends)
+    assert drawn > 0  # the check saw legends at all
 
 
 def test_the_sweep_pack_is_complete_and_valid(sweep_pack, sweep_cache):

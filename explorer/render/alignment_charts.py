@@ -8,16 +8,16 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from explorer.render.style import COLOURS, NEUTRAL, SAMPLE_POINTS, colour_scale, legend, run_legend
+from explorer.render.style import COLOURS, NEUTRAL, SAMPLE_POINTS, colour_scale, legend
 from tying.cache.reference import OVERLAP_K
 from tying.cache.schema import DISPLAY_COMPARISONS, MATRIX_NAMES, display_comparison
 
-MEAN_LABEL = "mean of each comparison"
+MEAN_LABEL = "its mean"
 
 
 def cosine_histogram(df: pd.DataFrame, *, comparisons=DISPLAY_COMPARISONS[:2], title: str = "") -> alt.Chart:
     """Histogram of per-token cosine by comparison (the paper's Figure 1), each comparison's
-    mean a dashed rule of its colour (named in a legend of its own).
+    mean a dashed rule of its colour (the legend's title says so).
 
     ``df``: columns comparison, cosine (one row per token and comparison).
     """
@@ -32,8 +32,8 @@ def cosine_histogram(df: pd.DataFrame, *, comparisons=DISPLAY_COMPARISONS[:2], t
     hist = pd.concat(rows) if rows else pd.DataFrame(columns=["comparison", "lo", "hi", "share"])
     means = data.groupby("comparison", as_index=False)["cosine"].mean()
     means["comparison"] = means["comparison"].map(display_comparison)
-    means["line"] = MEAN_LABEL
-    colour = alt.Color("comparison:N", scale=colour_scale(shown), legend=legend("comparison", shown))
+    colour = alt.Color("comparison:N", scale=colour_scale(shown),
+                       legend=legend(f"comparison (dashed: {MEAN_LABEL})", shown))
     bars = alt.Chart(hist).mark_bar(opacity=0.55, binSpacing=0).encode(
         x=alt.X("lo:Q", title="per-token cosine", scale=alt.Scale(domain=[float(bins[0]), 1.0])),
         x2="hi:Q",
@@ -42,10 +42,8 @@ def cosine_histogram(df: pd.DataFrame, *, comparisons=DISPLAY_COMPARISONS[:2], t
         color=colour,
         tooltip=["comparison", alt.Tooltip("lo:Q", format=".2f"), alt.Tooltip("share:Q", format=".3f")],
     )
-    rules = alt.Chart(means).mark_rule(size=2).encode(
+    rules = alt.Chart(means).mark_rule(size=2, strokeDash=[4, 3]).encode(
         x="cosine:Q", color=colour,
-        strokeDash=alt.StrokeDash("line:N", scale=alt.Scale(domain=[MEAN_LABEL], range=[[4, 3]]),
-                                  legend=run_legend(None, [MEAN_LABEL])),
         tooltip=["comparison", alt.Tooltip("cosine:Q", title="mean", format=".3f")])
     return (bars + rules).properties(title=title, width="container", height=280)
 

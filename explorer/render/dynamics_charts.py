@@ -79,7 +79,8 @@ def output_share(df: pd.DataFrame, window: int = 10) -> alt.Chart:
     line = alt.Chart(d).mark_line().encode(
         x="step:Q", y=alt.Y("share:Q", title=f"output share (rolling {window})", scale=alt.Scale(domain=[0, 1])),
         tooltip=["run", "step", alt.Tooltip("share:Q", format=".3f")], **_runs_coloured_and_dashed("run", runs))
-    return (line + _half_line()).properties(width="container", height=240)
+    chart = (line + _half_line()).properties(width="container", height=240)
+    return chart.properties(title=f"run: {runs[0]}") if len(runs) == 1 else chart  # named without a legend
 
 
 def output_share_band(df: pd.DataFrame, window: int = 10, early_steps: int | None = None) -> alt.LayerChart:
@@ -166,8 +167,9 @@ def evolution_compared(df: pd.DataFrame, x: str = "fraction") -> alt.LayerChart:
                detail="source:N", tooltip=["source", "matrix", "step", alt.Tooltip("cos_init:Q", format=".3f")])
     sources = sorted(d["source"].unique())
     dashed = runs_dashed("source", sources) or {"strokeDash": alt.StrokeDash(
-        "source:N", scale=dash_scale(sources), legend=run_legend("run", sources))}  # one run: still named
-    return _lines_with_points(d, enc, dashed, size=16).properties(width="container", height=300)
+        "source:N", scale=dash_scale(sources), legend=run_legend("run", sources))}
+    chart = _lines_with_points(d, enc, dashed, size=16).properties(width="container", height=300)
+    return chart.properties(title=f"run: {sources[0]}") if len(sources) == 1 else chart  # named without a legend
 
 
 def share_compared(df: pd.DataFrame, x: str = "fraction") -> alt.LayerChart:

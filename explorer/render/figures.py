@@ -160,14 +160,14 @@ def sweep_table(ref):
 
 
 FIGURES: tuple[Figure, ...] = (
-    Figure("figure1-alignment", "Per-token alignment (Figure 1)",
+    Figure("figure1-alignment", "Figure 1. Per-token alignment",
            "Histogram of each token's cosine after a linear map from one matrix onto another, scored on held-out "
            "tokens. O→T sits far to the right of I→T: the tied matrix is output-like.",
            alignment_histogram, has("alignment"), stages=("alignment",)),
-    Figure("table1", "Mean per-token cosine (Table 1)",
+    Figure("table1", "Table 1. Mean per-token cosine",
            "Mean cosine after mapping the source matrix onto the target, per map and split. The paper's claim: "
            "O→T high, I→T low.", table1, lambda ref, s: bool(s.alignment) or s.kind == "published", stages=("alignment",)),
-    Figure("table5", "Neighbour overlap@10 (Table 5)",
+    Figure("table5", "Table 5. Neighbour overlap@10",
            "Share of each token's 10 nearest neighbours (cosine) two matrices have in common, averaged over tokens. "
            "The paper's claim: T~O above T~I.", table5,
            lambda ref, s: bool(s.overlap_at_10) or s.kind == "published", stages=("neighbours",)),
@@ -182,17 +182,17 @@ FIGURES: tuple[Figure, ...] = (
            "One tied model's matrix mapped to 2-D (no untied twin to align it with): tokens whose rows point the same "
            "way sit together; the highlighted token and its 10 nearest neighbours.",
            projection, lambda ref, s: read.matrices(ref, "umap") == ("T",), stages=("umap",)),
-    Figure("figure5-norm-frequency", "Norm against frequency (Figure 5)",
+    Figure("figure5-norm-frequency", "Figure 5. Norm against frequency",
            "Each token's L2 norm against its corpus frequency, per matrix: T's pattern follows O's.",
            norm_frequency, lambda ref, s: bool(read.norm_frequency_correlation(ref)), stages=("load",)),
-    Figure("figure4-output-share", "Output share of the gradient (Figure 4)",
+    Figure("figure4-output-share", "Figure 4. Output share of the gradient",
            "Share of the gradient reaching the tied matrix that comes through the output projection, per step "
            "(smoothed; for a several-seed toy lab the mean over seeds, the band their range, the early steps the "
            "verdict averages shaded); above one half the output side dominates.", output_share, has("train_log"), stages=("training",)),
-    Figure("figure3-evolution", "Embedding evolution (Figure 3)",
+    Figure("figure3-evolution", "Figure 3. Embedding evolution",
            "Mean per-token cosine of each matrix to its initial value over training: O moves more and faster than "
            "I, and the tied T moves like O.", evolution, has("evolution"), stages=("training",)),
-    Figure("table2", "Input-gradient scaling (Table 2)",
+    Figure("table2", "Table 2. Input-gradient scaling",
            "The tied matrix trained with its input-side gradient multiplied by a factor, compared with the untied "
            "I and O: mean per-token cosine.", table2, has("scaling"), stages=("training",)),
     Figure("figure-scaling", "Input-gradient scaling",

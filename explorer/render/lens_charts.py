@@ -66,6 +66,8 @@ def kl_curves(df: pd.DataFrame, paper: pd.DataFrame | None = None, *,
         yscale, ytitle = alt.Scale(domain=[0, top], nice=False), "KL to final output (bits; logit lens clipped)"
     else:
         yscale, ytitle = alt.Scale(), "KL to final output (bits)"
+    if len(names) == 1:  # one series: no legend of one entry, the axis names it
+        ytitle = f"{names[0]}: {ytitle}"
     y = alt.Y("kl_mean:Q", title=ytitle, scale=yscale)
     clip = top is not None
     band = alt.Chart(tuned).mark_area(opacity=0.12, clip=clip).encode(

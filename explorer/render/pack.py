@@ -73,9 +73,9 @@ def build_pack(ref: read.CacheRef, emit: Callable[[str, bytes], None], *, format
             chart, frame = fig.build(ref)
             meta = {"Title": fig.title, "Description": fig.caption, "Source": source}
             if chart is None:
-                spec = table_spec(frame, fig.caption, source, presentation=presentation)
+                spec = table_spec(frame, fig.caption, source, presentation=presentation, heading=fig.title)
             else:
-                spec = figure_spec(chart, fig.caption, source, presentation=presentation)
+                spec = figure_spec(chart, fig.caption, source, presentation=presentation, heading=fig.title)
             for fmt, body in render(spec, formats, scale, meta).items():
                 put(f"{fig.name}.{fmt}", body, fmt)
             if chart is not None:

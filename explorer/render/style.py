@@ -25,7 +25,8 @@ SERIES = ("#7A5195", "#00838F", "#795548")
 the parameter-matched tied model are models, not matrices): violet, dark cyan and brown, so that
 pink, blue and vermillion keep one meaning each, and the verdicts' green, ochre, red and grey
 theirs (tying/cache/verdicts.py)."""
-NEUTRAL = "#888888"  # 3.5:1 on white, 5.3:1 on Streamlit's dark background
+NEUTRAL = "#888888"  # 3.5:1 on white, 5.3:1 on Streamlit's dark background: for marks, not for text
+MUTED_TEXT = "#5f6368"  # grey text on white at 6.1:1 (WCAG AA asks 4.5:1): the figure pack's source lines
 HIGHLIGHT = "#ffd92f"  # the picked token and its neighbours on a projection (outlined in black)
 COLOURS = {**PALETTE, "tied": PALETTE["T"], "untied": PALETTE["I"],
            "O→T": PALETTE["O"], "I→T": PALETTE["I"], "I→O": NEUTRAL,
@@ -60,13 +61,16 @@ LEGEND_LAYOUT = {"bottom": {"anchor": "start", "margin": 12,
 """Vega's layout of the legends under a plot: side by side, or stacked when the plot is narrow."""
 
 
-def legend(title: str | None, labels=(), **props) -> alt.Legend:
+def legend(title: str | None, labels=(), **props) -> alt.Legend | None:
     """A legend under the plot whose labels are never cut: its entries fill as many columns as
     the chart's width holds (one per row on a phone), from the longest of ``labels`` (at the
-    presentation font, leaving a quarter of the width to a legend beside it)."""
+    presentation font, leaving a quarter of the width to a legend beside it). None (no legend)
+    for a single label: a key of one entry tells nothing a title or caption does not."""
+    if len(labels) == 1:
+        return None
     entry = 44 + LEGEND_CHAR_PX * max([len(str(x)) for x in labels] + [4])
     props.setdefault("columns", {"expr": f"max(1, floor(width * 0.75 / {entry}))"})
-    return alt.Legend(title=title, orient="bottom", labelLimit=0, **props)
+    return alt.Legend(title=title, orient="bottom", labelLimit=0, titleLimit=0, **props)
 
 
 def with_legend_layout(spec: dict) -> dict:
@@ -77,7 +81,7 @@ def with_legend_layout(spec: dict) -> dict:
     return spec
 
 
-def run_legend(title: str, labels) -> alt.Legend:
+def run_legend(title: str, labels) -> alt.Legend | None:
     """The legend of a dash channel: each entry a stroke drawn with its run's dash pattern."""
     return legend(title, labels, symbolType="stroke", symbolSize=1400, symbolStrokeWidth=2,
                   symbolStrokeColor=NEUTRAL)

@@ -22,10 +22,10 @@ import altair as alt
 import pandas as pd
 
 from explorer.render.spec import vega_lite_spec
-from explorer.render.style import NEUTRAL, style
+from explorer.render.style import MUTED_TEXT, NEUTRAL, style
 
 FOOTER_GAP = 16  # pixels between a plot (or its legends) and its caption
-TEXT_COLOUR = "#333333"  # the caption; the source line is NEUTRAL
+TEXT_COLOUR = "#333333"  # the caption; the source line is MUTED_TEXT
 
 
 @functools.cache
@@ -76,28 +76,41 @@ def _lines(text: str, width: float, size: float) -> list[str]:
 TOP_LEVEL = ("$schema", "config", "datasets", "background", "padding", "autosize", "usermeta")
 
 
-def with_footer(spec: dict, caption: str, source: str, *, presentation: bool) -> dict:
+def _title_text(title) -> str | None:
+    text = title.get("text") if isinstance(title, dict) else title
+    return " ".join(text) if isinstance(text, list) else text
+
+
+def with_footer(spec: dict, caption: str, source: str, *, presentation: bool, heading: str | None = None) -> dict:
     """A finished Vega-Lite spec with its caption and, smaller and grey, its source line drawn
     under it (under its legends too), wrapped to the plot's width: the view goes into a
-    one-view ``vconcat`` whose title, at the bottom, holds the two."""
+    one-view ``vconcat`` whose title, at the bottom, holds the two. ``heading`` ("Figure 1.
+    Per-token alignment") goes on top, the chart's own title under it as a subtitle."""
     spec = dict(spec)
     top = {k: spec.pop(k) for k in TOP_LEVEL if k in spec}
     fonts = _fonts(presentation)
+    if heading:
+        below = _title_text(spec.get("title"))
+        spec["title"] = {"text": drawable(heading), "anchor": "start", "fontSize": fonts["label"] + 8,
+                         "fontWeight": "bold", "color": TEXT_COLOUR, "offset": round(fonts["label"] * 0.8),
+                         **({"subtitle": drawable(below), "subtitleFontSize": fonts["label"] + 2,
+                             "subtitleColor": TEXT_COLOUR} if below and below != heading else {})}
     width = max(_spec_width(spec), 30.0 * fonts["label"])  # a narrow table's caption still reads as prose
     title = {"text": _lines(caption, width, fonts["label"]), "subtitle": _lines(source, width, fonts["source"]),
              "orient": "bottom", "anchor": "start", "frame": "group", "offset": FOOTER_GAP,
              "fontSize": fonts["label"], "fontWeight": "normal", "color": TEXT_COLOUR,
              "lineHeight": round(fonts["label"] * 1.35), "subtitleFontSize": fonts["source"],
-             "subtitleColor": NEUTRAL, "subtitleLineHeight": round(fonts["source"] * 1.35),
+             "subtitleColor": MUTED_TEXT, "subtitleLineHeight": round(fonts["source"] * 1.35),
              "subtitlePadding": round(fonts["source"] * 0.6)}
     return {**top, "description": caption, "usermeta": {"caption": caption, "source": source},
             "vconcat": [spec], "title": title}
 
 
-def figure_spec(chart: alt.TopLevelMixin, caption: str, source: str, *, presentation: bool) -> dict:
-    """The spec of a figure as written: the pages' chart, styled for files, with its caption."""
+def figure_spec(chart: alt.TopLevelMixin, caption: str, source: str, *, presentation: bool,
+                heading: str | None = None) -> dict:
+    """The spec of a figure as written: the pages' chart, styled for files, with its heading and caption."""
     return with_footer(json.loads(vega_lite_spec(chart, presentation=presentation)), caption, source,
-                       presentation=presentation)
+                       presentation=presentation, heading=heading)
 
 
 def _blank(v) -> bool:
@@ -183,8 +196,8 @@ def table_chart(df: pd.DataFrame, *, presentation: bool) -> alt.LayerChart:
     return alt.layer(*layers).properties(width=width, height=height)
 
 
-def table_spec(df: pd.DataFrame, caption: str, source: str, *, presentation: bool) -> dict:
-    """The spec of a table drawn as a figure, with its caption: sized here, so not rescaled for
-    presentation (its font already is)."""
+def table_spec(df: pd.DataFrame, caption: str, source: str, *, presentation: bool, heading: str | None = None) -> dict:
+    """The spec of a table drawn as a figure, with its heading and caption: sized here, so not
+    rescaled for presentation (its font already is)."""
     chart = style(table_chart(df, presentation=presentation), presentation=presentation)
-    return with_footer(chart.to_dict(), caption, source, presentation=presentation)
+    return with_footer(chart.to_dict(), caption, source, presentation=presentation, heading=heading)
