@@ -388,7 +388,7 @@ class _Builder:
     def tour(self) -> None:
         from markupsafe import Markup
 
-        from explorer.render import tour, tour_notes
+        from explorer.render import setup_diagram, tour, tour_notes
         from tying.cache.claims import STATEMENTS
 
         steps = tour.STEPS
@@ -400,7 +400,7 @@ class _Builder:
             key, script, fits = None, None, True
             if step.figure is None:
                 key, script = "tour/setup", "charts/setup.js"
-                fits = self.chart_file(f"tour/{script}", key, tour.setup_diagram(presentation=True), True)
+                fits = self.chart_file(f"tour/{script}", key, setup_diagram.setup_diagram(presentation=True), True)
             elif c is not None:
                 key, script = f"tour/{step.slug}", f"charts/{step.slug}.js"
                 try:

@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 import streamlit as st
 
 from explorer import data, export, frame, sections, state
-from explorer.render import figures, tour, tour_notes
+from explorer.render import figures, setup_diagram, tour, tour_notes
 from explorer.render.style import PALETTE
 from explorer.words import claims as claims_mod
 
@@ -83,7 +83,7 @@ else:
             st.caption(f"**Toy lab** (cache '{source.name}'): tied and untied twins trained here, tuned-lens KL "
                        "per hidden state" if data.summary(source).kind == "toylab" else f"Cache '{source.name}'")
         if step.figure is None:
-            export.show(lambda: (tour.setup_diagram(big), None), "tour-setup", key="tour_chart",
+            export.show(lambda: (setup_diagram.setup_diagram(big), None), "tour-setup", key="tour_chart",
                         spec_key=("tour-setup",), downloads=False)
         else:
             fig = figures.BY_NAME[step.figure]

@@ -22,6 +22,7 @@ from explorer.render import (
     paper_tables,
     projection_charts,
     read,
+    setup_diagram,
     sweep_charts,
     sweep_tables,
 )
@@ -159,7 +160,16 @@ def sweep_table(ref):
     return None, sweep_tables.sweep_table(read.summary(ref).sweep_cells)
 
 
+def setup(ref):
+    return setup_diagram.setup_diagram(), setup_diagram.GRADIENTS
+
+
 FIGURES: tuple[Figure, ...] = (
+    Figure("figure-setup", "The set-up: one matrix or two",
+           "An untied model reads tokens through I and predicts them through O; a tied model uses one matrix T for "
+           "both, so T receives both gradients: a sparse one from the input lookup (only the rows of tokens in the "
+           "batch) and a dense one from the output projection (every row, every step).", setup,
+           lambda ref, s: s.kind not in ("sweep", "mechanism"), stages=("setup",)),  # no stage: cache and commit only
     Figure("figure1-alignment", "Figure 1. Per-token alignment",
            "Histogram of each token's cosine after a linear map from one matrix onto another, scored on held-out "
            "tokens. O→T sits far to the right of I→T: the tied matrix is output-like.",
