@@ -34,7 +34,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from precompute import site_assets, text_page
+from precompute import site_assets, site_tour, text_page
 from precompute.options import cache_dir_option, option
 from precompute.report import resolve_cache
 from precompute.site_assets import KIND_LABELS, js_data
@@ -66,6 +66,8 @@ class SiteConfig:
                                                             "come with them); `--formats ''` for none")
     presentation: bool = option(False, help="the cache pages' charts and files with presentation mode's larger "
                                             "text (the tour always has it)")
+    base_url: str | None = option(None, help="the address the site will be served from (https://...): the tour's "
+                                             "first and last steps then show a QR code of their own address")
 
     def __post_init__(self):
         bad = [f for f in self.formats if f not in FORMATS]
@@ -73,6 +75,8 @@ class SiteConfig:
             raise UserError(f"--formats: unknown format {', '.join(bad)}; choose from {', '.join(FORMATS)}")
         if not self.title.strip():
             raise UserError("--title must not be empty")
+        if self.base_url is not None:
+            self.base_url = site_tour.check_base_url(self.base_url)
 
 
 def run_site(cfg: SiteConfig) -> None:
@@ -80,7 +84,7 @@ def run_site(cfg: SiteConfig) -> None:
     refs = open_caches(cfg.caches, cfg.cache_dir)
     out = Path(cfg.out).absolute()
     manifest = write_site(refs, out, title=cfg.title, formats=tuple(cfg.formats), presentation=cfg.presentation,
-                          progress=lambda line: print(line, flush=True))
+                          base_url=cfg.base_url, progress=lambda line: print(line, flush=True))
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     print(f"wrote {out / 'index.html'} ({len(manifest['pages'])} pages, {size / 1e6:.1f} MB) in "
           f"{time.perf_counter() - t0:.0f} s; open it in a browser, no server needed")
@@ -115,7 +119,7 @@ def folder_name(name: str) -> str:
 
 def write_site(refs: list, out: Path, *, title: str = "Weight-tying explorer",
                formats: tuple[str, ...] = DEFAULT_FORMATS,
-               presentation: bool = False, progress=None) -> dict[str, Any]:
+               presentation: bool = False, base_url: str | None = None, progress=None) -> dict[str, Any]:
     """Build the site in a folder beside ``out`` and rename it into place; returns its manifest.
 
     ``out`` may be missing, empty, or an earlier site (it is replaced); anything else is refused."""
@@ -133,7 +137,7 @@ def write_site(refs: list, out: Path, *, title: str = "Weight-tying explorer",
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     try:
-        manifest = _Builder(refs, tmp, title=title, formats=formats, presentation=presentation,
+        manifest = _Builder(refs, tmp, title=title, formats=formats, presentation=presentation, base_url=base_url,
                             progress=progress or (lambda line: None)).build()
         if out.exists():
             old = out.parent / f".{out.name}.old-{os.getpid()}"
@@ -217,8 +221,9 @@ class _Cache:
 
 
 class _Builder:
-    def __init__(self, refs, root: Path, *, title: str, formats, presentation: bool, progress):
-        self.refs, self.root, self.title = refs, root, title
+    def __init__(self, refs, root: Path, *, title: str, formats, presentation: bool, progress,
+                 base_url: str | None = None):
+        self.refs, self.root, self.title, self.base_url = refs, root, title, base_url
         self.formats, self.presentation, self.progress = tuple(formats), presentation, progress
         self.pages: list[str] = []
         self.caches: list[_Cache] = []
@@ -289,7 +294,7 @@ class _Builder:
             self.progress(f"  {c.ref.name}: {len(c.charts)} charts, {len(c.tables)} tables, "
                           f"{sum(len(v) for v in c.downloads.values())} files"
                           f"{', token search' if c.tokens else ''} ({time.perf_counter() - t1:.0f} s)")
-        self.tour()
+        site_tour.write(self, self.base_url)
         self.page("index.html", "index.html", current="index.html")
         self.write("README.md", site_assets.render(
             "space-readme.md", title=self.title, title_json=json.dumps(self.title, ensure_ascii=False),
@@ -382,45 +387,6 @@ class _Builder:
         self.write(f"{c.folder}/tokens-data.js", f"window.SITE_TOKENS = {js_data(payload)};\n")
         self.page(f"{c.folder}/tokens.html", "tokens.html", current=f"{c.folder}/tokens.html",
                   scripts=["tokens-data.js", "../assets/tokens.js"], charts=False, c=c, k=k, tokens=f"{n:,}")
-
-    # -- the tour
-
-    def tour(self) -> None:
-        from markupsafe import Markup
-
-        from explorer.render import setup_diagram, tour, tour_notes
-        from tying.cache.claims import STATEMENTS
-
-        steps = tour.STEPS
-        n = len(steps)
-        by_ref = {c.ref: c for c in self.caches}
-        for step in steps:
-            source = tour.source_for(step, self.refs)
-            c = by_ref.get(source)
-            key, script, fits = None, None, True
-            if step.figure is None:
-                key, script = "tour/setup", "charts/setup.js"
-                fits = self.chart_file(f"tour/{script}", key, setup_diagram.setup_diagram(presentation=True), True)
-            elif c is not None:
-                key, script = f"tour/{step.slug}", f"charts/{step.slug}.js"
-                try:
-                    chart, _ = tour.step_figure(step, source)  # the app's example token on the map step
-                    fits = self.chart_file(f"tour/{script}", key, chart, True)
-                except Exception as exc:
-                    c.skipped[f"tour step {step.number}"] = f"{type(exc).__name__}: {exc}"
-                    key = script = None
-            claim = tour.claim_for(step, source) if (c is not None and step.claim) else None
-            also = [(STATEMENTS[k], tour.one_claim(k, c.summary)) for k in step.also] if claim else []
-            rel = f"tour/step-{step.number}.html"
-            self.tour_pages.append(rel)
-            ahead = tour.step_at(step.number + 1).title if step.number < n else None
-            self.page(rel, "step.html", current="tour", scripts=[script] * bool(script) + ["../assets/clock.js"],
-                      presenter=Markup(tour_notes.presenter_html(step.notes, step.number, n, ahead)),
-                      prev=f"step-{step.number - 1}.html" if step.number > 1 else None,
-                      next=f"step-{step.number + 1}.html" if step.number < n else None,
-                      step=step, n=n, cache=c, claim=claim, key=key, fits=fits, also=also,
-                      statement=STATEMENTS[step.claim] if step.claim is not None else None)
-
 
 # -- what pages show -------------------------------------------------------------------------------
 

@@ -113,6 +113,24 @@ def test_the_presenter_view_shows_the_notes_the_next_step_and_a_clock(monkeypatc
     assert "Next: the end of the tour" in _html(last)
 
 
+def test_the_first_and_last_steps_show_a_code_of_their_public_address(monkeypatch):
+    """Served at a public address, steps 1 and N draw a QR code of their own address (the pair and
+    presentation mode carried); on localhost, none."""
+    from tests.test_qr import decoded
+
+    at = _tour(SHIPPED, monkeypatch, pair="demo", presentation="on")
+    assert "class='tour-qr'" not in _html(at)  # AppTest's page has no public address
+    monkeypatch.setenv("TYING_PUBLIC_URL", "https://someone-weight-tying.hf.space/tour")
+    for number in (1, len(tour.STEPS)):
+        at = _tour(SHIPPED, monkeypatch, pair="demo", presentation="on", step=number)
+        svg = next(str(h.proto.body) for h in at.get("html") if "class='tour-qr'" in str(h.proto.body))
+        svg = svg[svg.index("<svg"):svg.index("</svg>") + 6]
+        expected = f"https://someone-weight-tying.hf.space/tour?pair=demo&presentation=on&step={number}"
+        assert decoded(svg) == [expected]
+    at = _tour(SHIPPED, monkeypatch, pair="demo", step=2)
+    assert "class='tour-qr'" not in _html(at)
+
+
 def test_next_and_previous_write_the_step_to_the_url(monkeypatch):
     at = _tour(SHIPPED, monkeypatch, pair="demo", step=3)
     at.button(key="tour_next").click().run()

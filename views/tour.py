@@ -8,12 +8,13 @@ slide: the step's speaker notes, the next step and a clock.
 """
 
 import html
+import os
 from urllib.parse import urlencode
 
 import streamlit as st
 
 from explorer import data, export, frame, sections, state
-from explorer.render import figures, setup_diagram, tour, tour_notes
+from explorer.render import figures, qr, setup_diagram, tour, tour_notes
 from explorer.render.style import PALETTE
 from explorer.words import claims as claims_mod
 
@@ -47,6 +48,9 @@ st.html(f"""<style>
 .tour-read {{font-size: {"1.2rem" if big else "0.95rem"}; line-height: 1.4; margin-top: 0.6rem;}}
 .stMainBlockContainer {{padding-top: 3.6rem !important; padding-bottom: 1rem !important;}}
 .st-key-tour_keys {{display: none !important;}}
+.tour-qr {{display: flex; gap: 0.7rem; align-items: center; margin: 0.5rem 0 0 0;}}
+.tour-qr svg {{width: {"150px" if big else "120px"}; height: auto; flex: none;}}
+.tour-qr figcaption {{font-size: 0.85rem; opacity: 0.8; overflow-wrap: anywhere;}}
 .presenter {{border: 2px solid #57606a; border-radius: 10px; padding: 0.6rem 1rem; margin-top: 0.6rem;
   font-size: {"1.2rem" if big else "1rem"}; line-height: 1.4;}}
 .presenter .pn-top {{display: flex; justify-content: space-between; font-weight: 600; margin-bottom: 0.4rem;}}
@@ -154,6 +158,12 @@ else:
         st.page_link(f"views/{script}.py",
                      label=f"More on the {page_titles[step.page]} page", icon=":material/open_in_new:",
                      query_params=carried)
+        # first and last step: a QR code of this step's address, for a room's phones (not on localhost)
+        here = os.environ.get("TYING_PUBLIC_URL") or st.context.url or ""
+        if number in (1, N) and qr.is_public(here):
+            address = qr.app_step_url(here, number, state.carried())
+            st.html(f"<figure class='tour-qr'>{qr.qr_svg(address)}<figcaption>This step on your phone: "
+                    f"{html.escape(address)}</figcaption></figure>")
 
 if step.claim is not None and source is None and picked is not None:
     other = next((r for r in refs if tour.holds_data(step, r)), None)

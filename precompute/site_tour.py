@@ -1,0 +1,62 @@
+"""The static site's tour (`tour/step-N.html`): each step of :data:`explorer.render.tour.STEPS`
+from the cache that holds its data, its speaker notes for the presenter view, and, with
+``--base-url``, a QR code of its own address on the first and the last step."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from tying.errors import UserError
+
+
+def check_base_url(url: str) -> str:
+    """``url`` without a trailing slash; UserError (one line) unless it is an http(s) address with a host."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+        raise UserError(f"--base-url must be the site's http(s) address, like https://example.org/tour-site, "
+                        f"got {url!r}")
+    return url.strip().rstrip("/")
+
+
+def step_url(base_url: str, number: int) -> str:
+    return f"{base_url}/tour/step-{number}.html"
+
+
+def write(b, base_url: str | None) -> None:
+    """Every tour step's page, written by the site's builder ``b`` (precompute.site._Builder)."""
+    from markupsafe import Markup
+
+    from explorer.render import qr, setup_diagram, tour, tour_notes
+    from tying.cache.claims import STATEMENTS
+
+    steps = tour.STEPS
+    n = len(steps)
+    by_ref = {c.ref: c for c in b.caches}
+    for step in steps:
+        source = tour.source_for(step, b.refs)
+        c = by_ref.get(source)
+        key, script, fits = None, None, True
+        if step.figure is None:
+            key, script = "tour/setup", "charts/setup.js"
+            fits = b.chart_file(f"tour/{script}", key, setup_diagram.setup_diagram(presentation=True), True)
+        elif c is not None:
+            key, script = f"tour/{step.slug}", f"charts/{step.slug}.js"
+            try:
+                chart, _ = tour.step_figure(step, source)  # the app's example token on the map step
+                fits = b.chart_file(f"tour/{script}", key, chart, True)
+            except Exception as exc:
+                c.skipped[f"tour step {step.number}"] = f"{type(exc).__name__}: {exc}"
+                key = script = None
+        claim = tour.claim_for(step, source) if (c is not None and step.claim) else None
+        also = [(STATEMENTS[k], tour.one_claim(k, c.summary)) for k in step.also] if claim else []
+        rel = f"tour/step-{step.number}.html"
+        b.tour_pages.append(rel)
+        ahead = tour.step_at(step.number + 1).title if step.number < n else None
+        url = step_url(base_url, step.number) if base_url and step.number in (1, n) else None
+        b.page(rel, "step.html", current="tour", scripts=[script] * bool(script) + ["../assets/clock.js"],
+               presenter=Markup(tour_notes.presenter_html(step.notes, step.number, n, ahead)),
+               qr=Markup(qr.qr_svg(url)) if url else None, qr_url=url,
+               prev=f"step-{step.number - 1}.html" if step.number > 1 else None,
+               next=f"step-{step.number + 1}.html" if step.number < n else None,
+               step=step, n=n, cache=c, claim=claim, key=key, fits=fits, also=also,
+               statement=STATEMENTS[step.claim] if step.claim is not None else None)
