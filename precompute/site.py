@@ -66,6 +66,8 @@ class SiteConfig:
                                                             "come with them); `--formats ''` for none")
     presentation: bool = option(False, help="the cache pages' charts and files with presentation mode's larger "
                                             "text (the tour always has it)")
+    handout: bool = option(False, help="also write the tour as a PDF handout, one page per step with its speaker "
+                                       "notes (`handout.pdf`, linked from every step)")
     base_url: str | None = option(None, help="the address the site will be served from (https://...): the tour's "
                                              "first and last steps then show a QR code of their own address")
 
@@ -84,7 +86,7 @@ def run_site(cfg: SiteConfig) -> None:
     refs = open_caches(cfg.caches, cfg.cache_dir)
     out = Path(cfg.out).absolute()
     manifest = write_site(refs, out, title=cfg.title, formats=tuple(cfg.formats), presentation=cfg.presentation,
-                          base_url=cfg.base_url, progress=lambda line: print(line, flush=True))
+                          base_url=cfg.base_url, handout=cfg.handout, progress=lambda line: print(line, flush=True))
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     print(f"wrote {out / 'index.html'} ({len(manifest['pages'])} pages, {size / 1e6:.1f} MB) in "
           f"{time.perf_counter() - t0:.0f} s; open it in a browser, no server needed")
@@ -119,7 +121,8 @@ def folder_name(name: str) -> str:
 
 def write_site(refs: list, out: Path, *, title: str = "Weight-tying explorer",
                formats: tuple[str, ...] = DEFAULT_FORMATS,
-               presentation: bool = False, base_url: str | None = None, progress=None) -> dict[str, Any]:
+               presentation: bool = False, base_url: str | None = None, handout: bool = False,
+               progress=None) -> dict[str, Any]:
     """Build the site in a folder beside ``out`` and rename it into place; returns its manifest.
 
     ``out`` may be missing, empty, or an earlier site (it is replaced); anything else is refused."""
@@ -138,7 +141,7 @@ def write_site(refs: list, out: Path, *, title: str = "Weight-tying explorer",
     tmp.mkdir()
     try:
         manifest = _Builder(refs, tmp, title=title, formats=formats, presentation=presentation, base_url=base_url,
-                            progress=progress or (lambda line: None)).build()
+                            handout=handout, progress=progress or (lambda line: None)).build()
         if out.exists():
             old = out.parent / f".{out.name}.old-{os.getpid()}"
             out.rename(old)
@@ -222,8 +225,8 @@ class _Cache:
 
 class _Builder:
     def __init__(self, refs, root: Path, *, title: str, formats, presentation: bool, progress,
-                 base_url: str | None = None):
-        self.refs, self.root, self.title, self.base_url = refs, root, title, base_url
+                 base_url: str | None = None, handout: bool = False):
+        self.refs, self.root, self.title, self.base_url, self.handout = refs, root, title, base_url, handout
         self.formats, self.presentation, self.progress = tuple(formats), presentation, progress
         self.pages: list[str] = []
         self.caches: list[_Cache] = []
@@ -294,7 +297,7 @@ class _Builder:
             self.progress(f"  {c.ref.name}: {len(c.charts)} charts, {len(c.tables)} tables, "
                           f"{sum(len(v) for v in c.downloads.values())} files"
                           f"{', token search' if c.tokens else ''} ({time.perf_counter() - t1:.0f} s)")
-        site_tour.write(self, self.base_url)
+        site_tour.write(self, self.base_url, self.handout)
         self.page("index.html", "index.html", current="index.html")
         self.write("README.md", site_assets.render(
             "space-readme.md", title=self.title, title_json=json.dumps(self.title, ensure_ascii=False),
@@ -302,7 +305,7 @@ class _Builder:
         self.write(".nojekyll", "")
         manifest = {
             "generator": GENERATOR, "title": self.title, "built": date.today().isoformat(),
-            "pages": sorted(self.pages), "tour": self.tour_pages,
+            "pages": sorted(self.pages), "tour": self.tour_pages, "handout": self.handout,
             "caches": [{"name": c.ref.name, "folder": c.folder, "kind": c.kind, "charts": sorted(c.charts),
                         "tables": sorted(c.tables), "downloads": {k: [p for _, p in v] for k, v in c.downloads.items()},
                         "skipped": c.skipped, "tokens": c.tokens, "text": c.text is not None} for c in self.caches],

@@ -4,6 +4,7 @@ from the cache that holds its data, its speaker notes for the presenter view, an
 
 from __future__ import annotations
 
+import time
 from urllib.parse import urlsplit
 
 from tying.errors import UserError
@@ -22,12 +23,23 @@ def step_url(base_url: str, number: int) -> str:
     return f"{base_url}/tour/step-{number}.html"
 
 
-def write(b, base_url: str | None) -> None:
-    """Every tour step's page, written by the site's builder ``b`` (precompute.site._Builder)."""
+HANDOUT = "handout.pdf"
+
+
+def write(b, base_url: str | None, handout: bool = False) -> None:
+    """Every tour step's page, written by the site's builder ``b`` (precompute.site._Builder), and
+    with ``handout`` the whole tour as a PDF (:data:`HANDOUT`, one page per step)."""
     from markupsafe import Markup
 
     from explorer.render import qr, setup_diagram, tour, tour_notes
     from tying.cache.claims import STATEMENTS
+
+    if handout:
+        from explorer.render.handout import handout_pdf
+
+        t0 = time.perf_counter()
+        (b.root / HANDOUT).write_bytes(handout_pdf(b.refs))
+        b.progress(f"  the tour's handout: {HANDOUT} ({time.perf_counter() - t0:.0f} s)")
 
     steps = tour.STEPS
     n = len(steps)
@@ -55,7 +67,7 @@ def write(b, base_url: str | None) -> None:
         url = step_url(base_url, step.number) if base_url and step.number in (1, n) else None
         b.page(rel, "step.html", current="tour", scripts=[script] * bool(script) + ["../assets/clock.js"],
                presenter=Markup(tour_notes.presenter_html(step.notes, step.number, n, ahead)),
-               qr=Markup(qr.qr_svg(url)) if url else None, qr_url=url,
+               qr=Markup(qr.qr_svg(url)) if url else None, qr_url=url, handout=HANDOUT if handout else None,
                prev=f"step-{step.number - 1}.html" if step.number > 1 else None,
                next=f"step-{step.number + 1}.html" if step.number < n else None,
                step=step, n=n, cache=c, claim=claim, key=key, fits=fits, also=also,

@@ -70,7 +70,10 @@ def drawable(text: str) -> str:
 
 
 def _lines(text: str, width: float, size: float) -> list[str]:
-    return textwrap.wrap(drawable(text), max(30, int(width / (0.5 * size))), break_on_hyphens=False)
+    """``text`` wrapped to ``width`` pixels, each of its lines (paragraphs) on new lines."""
+    chars = max(30, int(width / (0.5 * size)))
+    return [line for para in drawable(text).split("\n")
+            for line in textwrap.wrap(para, chars, break_on_hyphens=False) or [""]]
 
 
 TOP_LEVEL = ("$schema", "config", "datasets", "background", "padding", "autosize", "usermeta")
