@@ -11,14 +11,23 @@ import pytest
 from explorer.render import handout, read, tour
 from tests.test_site import _run
 
+NAMES = ("synthetic", "paper", "sweep", "mechanism")
+
 
 @pytest.fixture(scope="module")
-def refs(synthetic_caches):
-    return [read.CacheRef.of(p) for p in sorted(synthetic_caches.glob("*.duckdb"))]
+def handout_site(synthetic_caches, tmp_path_factory):
+    """A site of the synthetic folder's caches with its handout."""
+    out = tmp_path_factory.mktemp("handout") / "site"
+    code, stdout, err = _run("site", *NAMES, "--cache-dir", synthetic_caches,
+                             "--out", out, "--formats", "", "--handout")
+    assert code == 0, err
+    assert "handout.pdf" in stdout
+    return out
 
 
-def test_one_page_per_step_with_its_title_verdict_and_notes(refs):
-    pages = pypdf.PdfReader(io.BytesIO(handout.handout_pdf(refs))).pages
+def test_one_page_per_step_with_its_title_verdict_and_notes(handout_site, synthetic_caches):
+    refs = [read.CacheRef.of(synthetic_caches / f"{n}.duckdb") for n in NAMES]  # the site's order
+    pages = pypdf.PdfReader(handout_site / "handout.pdf").pages
     assert len(pages) == len(tour.STEPS)
     for step, page in zip(tour.STEPS, pages):
         text = " ".join(page.extract_text().split())
@@ -30,20 +39,16 @@ def test_one_page_per_step_with_its_title_verdict_and_notes(refs):
         assert float(page.mediabox.width) > float(page.mediabox.height) * 0.9  # landscape-ish, not a long strip
 
 
-def test_a_heavy_page_is_drawn_as_pixels(refs, monkeypatch):
+def test_every_step_links_the_handout(handout_site):
+    for number in range(1, len(tour.STEPS) + 1):
+        assert "href='../handout.pdf'" in (handout_site / "tour" / f"step-{number}.html").read_text()
+
+
+def test_a_heavy_page_is_drawn_as_pixels(synthetic_caches, monkeypatch):
     monkeypatch.setattr(handout, "MAX_VECTOR_BYTES", 0)  # every page over the limit
-    pages = pypdf.PdfReader(io.BytesIO(handout.handout_pdf(refs))).pages
-    assert len(pages) == len(tour.STEPS)
+    refs = [read.CacheRef.of(synthetic_caches / "mechanism.duckdb")]
+    steps = (tour.BY_SLUG["setup"], tour.BY_SLUG["why"])
+    pages = pypdf.PdfReader(io.BytesIO(handout.handout_pdf(refs, steps=steps))).pages
+    assert len(pages) == 2
     for page in pages:
         assert not page.extract_text().strip() and len(page.images) == 1
-
-
-def test_the_site_writes_and_links_the_handout(synthetic_caches, tmp_path):
-    out = tmp_path / "site"
-    code, stdout, err = _run("site", "sweep", "mechanism", "--cache-dir", synthetic_caches, "--out", out,
-                             "--formats", "", "--handout")
-    assert code == 0, err
-    assert len(pypdf.PdfReader(out / "handout.pdf").pages) == len(tour.STEPS)
-    for number in range(1, len(tour.STEPS) + 1):
-        assert "href='../handout.pdf'" in (out / "tour" / f"step-{number}.html").read_text()
-    assert "handout.pdf" in stdout

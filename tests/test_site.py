@@ -418,6 +418,33 @@ def test_arrow_keys_and_page_keys_move_through_the_tour(shipped_site, browser):
 @pytest.mark.slow
 @pytest.mark.browser
 @needs_chromium
+def test_a_printed_step_is_one_landscape_page_with_its_notes(shipped_site, browser):
+    """The site's print stylesheet: each tour step prints on one A4 landscape page, its speaker
+    notes under the chart, no pager or keys (Chromium's own print to PDF)."""
+    import base64
+    import unicodedata
+
+    import pypdf
+    from selenium.webdriver.common.print_page_options import PrintOptions
+
+    options = PrintOptions()
+    options.orientation, options.page_width, options.page_height = "landscape", 21.0, 29.7
+    options.background = True
+    pages = {}
+    for step in tour.STEPS:
+        browser.get((shipped_site / "tour" / f"step-{step.number}.html").as_uri())
+        charts_drawn(browser)
+        pdf = pypdf.PdfReader(io.BytesIO(base64.b64decode(browser.print_page(options))))
+        pages[step.number] = len(pdf.pages)
+        text = " ".join(unicodedata.normalize("NFKC", pdf.pages[0].extract_text()).split())  # "ﬀ" is "ff"
+        assert step.notes.caveat[:40] in text and "Keys:" not in text, step.slug
+        assert float(pdf.pages[0].mediabox.width) > float(pdf.pages[0].mediabox.height)
+    assert set(pages.values()) == {1}, pages
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@needs_chromium
 def test_the_n_key_opens_the_speaker_notes_and_moving_on_keeps_them(shipped_site, browser):
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By

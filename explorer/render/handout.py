@@ -65,21 +65,22 @@ def raster_pdf(png: bytes, scale: float) -> bytes:
     return out.getvalue()
 
 
-def handout_pdf(refs: Sequence[read.CacheRef], progress=None) -> bytes:
-    """The whole tour as one PDF, a page per step; ``progress(done, total)`` after each page."""
+def handout_pdf(refs: Sequence[read.CacheRef], progress=None, steps: Sequence[tour.Step] = tour.STEPS) -> bytes:
+    """The tour (``steps``: all of them) as one PDF, a page per step; ``progress(done, total)``
+    after each page."""
     import pypdf
     import vl_convert as vlc
 
     commit = provenance.git_commit()
     writer = pypdf.PdfWriter()
-    for i, step in enumerate(tour.STEPS):
+    for i, step in enumerate(steps):
         svg = vlc.vegalite_to_svg(json.dumps(step_spec(step, refs, commit)))
         page = vlc.svg_to_pdf(svg)
         if len(page) > MAX_VECTOR_BYTES:
             page = raster_pdf(vlc.svg_to_png(svg, scale=RASTER_SCALE), RASTER_SCALE)
         writer.append(io.BytesIO(page))
         if progress is not None:
-            progress(i + 1, len(tour.STEPS))
+            progress(i + 1, len(steps))
     writer.add_metadata({"/Title": "Weight tying: the tour (handout)", "/Creator": "weight-tying explorer"})
     out = io.BytesIO()
     writer.write(out)
