@@ -74,6 +74,9 @@ def _collect_as_arrow(data, datasets: dict):
 alt.data_transformers.register("tying_arrow", _collect_as_arrow)
 
 
+CONCATS = ("hconcat", "vconcat", "concat", "facet", "repeat")  # views of several panels
+
+
 def wire_spec(chart: alt.TopLevelMixin, *, presentation: bool = False) -> dict:
     """The chart as the dict ``st.vega_lite_chart`` sends: styled, sized for the mode, no
     default theme (Streamlit's own), every dataset already Arrow bytes in ``datasets``, and a
@@ -87,6 +90,8 @@ def wire_spec(chart: alt.TopLevelMixin, *, presentation: bool = False) -> dict:
         # the width fits the container; the height is the plot's, legends under it add to it
         # (Streamlit's default, "fit", would take a legend's height out of the plot's)
         spec.setdefault("autosize", {"type": "fit-x", "contains": "padding"})
+    elif any(k in spec for k in CONCATS):  # panels side by side keep their sizes (Streamlit would ask for "fit",
+        spec.setdefault("autosize", {"type": "pad"})  # which Vega ignores for them, warning in the console)
     spec["datasets"] = {**(spec.get("datasets") or {}), **datasets}
     return spec
 
@@ -133,10 +138,13 @@ def show(build: Callable[[], tuple[alt.TopLevelMixin, pd.DataFrame]], name: str,
     """
     presentation = bool(state.get("presentation"))
     fig = figure(spec_key, build, presentation)
+    # side-by-side panels keep their own widths: Vega fits only a single or layered view to a
+    # container (asked to, it warns in the console and ignores it)
+    width = "content" if any(k in fig.spec for k in CONCATS) else "stretch"
     if on_select is None:
-        st.vega_lite_chart(fig.spec, width="stretch")
+        st.vega_lite_chart(fig.spec, width=width)
     else:
-        st.vega_lite_chart(fig.spec, width="stretch", key=key, on_select=on_select, selection_mode=selection_mode)
+        st.vega_lite_chart(fig.spec, width=width, key=key, on_select=on_select, selection_mode=selection_mode)
     if downloads:
         download_buttons(lambda: (fig.chart, fig.data), name, key=key)
     return fig

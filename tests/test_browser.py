@@ -169,9 +169,17 @@ def test_page_renders_in_chromium(server, browser, page):
     assert browser.save_screenshot(str(out / f"{page}.png"))
     # Streamlit's frontend first probes /<page>/_stcore/... to find its base path and gets a
     # 404 there before using the root; that probe is not an error of the app.
-    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE" and "favicon" not in e["message"]
+    logged = browser.get_log("browser")
+    errors = [e for e in logged if e["level"] == "SEVERE" and "favicon" not in e["message"]
               and not (f"/{page}/_stcore/" in e["message"] and "404" in e["message"])]
     assert not errors, errors
+    assert not vega_warnings(logged), vega_warnings(logged)
+
+
+def vega_warnings(logged: list[dict]) -> list[str]:
+    """Vega's and Vega-Lite's console warnings among a page's log (a conflicting legend, an infinite
+    extent): each a chart drawn other than it was written."""
+    return [e["message"] for e in logged if e["level"] == "WARNING" and '"WARN"' in e["message"]]
 
 
 @pytest.mark.parametrize("page", list(PAGES))
@@ -195,6 +203,8 @@ def test_published_cache_page_in_chromium(server, browser, page):
     out = ROOT / "bench" / "out" / "screenshots"
     out.mkdir(parents=True, exist_ok=True)
     assert browser.save_screenshot(str(out / f"paper-{page}.png"))
+    logged = browser.get_log("browser")
+    assert not vega_warnings(logged), vega_warnings(logged)
 
 
 def test_presentation_mode_enlarges_headline_numbers_and_survives_a_reload(server, browser):
@@ -584,7 +594,8 @@ def test_every_tour_step_fits_one_presentation_screen(server, browser):
                 assert 0 < b["verdict"] <= b["height"], (n, b)
     finally:
         browser.set_window_size(1400, 1000)
-    browser.get_log("browser")
+    logged = browser.get_log("browser")
+    assert not vega_warnings(logged), vega_warnings(logged)  # on no step
 
 
 def test_the_overview_first_screen_holds_a_verdict(server, browser):

@@ -81,7 +81,10 @@ if step.claim is not None and source is None:
                                                       "mechanism": f" or the mechanism lab with "
                                                                    f"`{frame.MECHANISM_COMMAND}`."}.get(step.needs, "."))
 else:
-    chart_col, verdict_col = st.columns([2.5, 1.4], gap="medium")
+    if step.figure == "projection-umap":  # three panels side by side take the width: the verdict goes above
+        verdict_col, chart_col = st.container(), st.container()
+    else:
+        chart_col, verdict_col = st.columns([2.5, 1.4], gap="medium")
     with chart_col:
         if real is not None:  # two sources on one slide: each labelled
             st.caption(f"**Toy lab** (cache '{source.name}'): tied and untied twins trained here, tuned-lens KL "
@@ -91,7 +94,7 @@ else:
                         spec_key=("tour-setup",), downloads=False)
         else:
             fig = figures.BY_NAME[step.figure]
-            build = (lambda: tour.step_figure(step, source, view_size=205)) if fig.name == (
+            build = (lambda: tour.step_figure(step, source, view_size=190)) if fig.name == (
                 "projection-umap") else (lambda: tour.fit_height(*fig.build(source)))  # one slide, no scrolling
             export.show(build, f"{fig.name}-{source.name}", key="tour_chart",
                         spec_key=("tour", step.figure, source, example), downloads=False)

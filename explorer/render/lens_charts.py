@@ -70,12 +70,13 @@ def kl_curves(df: pd.DataFrame, paper: pd.DataFrame | None = None, *,
         ytitle = f"{names[0]}: {ytitle}"
     y = alt.Y("kl_mean:Q", title=ytitle, scale=yscale)
     clip = top is not None
-    band = alt.Chart(tuned).mark_area(opacity=0.12, clip=clip).encode(
+    spread = tuned.dropna(subset=["lo", "hi"])  # published means come without a spread: no band (an empty
+    band = alt.Chart(spread).mark_area(opacity=0.12, clip=clip).encode(  # one is an "infinite extent" warning)
         y=alt.Y("lo:Q", title=ytitle, scale=yscale), y2="hi:Q", detail="model:N", **enc)
     lines = alt.Chart(data).mark_line(clip=clip).encode(y=y, strokeDash=dash, detail="series:N", **enc)
     points = alt.Chart(data).mark_point(filled=True, size=40, clip=clip).encode(
         y=y, shape=shape, tooltip=tip + [alt.Tooltip("kl_std:Q", format=".3f")], **enc)
-    layers = [band, lines, points]
+    layers = ([band] if len(spread) else []) + [lines, points]
     if clip:  # each point beyond the top: an arrow on the edge and its value
         # the models' arrows one above the other, so two at one hidden state both show
         over = data[data["kl_mean"] > top].assign(

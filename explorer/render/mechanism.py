@@ -79,10 +79,11 @@ def curves_chart(curves: pd.DataFrame, title: str = "") -> alt.LayerChart:
     step axis so the early steps, where the output side dominates, get room."""
     labels = [M.ARMS[a].label for a in M.ARMS if a in set(curves["arm"])]
     arms = [a for a in M.ARMS if a in set(curves["arm"])]
+    arm_legend = legend(None, labels, symbolType="stroke", symbolSize=900, symbolStrokeWidth=3)  # colour and dash
     colour = alt.Color("label:N", scale=alt.Scale(domain=labels, range=[ARM_STYLE[a][0] for a in arms]),
-                       legend=legend(None, labels, symbolType="stroke", symbolSize=900, symbolStrokeWidth=3))
+                       legend=arm_legend)
     dash = alt.StrokeDash("label:N", scale=alt.Scale(domain=labels, range=[ARM_STYLE[a][1] for a in arms]),
-                          legend=None)
+                          legend=arm_legend)
     tip = ["label:N", alt.Tooltip("step:Q"), alt.Tooltip("mean:Q", format="+.3f"),
            alt.Tooltip("lo:Q", format="+.3f", title="95% low"), alt.Tooltip("hi:Q", format="+.3f", title="95% high")]
     x = alt.X("step:Q", title="training step (symmetric log scale)", scale=alt.Scale(type="symlog", constant=10))

@@ -47,11 +47,15 @@ def _projection_layers(df: pd.DataFrame, highlight: pd.DataFrame, *, density: bo
             points = points.add_params(pick, zoom)
     roles = present(ROLE_SHAPES, highlight["role"]) or list(ROLE_SHAPES)
     hi = highlight.assign(label=highlight["shown"] + (" (" + highlight["matrix"] + ")" if label_matrix else ""))
+    # shape and size on one field in one order (size wants one), one legend object: Vega-Lite merges them (no
+    # "conflicting legend" warning)
+    role_legend = legend("highlighted", roles)
     marks = alt.Chart(hi).mark_point(filled=True, stroke="black", strokeWidth=1, cursor="pointer").encode(
         x="x:Q", y="y:Q",
-        size=alt.Size("role:O", scale=alt.Scale(domain=["picked", "neighbour"], range=[240, 80]), legend=None),
-        shape=alt.Shape("role:N", scale=alt.Scale(domain=roles, range=[ROLE_SHAPES[r] for r in roles]),
-                        legend=legend("highlighted", roles)),
+        size=alt.Size("role:N", sort=roles, scale=alt.Scale(domain=roles, range=[240 if r == "picked" else 80 for r in roles]),
+                      legend=role_legend),
+        shape=alt.Shape("role:N", sort=roles, scale=alt.Scale(domain=roles, range=[ROLE_SHAPES[r] for r in roles]),
+                        legend=role_legend),
         color=alt.value(HIGHLIGHT), tooltip=[alt.Tooltip("shown:N", title="token"), alt.Tooltip("token:Q", title="id"),
                                              "matrix:N", "role:N"])
     if density and interactive:  # no background points to click: the highlighted ones carry the selection
