@@ -406,7 +406,7 @@ SHIPPED = Path(APP).parent / "cache"
 ALL_PAGES = PAGES + [p.url_path for p in registry.PAGES if p.folder or p.url_path == "tour"]
 URL_PARAMS = ("pair", "presentation", "token", "k", "method", "split", "view", "density", "points", "renderer",
               "layer", "model",
-              "sample", "runs", "evo_runs", "axis", "step")
+              "sample", "runs", "evo_runs", "axis", "step", "notes")
 JUNK = ("", "maybe", "yes", "-1", "9" * 40, "/etc/passwd", "<script>alert(1)</script>")
 
 
