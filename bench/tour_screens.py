@@ -1,12 +1,15 @@
-"""Every tour step as a slide: a first-screen screenshot per step in headless Chromium, and
-whether its chart and verdict lie inside that screen.
+"""Every tour step as a slide: a first-screen screenshot per step and window size in headless
+Chromium, and where its claim, chart, verdict and Next button end against that screen.
 
-    python bench/tour_screens.py [--pair demo] [--size 1920x1080] [--steps 1-9] [--no-presentation]
+    python bench/tour_screens.py [--pair demo] [--sizes 1920x1080,1280x720,1024x768] [--steps 1-11]
+                                 [--no-presentation] [--site DIR]
 
-Starts `streamlit run app.py`, opens /tour?step=N (presentation mode unless told), waits for
-the chart, writes bench/out/tour/step-N-<pair>-<w>x<h>.png (the viewport only: what a
-projector shows) and prints, per step, the lowest pixel of the chart and of the verdict
-against the window's height. Needs Debian's chromium and chromium-driver.
+Starts `streamlit run app.py` and opens /tour?step=N (presentation mode unless told), or with
+``--site`` opens the static site's DIR/tour/step-N.html; waits for the chart, writes
+bench/out/tour/<app|site>-step-N-<w>x<h>.png (the viewport only: what a projector shows) and
+prints, per step and size, the lowest pixel of the claim, the chart, the verdict and Next, the
+slide's zoom and the slide text's size on screen. Each step loads once; the window is resized
+for the other sizes (the slide zooms to each). Needs Debian's chromium and chromium-driver.
 """
 
 from __future__ import annotations
@@ -19,26 +22,26 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from screenshots import ROOT, browser, free_port, start_server
 
-BOTTOMS = """
-const bottom = sel => Math.max(0, ...[...document.querySelectorAll(sel)].map(e => e.getBoundingClientRect().bottom));
-return {chart: bottom('[data-testid="stVegaLiteChart"]'), verdict: bottom('.tour-verdict'),
-        next: bottom('.st-key-tour_next'), height: window.innerHeight,
-        scroll: (document.querySelector('[data-testid="stMain"]') || document.body).scrollHeight};
-"""
+from explorer.render.slide import MEASURE_JS as BOTTOMS
 
 
-def wait_drawn(driver, timeout: float = 60) -> None:
-    from selenium.webdriver.common.by import By
-
+def wait_drawn(driver, n: int, site: bool, timeout: float = 60) -> None:
     deadline = time.time() + timeout
+    done = ("return window.SITE_CHARTS_DONE === true" if site else
+            "const c = document.querySelectorAll('[data-testid=\"stVegaLiteChart\"]');"
+            "return c.length > 0 && document.querySelectorAll('[data-testid=\"stVegaLiteChart\"] canvas, "
+            "[data-testid=\"stVegaLiteChart\"] svg.marks').length >= c.length;")
     while time.time() < deadline:
-        heads = driver.find_elements(By.TAG_NAME, "h2")
-        charts = driver.find_elements(By.CSS_SELECTOR, '[data-testid="stVegaLiteChart"]')
-        drawn = driver.find_elements(By.CSS_SELECTOR, '[data-testid="stVegaLiteChart"] canvas, '
-                                                      '[data-testid="stVegaLiteChart"] svg.marks')
-        if heads and charts and len(drawn) >= len(charts):
+        if driver.execute_script(BOTTOMS)["step"].startswith(f"Step {n} of") and driver.execute_script(done):
             return
         time.sleep(0.3)
+
+
+def resize(driver, w: int, h: int) -> None:
+    """The window's inner size to exactly ``w`` x ``h``."""
+    driver.set_window_size(w, h)
+    iw, ih = driver.execute_script("return [document.documentElement.clientWidth, window.innerHeight]")
+    driver.set_window_size(2 * w - iw, 2 * h - ih)
 
 
 def steps(text: str) -> list[int]:
@@ -46,38 +49,60 @@ def steps(text: str) -> list[int]:
     return list(range(int(lo), int(hi or lo) + 1))
 
 
+def measure(driver, url_of, numbers, sizes, site: bool, out: Path, label: str) -> list[dict]:
+    rows = []
+    for n in numbers:
+        resize(driver, *sizes[0])
+        driver.get(url_of(n))
+        wait_drawn(driver, n, site)
+        for w, h in sizes:
+            resize(driver, w, h)
+            time.sleep(1.5)  # the slide zooms on resize, Vega lays out again
+            b = driver.execute_script(BOTTOMS)
+            path = out / f"{label}-step-{n}-{w}x{h}.png"
+            driver.save_screenshot(str(path))
+            low = max(b["claim"], b["chart"], b["verdict"], b["next"])
+            fits = low <= b["height"] and b["next"] > 0
+            print(f"{label} step {n:2d} {w}x{h}: claim {b['claim']:4.0f}  chart {b['chart']:4.0f}  verdict "
+                  f"{b['verdict']:4.0f}  next {b['next']:4.0f}  of {b['height']} px; zoom {b['zoom']:.3f}, text "
+                  f"{b['text']:.1f} px, chart {b['fill']:.0%} of its column, sidebar {b['sidebar']:.0f} px: {'fits' if fits else 'BELOW THE FIRST SCREEN'}",
+                  flush=True)
+            rows.append({"step": n, "size": f"{w}x{h}", **b, "fits": fits})
+    return rows
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cache-dir", default=str(ROOT / "cache"))
     ap.add_argument("--pair", default="demo")
-    ap.add_argument("--size", default="1920x1080")
-    ap.add_argument("--steps", default="1-9")
+    ap.add_argument("--sizes", default="1920x1080,1280x720,1024x768")
+    ap.add_argument("--steps", default="1-11")
     ap.add_argument("--no-presentation", action="store_true")
+    ap.add_argument("--site", help="a static site's folder (python -m precompute site): measure its tour instead")
     ap.add_argument("--out", default=str(ROOT / "bench" / "out" / "tour"))
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    w, h = (int(x) for x in args.size.split("x"))
-    port = free_port()
-    proc = start_server(args.cache_dir, port)
-    driver = browser(w, h)
+    sizes = [tuple(int(x) for x in s.split("x")) for s in args.sizes.split(",")]
+    driver = browser(*sizes[0])
+    proc = None
     try:
-        pres = "" if args.no_presentation else "&presentation=on"
-        for n in steps(args.steps):
-            driver.get(f"http://127.0.0.1:{port}/tour?step={n}&pair={args.pair}{pres}")
-            wait_drawn(driver)
-            time.sleep(1.5)
-            b = driver.execute_script(BOTTOMS)
-            path = out / f"step-{n}-{args.pair}-{w}x{h}.png"
-            driver.save_screenshot(str(path))
-            fits = b["chart"] <= b["height"] and b["verdict"] <= b["height"]
-            print(f"step {n}: chart bottom {b['chart']:.0f}px, verdict bottom {b['verdict']:.0f}px, next button "
-                  f"{b['next']:.0f}px, window {b['height']}px, page {b['scroll']}px: "
-                  f"{'inside the first screen' if fits else 'BELOW THE FIRST SCREEN'}  {path}")
+        if args.site:
+            root = Path(args.site).resolve()
+            rows = measure(driver, lambda n: (root / "tour" / f"step-{n}.html").as_uri(), steps(args.steps), sizes,
+                           True, out, "site")
+        else:
+            port = free_port()
+            proc = start_server(args.cache_dir, port)
+            pres = "" if args.no_presentation else "&presentation=on"
+            rows = measure(driver, lambda n: f"http://127.0.0.1:{port}/tour?step={n}&pair={args.pair}{pres}",
+                           steps(args.steps), sizes, False, out, "app")
     finally:
         driver.quit()
-        proc.terminate()
-    return 0
+        if proc is not None:
+            proc.terminate()
+    print(f"{sum(r['fits'] for r in rows)} of {len(rows)} slides fit their first screen")
+    return 0 if all(r["fits"] for r in rows) else 1
 
 
 if __name__ == "__main__":

@@ -129,22 +129,28 @@ def figure(spec_key: object, build: Callable[[], tuple[alt.TopLevelMixin, pd.Dat
 
 
 def show(build: Callable[[], tuple[alt.TopLevelMixin, pd.DataFrame]], name: str, *, key: str, spec_key: object,
-         on_select=None, selection_mode=None, downloads: bool = True):
+         on_select=None, selection_mode=None, downloads: bool = True, width_px: int | None = None):
     """Draw a figure with an "Export" control (PNG, SVG, CSV) under it.
 
     ``build() -> (chart, data)`` runs only when ``spec_key`` (a hashable value fixing the
     chart's content, e.g. the cache and the page's parameters) is new. ``on_select``: a
     callback run when the user picks points (the chart must define ``selection_mode``).
+    ``width_px``: the width of a chart that would fit its container, in CSS pixels (a tour
+    slide is zoomed as a whole, and Streamlit measures a container's zoomed width).
     """
     presentation = bool(state.get("presentation"))
     fig = figure(spec_key, build, presentation)
+    spec = fig.spec
     # side-by-side panels keep their own widths: Vega fits only a single or layered view to a
     # container (asked to, it warns in the console and ignores it)
-    width = "content" if any(k in fig.spec for k in CONCATS) else "stretch"
+    width = "content" if any(k in spec for k in CONCATS) else "stretch"
+    if width_px is not None and spec.get("width") == "container":
+        spec = {**spec, "width": int(width_px), "autosize": {"type": "fit-x", "contains": "padding"}}
+        width = "content"
     if on_select is None:
-        st.vega_lite_chart(fig.spec, width=width)
+        st.vega_lite_chart(spec, width=width)
     else:
-        st.vega_lite_chart(fig.spec, width=width, key=key, on_select=on_select, selection_mode=selection_mode)
+        st.vega_lite_chart(spec, width=width, key=key, on_select=on_select, selection_mode=selection_mode)
     if downloads:
         download_buttons(lambda: (fig.chart, fig.data), name, key=key)
     return fig

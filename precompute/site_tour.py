@@ -47,15 +47,15 @@ def write(b, base_url: str | None, handout: bool = False) -> None:
     for step in steps:
         source = tour.source_for(step, b.refs)
         c = by_ref.get(source)
-        key, script, fits = None, None, True
+        key, script = None, None
         if step.figure is None:
             key, script = "tour/setup", "charts/setup.js"
-            fits = b.chart_file(f"tour/{script}", key, setup_diagram.setup_diagram(presentation=True), True)
+            b.chart_file(f"tour/{script}", key, setup_diagram.setup_diagram(presentation=True), True)
         elif c is not None:
             key, script = f"tour/{step.slug}", f"charts/{step.slug}.js"
             try:
                 chart, _ = tour.step_figure(step, source)  # the app's example token on the map step
-                fits = b.chart_file(f"tour/{script}", key, chart, True)
+                b.chart_file(f"tour/{script}", key, chart, True)
             except Exception as exc:
                 c.skipped[f"tour step {step.number}"] = f"{type(exc).__name__}: {exc}"
                 key = script = None
@@ -65,10 +65,10 @@ def write(b, base_url: str | None, handout: bool = False) -> None:
         b.tour_pages.append(rel)
         ahead = tour.step_at(step.number + 1).title if step.number < n else None
         url = step_url(base_url, step.number) if base_url and step.number in (1, n) else None
-        b.page(rel, "step.html", current="tour", scripts=[script] * bool(script) + ["../assets/clock.js"],
+        b.page(rel, "step.html", current="tour", scripts=[script] * bool(script) + ["../assets/clock.js", "../assets/slide.js"],
                presenter=Markup(tour_notes.presenter_html(step.notes, step.number, n, ahead)),
                qr=Markup(qr.qr_svg(url)) if url else None, qr_url=url, handout=HANDOUT if handout else None,
                prev=f"step-{step.number - 1}.html" if step.number > 1 else None,
                next=f"step-{step.number + 1}.html" if step.number < n else None,
-               step=step, n=n, cache=c, claim=claim, key=key, fits=fits, also=also,
+               step=step, n=n, cache=c, claim=claim, key=key, also=also,
                statement=STATEMENTS[step.claim] if step.claim is not None else None)

@@ -24,6 +24,7 @@ import pytest
 from explorer.render import tour
 from precompute import site
 from precompute.cli import main
+from tests import slides
 from tests.test_browser import CHROMIUM, DRIVER
 from tests.waiting import wait_until
 from tying.cache.summary_types import Summary
@@ -413,6 +414,25 @@ def test_arrow_keys_and_page_keys_move_through_the_tour(shipped_site, browser):
             chain = chain.send_keys(keys[0])
         chain.perform()
         wait_until(lambda n=n: at(n), 10, what=f"step {n} after {keys!r}")
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@needs_chromium
+def test_every_tour_step_is_a_slide_that_fits_three_screens(shipped_site, browser):
+    """On a screen each step of the site's tour is a slide, as in the app's presentation mode: at
+    1920x1080 its text at 28 px, at 1280x720 and 1024x768 zoomed to the screen; claim, chart,
+    verdict and Next inside the first screen, the chart filling its column."""
+    try:
+        for n in range(1, len(tour.STEPS) + 1):
+            slides.inner_size(browser, *slides.SIZES[0])
+            browser.get((shipped_site / "tour" / f"step-{n}.html").as_uri())
+            charts_drawn(browser)
+            for size in slides.SIZES:
+                slides.inner_size(browser, *size)
+                slides.check(slides.steady(browser), size, claim=n > 1, verdict=n > 1)
+    finally:
+        browser.set_window_size(1400, 1000)
 
 
 @pytest.mark.slow

@@ -213,3 +213,24 @@ def test_the_overview_opens_on_the_verdicts(failing, monkeypatch):
     first = at.get("html")[0]
     assert "does not hold" in str(first.proto.body) and "holds" in str(first.proto.body)
     assert at.subheader[0].value == "The paper's claims, checked on this cache"
+
+
+def test_a_presentation_slide_gives_its_chart_a_width_large_axes_and_no_sidebar(monkeypatch):
+    """Presentation mode: the step's chart carries its slide column's width (Streamlit would measure
+    the zoomed column), axis labels at slide.AXIS_PX (22 px at 1920x1080), the slide's zoom script
+    and stylesheet on the page; a plain tour keeps charts at their container's width."""
+    import json
+
+    from explorer.render import slide
+
+    for n in (N["alignment"], N["map"]):
+        at = _tour(SHIPPED, monkeypatch, pair="demo", step=n, presentation="on")
+        assert not at.exception
+        spec = json.loads(at.get("vega_lite_chart")[0].proto.spec)
+        assert spec["config"]["axis"]["labelFontSize"] >= slide.AXIS_PX == 22
+        if n == N["alignment"]:
+            assert isinstance(spec["width"], int) and 1000 < spec["width"] < slide.DESIGN[0], spec["width"]
+        assert "--slide-zoom" in _html(at) and "--slide-width" in _html(at)
+    at = _tour(SHIPPED, monkeypatch, pair="demo", step=N["alignment"])
+    spec = json.loads(at.get("vega_lite_chart")[0].proto.spec)
+    assert spec["width"] == "container" and "--slide-zoom" not in _html(at)

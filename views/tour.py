@@ -14,11 +14,62 @@ from urllib.parse import urlencode
 import streamlit as st
 
 from explorer import data, export, frame, sections, state
-from explorer.render import figures, qr, setup_diagram, tour, tour_notes
+from explorer.render import figures, qr, setup_diagram, slide, tour, tour_notes
 from explorer.render.style import PALETTE
 from explorer.words import claims as claims_mod
 
 N = len(tour.STEPS)
+
+COMMON_CSS = """
+.tour-verdict {border-radius: 10px; padding: 0.7rem 1rem; color: white; margin-bottom: 0.6rem;}
+.tour-verdict .v {font-weight: 700; line-height: 1.1;}
+.tour-verdict .n {line-height: 1.35; margin-top: 0.35rem;}
+.tour-paper {opacity: 0.85; line-height: 1.35;}
+.tour-claim {font-weight: 600; line-height: 1.3; margin: 0;}
+.tour-head {margin: 0 0 0.2rem 0;}
+.tour-head .n {opacity: 0.7; font-weight: 600;}
+.tour-head h2 {margin: 0; padding: 0.1rem 0 0.3rem 0; line-height: 1.2;}
+.tour-also {line-height: 1.35; margin: 0.3rem 0;}
+.tour-also span {color: white; border-radius: 6px; padding: 0 0.4em; font-weight: 700; white-space: nowrap;}
+.tour-read {line-height: 1.4; margin-top: 0.6rem;}
+.st-key-tour_keys {display: none !important;}
+.tour-qr {display: flex; gap: 0.7rem; align-items: center; margin: 0.5rem 0 0 0;}
+.tour-qr svg {height: auto; flex: none;}
+.tour-qr figcaption {opacity: 0.8; overflow-wrap: anywhere;}
+.presenter {border: 2px solid #57606a; border-radius: 10px; padding: 0.6rem 1rem; margin-top: 0.6rem; line-height: 1.4;}
+.presenter .pn-top {display: flex; justify-content: space-between; font-weight: 600; margin-bottom: 0.4rem;}
+.presenter .pn-clock {font-variant-numeric: tabular-nums;}
+.presenter .pn-row {display: grid; grid-template-columns: 6.5em 1fr; gap: 0.6em; margin: 0.25rem 0;}
+"""
+SCREEN_CSS = COMMON_CSS + """
+.tour-verdict .v, .tour-head h2 {font-size: 2rem;}
+.tour-verdict .n {font-size: 1.05rem;}
+.tour-claim {font-size: 1.25rem;}
+.tour-paper, .tour-head .n, .tour-also, .tour-read {font-size: 0.95rem;}
+.stMainBlockContainer {padding-top: 3.6rem !important; padding-bottom: 1rem !important;}
+.tour-qr svg {width: 120px;}
+.tour-qr figcaption {font-size: 0.85rem;}
+.presenter {font-size: 1rem;}
+"""
+# Presentation mode: the step is a slide laid out for 1920x1080 in CSS pixels (every size below is
+# at that screen) and zoomed to fit the window (slide.fit_js): no sidebar, no page padding to spare
+SLIDE = ".stMainBlockContainer > [data-testid='stVerticalBlock']"
+SLIDE_PAD_PX, COLUMNS_GAP_PX, COLUMNS = 24, 32, (2.5, 1.4)  # the page's side padding; the chart's and verdict's columns
+# the chart column's width on the slide: Streamlit would measure the zoomed width, so the chart is given its own
+CHART_PX = round((slide.DESIGN[0] - 2 * SLIDE_PAD_PX - COLUMNS_GAP_PX) * COLUMNS[0] / sum(COLUMNS))
+SLIDE_CSS = COMMON_CSS + f"""
+.stMainBlockContainer {{padding: 3.4rem {SLIDE_PAD_PX}px 0.4rem !important; max-width: none !important;}}
+{SLIDE} {{zoom: var(--slide-zoom, 1); width: var(--slide-width, auto) !important; max-width: none !important;
+  flex: none !important; gap: 12px;}}
+{SLIDE} p, {SLIDE} li, {SLIDE} td, {SLIDE} th, {SLIDE} a, {SLIDE} span, {SLIDE} div,
+{SLIDE} [data-testid='stCaptionContainer'] p, {SLIDE} button p {{font-size: {slide.TEXT_PX}px !important;
+  line-height: 1.3 !important;}}
+{SLIDE} .tour-claim {{font-size: {slide.TEXT_PX + 6}px !important;}}
+{SLIDE} .tour-head h2 {{font-size: {slide.TITLE_PX}px !important;}}
+{SLIDE} .tour-verdict .v {{font-size: {slide.VERDICT_PX}px !important; line-height: 1.1 !important;}}
+{SLIDE} .tour-dots {{font-size: {slide.TEXT_PX + 4}px !important; letter-spacing: 0.35em;}}
+{SLIDE} .tour-qr svg {{width: 190px;}}
+"""
 number = state.get("step", 1)
 state.correct("step")  # a bad step opens step 1 with a note, and the URL says step 1 too
 step = tour.step_at(number)
@@ -32,31 +83,15 @@ def go(n: int) -> None:
 
 
 big = bool(state.get("presentation"))
+if big:  # a slide takes the whole screen: the sidebar opens with its arrow
+    st.set_page_config(initial_sidebar_state="collapsed")
 notes = bool(state.get("notes"))  # the presenter view: the N key or ?notes=on
 
-st.html(f"""<style>
-.tour-verdict {{border-radius: 10px; padding: 0.7rem 1rem; color: white; margin-bottom: 0.6rem;}}
-.tour-verdict .v {{font-size: {"2.6rem" if big else "2rem"}; font-weight: 700; line-height: 1.1;}}
-.tour-verdict .n {{font-size: {"1.35rem" if big else "1.05rem"}; line-height: 1.35; margin-top: 0.35rem;}}
-.tour-paper {{font-size: {"1.25rem" if big else "0.95rem"}; opacity: 0.85; line-height: 1.35;}}
-.tour-claim {{font-size: {"1.7rem" if big else "1.25rem"}; font-weight: 600; line-height: 1.3; margin: 0;}}
-.tour-head {{margin: 0 0 0.2rem 0;}}
-.tour-head .n {{font-size: {"1.2rem" if big else "0.95rem"}; opacity: 0.7; font-weight: 600;}}
-.tour-head h2 {{font-size: {"2.6rem" if big else "2rem"}; margin: 0; padding: 0.1rem 0 0.3rem 0; line-height: 1.2;}}
-.tour-also {{font-size: {"1.2rem" if big else "0.95rem"}; line-height: 1.35; margin: 0.3rem 0;}}
-.tour-also span {{color: white; border-radius: 6px; padding: 0 0.4em; font-weight: 700; white-space: nowrap;}}
-.tour-read {{font-size: {"1.2rem" if big else "0.95rem"}; line-height: 1.4; margin-top: 0.6rem;}}
-.stMainBlockContainer {{padding-top: 3.6rem !important; padding-bottom: 1rem !important;}}
-.st-key-tour_keys {{display: none !important;}}
-.tour-qr {{display: flex; gap: 0.7rem; align-items: center; margin: 0.5rem 0 0 0;}}
-.tour-qr svg {{width: {"150px" if big else "120px"}; height: auto; flex: none;}}
-.tour-qr figcaption {{font-size: 0.85rem; opacity: 0.8; overflow-wrap: anywhere;}}
-.presenter {{border: 2px solid #57606a; border-radius: 10px; padding: 0.6rem 1rem; margin-top: 0.6rem;
-  font-size: {"1.2rem" if big else "1rem"}; line-height: 1.4;}}
-.presenter .pn-top {{display: flex; justify-content: space-between; font-weight: 600; margin-bottom: 0.4rem;}}
-.presenter .pn-clock {{font-variant-numeric: tabular-nums;}}
-.presenter .pn-row {{display: grid; grid-template-columns: 6.5em 1fr; gap: 0.6em; margin: 0.25rem 0;}}
-</style>""")
+if big:  # a full-screen slide: laid out for 1920x1080, zoomed to fit any screen (explorer/render/slide.py)
+    st.html(f"<style>{SLIDE_CSS}</style>")
+    st.html(f"<script>{slide.fit_js(SLIDE)}</script>", unsafe_allow_javascript=True)
+else:
+    st.html(f"<style>{SCREEN_CSS}</style>")
 
 st.html(f"<div class='tour-head'><div class='n'>Step {number} of {N}</div><h2>{html.escape(step.title)}</h2></div>")
 
@@ -81,23 +116,22 @@ if step.claim is not None and source is None:
                                                       "mechanism": f" or the mechanism lab with "
                                                                    f"`{frame.MECHANISM_COMMAND}`."}.get(step.needs, "."))
 else:
-    if step.figure == "projection-umap":  # three panels side by side take the width: the verdict goes above
+    if step.figure == "projection-umap" and not big:  # three panels take a screen's width: the verdict goes above
         verdict_col, chart_col = st.container(), st.container()
     else:
-        chart_col, verdict_col = st.columns([2.5, 1.4], gap="medium")
+        chart_col, verdict_col = st.columns(list(COLUMNS), gap="medium")
     with chart_col:
         if real is not None:  # two sources on one slide: each labelled
             st.caption(f"**Toy lab** (cache '{source.name}'): tied and untied twins trained here, tuned-lens KL "
                        "per hidden state" if data.summary(source).kind == "toylab" else f"Cache '{source.name}'")
         if step.figure is None:
             export.show(lambda: (setup_diagram.setup_diagram(big), None), "tour-setup", key="tour_chart",
-                        spec_key=("tour-setup",), downloads=False)
+                        spec_key=("tour-setup",), downloads=False, width_px=CHART_PX if big else None)
         else:
             fig = figures.BY_NAME[step.figure]
-            build = (lambda: tour.step_figure(step, source, view_size=190)) if fig.name == (
-                "projection-umap") else (lambda: tour.fit_height(*fig.build(source)))  # one slide, no scrolling
-            export.show(build, f"{fig.name}-{source.name}", key="tour_chart",
-                        spec_key=("tour", step.figure, source, example), downloads=False)
+            export.show(lambda: tour.step_figure(step, source), f"{fig.name}-{source.name}", key="tour_chart",
+                        spec_key=("tour", step.figure, source, example), downloads=False,
+                        width_px=CHART_PX if big else None)
         # how to read the chart, under it: the verdict's column keeps the verdict and its numbers
         st.html(f"<div class='tour-read'><b>How to read it.</b> {html.escape(step.read)}</div>")
     with verdict_col:
@@ -178,7 +212,7 @@ prev_col.button("Previous", key="tour_prev", on_click=go, args=(number - 1,), di
                 shortcut="Left", width="stretch")
 next_col.button("Next", key="tour_next", on_click=go, args=(number + 1,), disabled=number == N,
                 shortcut="Right", type="primary", width="stretch")
-dots_col.html("<div style='text-align:center;font-size:1.4rem;letter-spacing:0.35rem'>"
+dots_col.html("<div class='tour-dots' style='text-align:center;font-size:1.4rem;letter-spacing:0.35rem'>"
               + "".join("●" if i == number else "○" for i in range(1, N + 1)) + "</div>")
 with st.container(key="tour_keys"):  # a clicker's PageDown / PageUp, Space, Home, End: hidden twins of the buttons
     st.button("next page", key="tour_pgdn", on_click=go, args=(number + 1,), disabled=number == N,

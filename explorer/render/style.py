@@ -35,7 +35,8 @@ COLOURS = {**PALETTE, "tied": PALETTE["T"], "untied": PALETTE["I"],
 DASHES = ([1, 0], [8, 4], [2, 3], [12, 3, 3, 3], [4, 4], [16, 4], [1, 6], [8, 3, 1, 3, 1, 3])
 """Dash patterns of runs, in order (solid first); more runs than patterns reuse them."""
 SAMPLE_POINTS = 12_000  # most points a projection scatter draws (the rest: density or a sample)
-LEGEND_CHAR_PX = 11  # a legend label's width per character at the largest (presentation) font
+PRESENTATION_FONT_PX = 22  # axis and legend labels in presentation mode: a slide's at 1920x1080 (render/slide.py)
+LEGEND_CHAR_PX = 12  # a legend label's width per character at the largest (presentation) font
 
 # Pages sample or aggregate large data themselves; Altair's 5,000-row guard would only stop
 # specs (and PNG/SVG exports) of the samples they already chose.
@@ -94,7 +95,7 @@ def dash_scale(keys) -> alt.Scale:
 
 def style(chart: alt.TopLevelMixin, *, presentation: bool = False) -> alt.TopLevelMixin:
     """Fonts for the screen, or large ones for talks (presentation mode)."""
-    size = 20 if presentation else 12
+    size = PRESENTATION_FONT_PX if presentation else 12
     return (chart.configure_axis(labelFontSize=size, titleFontSize=size + 2)
             .configure_legend(labelFontSize=size, titleFontSize=size + 1, symbolSize=12 * size)
             .configure_title(fontSize=size + 6, anchor="start")

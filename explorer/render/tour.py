@@ -132,7 +132,10 @@ def claim_for(step: Step, ref: read.CacheRef) -> claims_mod.Claim | None:
     return None if step.claim is None else one_claim(step.claim, read.summary(ref))
 
 
-SLIDE_PLOT_HEIGHT = 225  # a tour chart's plot height (presentation mode draws it 1.5x): one screen, no scrolling
+# a tour chart's plot height and the map's panel size (presentation mode draws both 1.5x): with the
+# claim, the verdict and the way on, one slide at 1920x1080 (explorer/render/slide.py), no scrolling
+SLIDE_PLOT_HEIGHT = 225
+SLIDE_VIEW_SIZE = 230
 
 
 def fit_height(chart, frame_data, height: int = SLIDE_PLOT_HEIGHT):
@@ -196,12 +199,13 @@ def example_token(ref: read.CacheRef, k: int = 10, min_count: int = 100, shortli
     return int(cand["token"].head(shortlist).iloc[int(np.nanargmax(score))])
 
 
-def step_figure(step: Step, ref: read.CacheRef, view_size: int = 300):
-    """A step's ``(chart, data)``: its figure from the registry, the map with the example token
-    circled (:func:`example_token`). The app and the static site draw the same."""
+def step_figure(step: Step, ref: read.CacheRef, view_size: int = SLIDE_VIEW_SIZE):
+    """A step's ``(chart, data)`` sized for a slide: its figure from the registry at the slide's
+    plot height (:func:`fit_height`), the map's three panels at ``view_size`` with the example
+    token circled (:func:`example_token`). The app, the static site and the handout draw the same."""
     if step.figure == "projection-umap":
         return figures.projection(ref, token=example_token(ref), view_size=view_size)
-    return figures.BY_NAME[step.figure].build(ref)
+    return fit_height(*figures.BY_NAME[step.figure].build(ref))
 
 
 def neighbour_lists(ref: read.CacheRef, token: int, n: int = 5) -> dict[str, list[str]]:

@@ -1,0 +1,87 @@
+"""A tour step as a full-screen slide, in the app's presentation mode and in the static site.
+
+A slide is laid out once, for a 1920x1080 screen (:data:`DESIGN`): slide text at
+:data:`TEXT_PX` or more, chart axis labels at :data:`AXIS_PX`, the chart's plot as tall as the
+claim, the verdict and the way on leave room for. On any other screen the whole slide is
+zoomed (CSS ``zoom``) by :data:`FIT_JS` to the largest size at which it fits both the width and
+the height of its box: a 1280x720 projector shows the same slide at two thirds, a 1024x768 one
+at about half (letterboxed: 4:3 is taller than 16:9), a 4K screen at twice. Nothing is laid out
+anew, so what fits at 1920x1080 fits everywhere (the browser tests measure it).
+"""
+
+from __future__ import annotations
+
+from explorer.render.style import PRESENTATION_FONT_PX
+
+DESIGN = (1920, 1080)  # the screen a slide is laid out for (CSS px)
+TEXT_PX = 28  # slide text at 1920x1080: claim, verdict, how to read it, the buttons
+TITLE_PX = 48
+VERDICT_PX = 52  # the verdict's one word
+AXIS_PX = PRESENTATION_FONT_PX  # chart axis labels at 1920x1080 (the charts' presentation font)
+
+
+def fit_js(selector: str) -> str:
+    """JavaScript that makes the element ``selector`` a slide: laid out at the width its parent's
+    content box has on a 1920x1080 screen (CSS variable ``--slide-width``), and zoomed (CSS
+    variable ``--slide-zoom``, for the stylesheet's ``zoom``) to the largest size at which it fits
+    that box's width and the window's height below the box's top. At 1920x1080 a slide laid out
+    to fit is drawn at zoom 1; any slide too tall for its screen is shrunk until it fits. Runs
+    again on every resize, whenever the slide's height changes (a chart drawn, a Streamlit rerun)
+    and once a second (a rerun may replace the slide's element)."""
+    width, height = DESIGN
+    return f"""(function () {{
+  // the slide: laid out {width} px wide less its box's paddings, zoomed to fit the window
+  function fit() {{
+    var el = document.querySelector({selector!r});
+    if (!el || !el.parentElement) {{ return; }}
+    var box = el.parentElement, cs = getComputedStyle(box);
+    var padX = parseFloat(cs.paddingLeft) + parseFloat(cs.paddingRight);
+    var design = {width} - padX, w = box.clientWidth - padX;
+    var top = box.getBoundingClientRect().top + window.scrollY + parseFloat(cs.paddingTop);
+    var h = document.documentElement.clientHeight - top - parseFloat(cs.paddingBottom);
+    var was = parseFloat(el.style.getPropertyValue("--slide-zoom")) || 1;
+    var tall = el.getBoundingClientRect().height / was;  // the slide's own height, unzoomed
+    var zoom = Math.min(w / design, tall > 0 ? h / tall : 1);
+    if (!(zoom > 0)) {{ return; }}
+    el.style.setProperty("--slide-width", design + "px");
+    if (Math.abs(zoom - was) > 0.001) {{ el.style.setProperty("--slide-zoom", String(Math.round(zoom * 10000) / 10000)); }}
+    if (window.slideSeen !== el && window.ResizeObserver) {{  // a new slide element: watch its height
+      window.slideSeen = el;
+      new ResizeObserver(function () {{ window.requestAnimationFrame(fit); }}).observe(el);
+    }}
+  }}
+  fit();
+  if (!window.slideFit) {{
+    window.slideFit = fit;
+    window.addEventListener("resize", fit);
+    window.setInterval(fit, 1000);
+  }}
+}})();
+"""
+
+
+MEASURE_JS = """
+const box = e => { const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0 ? r : null; };
+const bottom = sel => Math.max(0, ...[...document.querySelectorAll(sel)].map(box).filter(Boolean).map(r => r.bottom));
+const next = [...document.querySelectorAll('.st-key-tour_next button, .tour .pager a.button')]
+  .filter(e => /^(Next|Done)/.test(e.textContent.trim())).map(box).filter(Boolean);
+const slide = document.querySelector('.tour, .stMainBlockContainer > [data-testid="stVerticalBlock"]');
+const zoom = slide ? parseFloat(getComputedStyle(slide).zoom) || 1 : 1;
+const text = document.querySelector('.tour-read, p.read');
+const side = document.querySelector('[data-testid="stSidebar"]');
+const col = document.querySelector('[data-testid="stColumn"], .tour-chart');
+const drawn = document.querySelector('[data-testid="stVegaLiteChart"] canvas, '
+  + '[data-testid="stVegaLiteChart"] svg.marks, .tour-chart canvas');
+return {fill: col && drawn ? drawn.getBoundingClientRect().width / col.getBoundingClientRect().width : 0,
+        claim: bottom('.tour-claim, p.claim'), chart: bottom('[data-testid="stVegaLiteChart"], .tour-chart .chart'),
+        verdict: bottom('.tour-verdict'), next: next.length ? Math.max(...next.map(r => r.bottom)) : 0,
+        height: document.documentElement.clientHeight, width: document.documentElement.clientWidth,
+        zoom: zoom, text: text ? parseFloat(getComputedStyle(text).fontSize) * zoom : 0,
+        sidebar: side ? Math.max(0, side.getBoundingClientRect().right) : 0,
+        step: (document.querySelector('.tour-head .n, .step-no') || {}).textContent || ''};
+"""
+"""What a projector shows of a slide, in the app or the site (the browser tests and
+bench/tour_screens.py measure with it): the lowest visible pixel of the claim, the chart, the
+verdict and the Next button, the window's size, the slide's zoom, the slide text's size on
+screen, how far the sidebar reaches, the step's label, and the share of its column's width the
+chart takes."""

@@ -1,0 +1,49 @@
+"""A tour step as a slide on three screens (the app's and the static site's browser tests): the
+window set to an exact inner size, the slide's measure (explorer.render.slide.MEASURE_JS) once it
+holds still, and what a projector must show of it."""
+
+from __future__ import annotations
+
+import time
+
+from explorer.render import slide
+
+SIZES = ((1920, 1080), (1280, 720), (1024, 768))
+
+
+def inner_size(driver, width: int, height: int) -> None:
+    """The window's inner size (scroll bars left out) set to ``width`` x ``height``."""
+    driver.set_window_size(width, height)
+    w, h = driver.execute_script("return [document.documentElement.clientWidth, document.documentElement.clientHeight]")
+    driver.set_window_size(2 * width - w, 2 * height - h)
+
+
+def steady(driver, timeout: float = 20) -> dict:
+    """The slide's measure once two readings 0.4 s apart agree (the slide zooms on a resize, Vega
+    lays out again)."""
+    last, deadline = None, time.time() + timeout
+    while time.time() < deadline:
+        m = driver.execute_script(slide.MEASURE_JS)
+        if last is not None and m == last and m["next"] > 0:
+            return m
+        last = m
+        time.sleep(0.4)
+    raise AssertionError(f"the slide did not hold still: {last}")
+
+
+def check(m: dict, size: tuple[int, int], *, claim: bool, verdict: bool) -> None:
+    """Claim, chart, verdict and Next inside the first screen; the chart filling its column; at
+    1920x1080 the slide unzoomed (its text at slide.TEXT_PX), elsewhere zoomed near the screen's
+    share of 1920x1080."""
+    where = (size, m)
+    # a vertical scroll bar comes and goes as the slide zooms: the width within its breadth
+    assert abs(m["width"] - size[0]) <= 20 and m["height"] == size[1], where
+    parts = ["chart", "next"] + ["claim"] * claim + ["verdict"] * verdict
+    for part in parts:
+        assert 0 < m[part] <= m["height"], (part, where)
+    assert 0.75 <= m["fill"] <= 1.02, where  # the chart as wide as its column, not a zoomed-twice strip
+    share = min(size[0] / slide.DESIGN[0], size[1] / slide.DESIGN[1])
+    if size == slide.DESIGN:
+        assert abs(m["zoom"] - 1) < 0.01 and m["text"] >= slide.TEXT_PX - 0.01, where
+    else:
+        assert 0.9 * share <= m["zoom"] <= share + 0.01, where
