@@ -44,7 +44,7 @@ def fit_js(selector: str) -> str:
     var zoom = Math.min(w / design, tall > 0 ? h / tall : 1);
     if (!(zoom > 0)) {{ return; }}
     el.style.setProperty("--slide-width", design + "px");
-    if (Math.abs(zoom - was) > 0.001) {{ el.style.setProperty("--slide-zoom", String(Math.round(zoom * 10000) / 10000)); }}
+    if (Math.abs(zoom - was) > 0.004) {{ el.style.setProperty("--slide-zoom", String(Math.round(zoom * 10000) / 10000)); }}
     if (window.slideSeen !== el && window.ResizeObserver) {{  // a new slide element: watch its height
       window.slideSeen = el;
       new ResizeObserver(function () {{ window.requestAnimationFrame(fit); }}).observe(el);
