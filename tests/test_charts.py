@@ -138,7 +138,7 @@ def test_output_share_runs_coloured_by_kind_and_dashed_in_one_legend():
     found = assert_legends_match_marks(chart)
     colour, dash = found[("color", "run")], found[("strokeDash", "run")]
     assert colour["domain"] == dash["domain"] and colour["legend"] == dash["legend"]  # merged into one legend
-    assert colour["range"] == [style.COLOURS["T"], style.COLOURS["T"], style.COLOURS["I"]]
+    assert colour["range"] == [style.COLOURS["T"], style.COLOURS["T"], style.UNTIED]
 
 
 def test_side_by_side_charts_use_the_palette_and_name_every_source():

@@ -326,3 +326,57 @@ def test_the_demo_pack_is_complete_and_valid(tmp_path, demo_cache, presentation)
     assert {"figure1-alignment", "table1", "table5", "figure3-evolution", "figure4-output-share"} <= names
     source = next(f["source"] for f in manifest["files"] if f["figure"] == "figure1-alignment")
     assert "tied cache/toylab/demo/tied-seed0" in source and "held_out=0.2" in source
+
+
+def colour_pairs(spec) -> list[tuple[str, str]]:
+    """Every (domain label, colour) of the spec's colour scales, and ("scheme", name) for each scheme."""
+    out = []
+    if isinstance(spec, dict):
+        scale = spec.get("scale") if isinstance(spec.get("scale"), dict) else {}
+        if isinstance(scale.get("domain"), list) and isinstance(scale.get("range"), list):
+            out += [(str(d), r) for d, r in zip(scale["domain"], scale["range"]) if isinstance(r, str)]
+        if isinstance(scale.get("scheme"), str):
+            out.append(("scheme", scale["scheme"]))
+        for v in spec.values():
+            out += colour_pairs(v)
+    elif isinstance(spec, list):
+        for v in spec:
+            out += colour_pairs(v)
+    return out
+
+
+NAMES = {"T": {"T", "tied"}, "I": {"I", "I→T", "I->T", "T~I", "input lookup"},
+         "O": {"O", "O→T", "O->T", "T~O", "output projection"}}
+"""The labels that name each matrix: itself, T's comparison with it, the tied model, a gradient's side."""
+
+
+def means(label: str, m: str) -> bool:
+    """Whether a series label is matrix ``m`` (T, I or O) or names it (:data:`NAMES`, a matrix's
+    panel title like "T (tied)", a tied model's run)."""
+    return (label in NAMES[m] or label.startswith(f"{m} ")
+            or (m == "T" and (label.startswith("tied") or " tied" in label)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["demo", "paper", "sweep", "mechanism"])
+def test_t_i_and_o_colours_mean_t_i_and_o_in_every_figure(name):
+    """Pink, blue and vermillion colour only T, I and O (or a comparison with them, the tied model,
+    the input and output sides) in every figure of the shipped caches; no colour scheme of those
+    hues: the untied model, the sweep's arms, a probability are drawn in other colours."""
+    from explorer.render import style
+
+    ref = data.CacheRef.of(SHIPPED / f"{name}.duckdb")
+    seen = 0
+    for fig in figures.available(ref):
+        chart, _ = fig.build(ref)
+        if chart is None:
+            continue
+        for label, colour in colour_pairs(chart.to_dict(validate=False)):
+            if label == "scheme":
+                assert colour not in ("blues", "oranges", "reds", "pinks", "purplered", "redpurple"), (fig.name, colour)
+                continue
+            for m, hex_ in style.PALETTE.items():
+                if colour.lower() == hex_.lower():
+                    seen += 1
+                    assert means(label, m), (fig.name, label, m)
+    assert seen > 0 or name in ("sweep", "mechanism")  # the matrices' figures use the palette at all

@@ -41,12 +41,13 @@ def gradient_norms(df: pd.DataFrame) -> alt.Chart:
 
 
 def run_colour(run: str) -> str:
-    """A run's colour by what it is: tied runs (input-scaled ones too) T's, untied I's, others neutral."""
+    """A run's colour by what it is: tied runs (input-scaled ones too) T's, untied ones the untied
+    model's (not I's: the run trains I and O both), others neutral."""
     name = str(run).split(": ")[-1]
     if name.startswith("tied") or " tied" in name:
         return COLOURS["T"]
     if name.startswith("untied") or " untied" in name:
-        return COLOURS["I"]
+        return COLOURS["untied"]
     return NEUTRAL
 
 

@@ -148,7 +148,7 @@ def trajectory(df: pd.DataFrame) -> alt.Chart:
         x=alt.X("position:O", title="input token",
                 axis=alt.Axis(labelExpr=label, labelAngle=-45, labelLimit=90, labelOverlap=False)),
         y=alt.Y("layer:O", sort="descending", title="hidden state"))
-    rect = base.mark_rect().encode(color=alt.Color("prob:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]),
+    rect = base.mark_rect().encode(color=alt.Color("prob:Q", scale=alt.Scale(scheme="greys", domain=[0, 1]),
                                                    legend=legend("top-1 prob", ["1.0"], columns=alt.Undefined, values=[0, 0.5, 1],
                                                                  format=".1f", gradientLength=180)),
                                    tooltip=["position:O", "token:N", "layer:O", "prediction:N",

@@ -28,7 +28,8 @@ theirs (tying/cache/verdicts.py)."""
 NEUTRAL = "#888888"  # 3.5:1 on white, 5.3:1 on Streamlit's dark background: for marks, not for text
 MUTED_TEXT = "#5f6368"  # grey text on white at 6.1:1 (WCAG AA asks 4.5:1): the figure pack's source lines
 HIGHLIGHT = "#ffd92f"  # the picked token and its neighbours on a projection (outlined in black)
-COLOURS = {**PALETTE, "tied": PALETTE["T"], "untied": PALETTE["I"],
+UNTIED = SERIES[2]  # the untied model (its I and O both): brown, not I's blue
+COLOURS = {**PALETTE, "tied": PALETTE["T"], "untied": UNTIED,
            "O→T": PALETTE["O"], "I→T": PALETTE["I"], "I→O": NEUTRAL,
            "O->T": PALETTE["O"], "I->T": PALETTE["I"], "I->O": NEUTRAL,
            "T~O": PALETTE["O"], "T~I": PALETTE["I"], "I~O": NEUTRAL}
