@@ -336,3 +336,20 @@ def test_the_sweeps_series_are_in_none_of_the_matrices_colours():
     lo = min(v["encoding"]["y"]["scale"]["domain"][0] for v, _ in units(losses)
              if "scale" in v.get("encoding", {}).get("y", {}))
     assert lo > 0.5 * float(points["eval_loss_tied"].min())  # zoomed to the losses, not down to zero
+
+
+def test_the_apps_accent_is_none_of_the_matrices_colours():
+    """Buttons and toggles take Streamlit's primary colour: in either theme a grey (saturation under
+    0.3), none of the hues of T's pink, I's blue and O's vermillion (saturation 0.4 and more: those
+    mean the matrices only)."""
+    import colorsys
+    import tomllib
+
+    config = tomllib.loads((Path(__file__).resolve().parent.parent / ".streamlit" / "config.toml").read_text())
+
+    def saturation(h: str) -> float:
+        return colorsys.rgb_to_hsv(*(int(h.lstrip("#")[i:i + 2], 16) / 255 for i in (0, 2, 4)))[1]
+
+    assert min(saturation(c) for c in style.PALETTE.values()) >= 0.4
+    for theme in ("light", "dark"):
+        assert saturation(config["theme"][theme]["primaryColor"]) < 0.3, theme
