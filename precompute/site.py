@@ -270,12 +270,12 @@ class _Builder:
     def build(self) -> dict[str, Any]:
         from explorer.render import read as data
         from explorer.render import slide, tour_notes
-        from explorer.render.style import PALETTE  # the app's T, I and O colours
+        from explorer.render.style import ON, PALETTE  # the app's T, I and O colours, and text on them
         from tying.cache.claims import claims
 
         t0 = time.perf_counter()
         self.write("assets/vega.js", site_assets.vega_bundle())
-        self.write("assets/site.css", site_assets.render("site.css", palette=PALETTE, slide=slide))
+        self.write("assets/site.css", site_assets.render("site.css", palette=PALETTE, on=ON, slide=slide))
         for name in site_assets.SCRIPTS:
             self.write(f"assets/{name}", site_assets.script(name))
         self.write("assets/clock.js", tour_notes.CLOCK_JS)  # the presenter view's, the app's own

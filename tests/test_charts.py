@@ -353,3 +353,13 @@ def test_the_apps_accent_is_none_of_the_matrices_colours():
     assert min(saturation(c) for c in style.PALETTE.values()) >= 0.4
     for theme in ("light", "dark"):
         assert saturation(config["theme"][theme]["primaryColor"]) < 0.3, theme
+
+
+def test_text_on_each_matrix_colour_reads_at_4_5_to_1():
+    """A chip naming T, I or O (the tour's neighbour lists, the site's keys) writes its letter in
+    style.ON on the matrix's colour: WCAG AA's 4.5:1 in either theme (white on T's pink is 3.1:1)."""
+    from tests.test_figures_pack import contrast
+
+    for m, colour in style.PALETTE.items():
+        assert contrast(style.ON[m], colour) >= 4.5, (m, contrast(style.ON[m], colour))
+    assert contrast("#ffffff", style.PALETTE["T"]) < 4.5  # why T's chip writes in black

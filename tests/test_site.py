@@ -184,6 +184,29 @@ def test_site_css_takes_the_apps_t_i_o_colours_once(synthetic_site):
     assert "{{" not in css and "{#" not in css
 
 
+def test_site_text_reads_at_4_5_to_1_in_the_light_and_the_dark_theme(synthetic_site):
+    """Both themes of the stylesheet (the dark one for a reader whose system prefers it): text,
+    grey notes and links on the page and on its soft panels, white on the buttons and the header
+    bar, every pair at WCAG AA's 4.5:1 or more."""
+    from tests.test_figures_pack import contrast
+
+    css = (synthetic_site / "assets" / "site.css").read_text()
+    light = dict(re.findall(r"--([A-Za-z-]+):\s*(#[0-9a-fA-F]{6});", css.split("@media")[0]))
+    dark_block = re.search(r"prefers-color-scheme: dark\)\s*\{\s*:root\s*\{([^}]*)\}", css)
+    assert dark_block, "no dark theme"
+    dark = {**light, **dict(re.findall(r"--([A-Za-z-]+):\s*(#[0-9a-fA-F]{6});", dark_block.group(1)))}
+    assert dark["paper"] != light["paper"] and dark["ink"] != light["ink"]
+    for theme, v in (("light", light), ("dark", dark)):
+        for fg, bg in (("ink", "paper"), ("muted", "paper"), ("link", "paper"), ("ink", "soft"), ("muted", "soft")):
+            assert contrast(v[fg], v[bg]) >= 4.5, (theme, fg, bg, contrast(v[fg], v[bg]))
+        for bg in ("accent", "bar"):
+            assert contrast("#ffffff", v[bg]) >= 4.5, (theme, "white on", bg, contrast("#ffffff", v[bg]))
+    # the T, I and O chips: their text on their colour, whatever the theme
+    for m in "TIO":
+        assert re.search(rf"\.tio\.{m} \{{ background: var\(--{m}\); color: var\(--on-{m}\); \}}", css), m
+        assert contrast(light[f"on-{m}"], light[m]) >= 4.5, (m, contrast(light[f"on-{m}"], light[m]))
+
+
 def test_the_templates_ship_with_the_package():
     """pyproject.toml's package data names every file of precompute/templates/ (a wheel holds them)."""
     import tomllib

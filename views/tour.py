@@ -15,7 +15,7 @@ import streamlit as st
 
 from explorer import data, export, frame, sections, state
 from explorer.render import figures, qr, setup_diagram, slide, tour, tour_notes
-from explorer.render.style import PALETTE
+from explorer.render.style import ON, PALETTE
 from explorer.words import claims as claims_mod
 
 N = len(tour.STEPS)
@@ -154,7 +154,7 @@ else:
             lists = tour.neighbour_lists(source, example)
             shown = data.tokens(source).at[example, "shown"]
             rows = "".join(
-                f"<div><b style='color:{PALETTE[m]}'>{m}</b>&nbsp; " + ", ".join(
+                f"<div><b style='background:{PALETTE[m]};color:{ON[m]};border-radius:4px;padding:0 0.3em'>{m}</b>&nbsp; " + ", ".join(
                     (f"<b>{html.escape(w)}</b>" if m != "T" and w in lists["T"] else html.escape(w))
                     for w in lists[m]) + "</div>" for m in ("T", "O", "I"))
             st.html(f"<div class='tour-read'><b>Example: {html.escape(shown)}</b>, its 5 nearest neighbours in each "

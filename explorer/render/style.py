@@ -25,6 +25,8 @@ SERIES = ("#7A5195", "#00838F", "#795548")
 the parameter-matched tied model are models, not matrices): violet, dark cyan and brown, so that
 pink, blue and vermillion keep one meaning each, and the verdicts' green, ochre, red and grey
 theirs (tying/cache/verdicts.py)."""
+ON = {"T": "#000000", "I": "#ffffff", "O": "#000000"}
+"""Text on each matrix's colour (a chip naming T, I or O) at WCAG AA's 4.5:1 or more, in either theme."""
 NEUTRAL = "#888888"  # 3.5:1 on white, 5.3:1 on Streamlit's dark background: for marks, not for text
 MUTED_TEXT = "#5f6368"  # grey text on white at 6.1:1 (WCAG AA asks 4.5:1): the figure pack's source lines
 HIGHLIGHT = "#ffd92f"  # the picked token and its neighbours on a projection (outlined in black)
