@@ -616,3 +616,64 @@ def test_the_overview_first_screen_holds_a_verdict(server, browser):
         assert badges and 0 < badges[0].rect["y"] + badges[0].rect["height"] <= height, size
     browser.set_window_size(1400, 1000)
     browser.get_log("browser")
+
+
+TEXT_COLOURS = """
+const rgba = s => (s.match(/[\\d.]+/g) || []).map(Number);
+const out = [];
+for (const el of document.querySelectorAll('[data-testid="stMain"] *, [data-testid="stSidebar"] *')) {
+  const own = [...el.childNodes].some(n => n.nodeType === 3 && n.textContent.trim());
+  const r = el.getBoundingClientRect();
+  if (!own || r.width === 0 || r.height === 0 || getComputedStyle(el).visibility === 'hidden') continue;
+  let opacity = 1, bg = null;
+  for (let e = el; e; e = e.parentElement) {
+    const cs = getComputedStyle(e);
+    opacity *= parseFloat(cs.opacity);
+    const c = rgba(cs.backgroundColor);
+    if (!bg && c.length >= 3 && (c.length === 3 || c[3] > 0.5)) bg = c.slice(0, 3);
+  }
+  bg = bg || rgba(getComputedStyle(document.body).backgroundColor).slice(0, 3);
+  const fg = rgba(getComputedStyle(el).color);
+  out.push({text: el.textContent.trim().slice(0, 40), fg: fg.slice(0, 3), alpha: (fg[3] === undefined ? 1 : fg[3]) * opacity,
+            bg: bg, size: parseFloat(getComputedStyle(el).fontSize), bold: parseInt(getComputedStyle(el).fontWeight) >= 700});
+}
+return out;
+"""
+
+
+def _contrast_failures(browser) -> list:
+    """Each text on the page below WCAG AA (4.5:1; 3:1 for large text), its colour blended with
+    its background by its alpha and its opacity."""
+    from tests.test_figures_pack import contrast
+
+    def hexed(c) -> str:
+        return "#" + "".join(f"{max(0, min(255, round(v))):02x}" for v in c)
+
+    bad = []
+    for t in browser.execute_script(TEXT_COLOURS):
+        fg = [t["alpha"] * f + (1 - t["alpha"]) * b for f, b in zip(t["fg"], t["bg"])]
+        large = t["size"] >= 24 or (t["bold"] and t["size"] >= 18.66)
+        ratio = contrast(hexed(fg), hexed(t["bg"]))
+        if ratio < (3 if large else 4.5):
+            bad.append((t["text"], round(ratio, 2), hexed(fg), hexed(t["bg"])))
+    return bad
+
+
+def test_text_reads_at_4_5_to_1_in_the_dark_theme_too(server, browser):
+    """With the system's dark preference (the app follows it), every text of the overview, its
+    sidebar, and a tour step (the neighbour lists' T, I and O chips among them) reads at WCAG AA's
+    contrast; the same in the light theme."""
+    try:
+        for scheme in ("dark", "light"):
+            browser.execute_cdp_cmd("Emulation.setEmulatedMedia",
+                                    {"features": [{"name": "prefers-color-scheme", "value": scheme}]})
+            for url, n in ((f"{server}/?pair=synthetic", None), (f"{server}/tour?pair=synthetic&step=3", 3)):
+                browser.get(url)
+                if n is None:
+                    _h1(browser, "Overview")
+                else:
+                    _tour_step(browser, n)
+                assert not _contrast_failures(browser), (scheme, url, _contrast_failures(browser))
+    finally:
+        browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+    browser.get_log("browser")

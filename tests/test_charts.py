@@ -351,8 +351,13 @@ def test_the_apps_accent_is_none_of_the_matrices_colours():
         return colorsys.rgb_to_hsv(*(int(h.lstrip("#")[i:i + 2], 16) / 255 for i in (0, 2, 4)))[1]
 
     assert min(saturation(c) for c in style.PALETTE.values()) >= 0.4
-    for theme in ("light", "dark"):
-        assert saturation(config["theme"][theme]["primaryColor"]) < 0.3, theme
+    from tests.test_figures_pack import contrast
+
+    for theme, page in (("light", "#ffffff"), ("dark", "#0e1117")):  # Streamlit's own backgrounds
+        accent = config["theme"][theme]["primaryColor"]
+        assert saturation(accent) < 0.3, theme
+        assert contrast("#ffffff", accent) >= 4.5, (theme, "a primary button's white text")
+        assert contrast(accent, page) >= 3, (theme, "a toggle on the page (WCAG's 3:1 for controls)")
 
 
 def test_text_on_each_matrix_colour_reads_at_4_5_to_1():

@@ -33,6 +33,8 @@ COMMON_CSS = """
 .tour-also span {color: white; border-radius: 6px; padding: 0 0.4em; font-weight: 700; white-space: nowrap;}
 .tour-read {line-height: 1.4; margin-top: 0.6rem;}
 .st-key-tour_keys {display: none !important;}
+.stMainBlockContainer button kbd {color: inherit !important; opacity: 1 !important;}  /* a shortcut's key at the
+  button's own contrast (Streamlit greys it: 2.8:1 on the dark theme's accent) */
 .tour-qr {display: flex; gap: 0.7rem; align-items: center; margin: 0.5rem 0 0 0;}
 .tour-qr svg {height: auto; flex: none;}
 .tour-qr figcaption {opacity: 0.8; overflow-wrap: anywhere;}
