@@ -151,17 +151,22 @@ def legend_labels(svg: str) -> list[list[str]]:
     return out
 
 
+def shipped_charts(name: str):
+    """``(figure, chart)`` of every figure the shipped cache ``name`` draws."""
+    ref = data.CacheRef.of(SHIPPED / f"{name}.duckdb")
+    for fig in figures.available(ref):
+        chart, _ = fig.build(ref)
+        if chart is not None:
+            yield fig, chart
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["demo", "paper", "sweep", "mechanism"])
 def test_no_figure_of_a_shipped_cache_draws_a_legend_of_one_entry(name):
     import vl_convert as vlc
 
-    ref = data.CacheRef.of(SHIPPED / f"{name}.duckdb")
     drawn = 0
-    for fig in figures.available(ref):
-        chart, _ = fig.build(ref)
-        if chart is None:
-            continue
+    for fig, chart in shipped_charts(name):
         legends = legend_labels(vlc.vegalite_to_svg(typesetting.figure_spec(chart, "c", "s", presentation=False)))
         assert all(len(labels) > 1 for labels in legends), (fig.name, legends)
         drawn += len(legends)
@@ -365,12 +370,8 @@ def test_t_i_and_o_colours_mean_t_i_and_o_in_every_figure(name):
     hues: the untied model, the sweep's arms, a probability are drawn in other colours."""
     from explorer.render import style
 
-    ref = data.CacheRef.of(SHIPPED / f"{name}.duckdb")
     seen = 0
-    for fig in figures.available(ref):
-        chart, _ = fig.build(ref)
-        if chart is None:
-            continue
+    for fig, chart in shipped_charts(name):
         for label, colour in colour_pairs(chart.to_dict(validate=False)):
             if label == "scheme":
                 assert colour not in ("blues", "oranges", "reds", "pinks", "purplered", "redpurple"), (fig.name, colour)
