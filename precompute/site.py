@@ -250,20 +250,18 @@ class _Builder:
                                            up="../" * rel.count("/"), current=current, scripts=list(scripts),
                                            charts=charts, prev=prev, next=next, **context))
 
-    def chart_file(self, rel: str, key: str, chart, presentation: bool) -> bool:
-        """Write ``rel`` (.js) registering the chart's styled spec under ``key``; whether the chart
-        fits its column's width (else it has a width of its own, e.g. side-by-side panels)."""
+    def chart_file(self, rel: str, key: str, chart, presentation: bool) -> None:
+        """Write ``rel`` (.js) registering the chart's styled spec under ``key``: a chart that fits
+        its column's width takes it (one with a width of its own, e.g. side-by-side panels, keeps it)."""
         from explorer.render.spec import vega_lite_spec
 
         spec = json.loads(vega_lite_spec(chart, presentation=presentation))
         spec["datasets"] = {name: _packed(rows) for name, rows in (spec.get("datasets") or {}).items()}
-        fits = getattr(chart, "width", None) == "container"
-        if fits:
+        if getattr(chart, "width", None) == "container":
             # the page's column, as in the app: the width fits it, legends under the plot add height
             spec["width"] = "container"
             spec.setdefault("autosize", {"type": "fit-x", "contains": "padding", "resize": True})
         self.write(rel, f"(window.SITE_CHARTS = window.SITE_CHARTS || {{}})[{js_data(key)}] = {js_data(spec)};\n")
-        return fits
 
     # -- the whole site
 
