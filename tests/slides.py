@@ -47,3 +47,12 @@ def check(m: dict, size: tuple[int, int], *, claim: bool, verdict: bool) -> None
         assert abs(m["zoom"] - 1) < 0.01 and m["text"] >= slide.TEXT_PX - 0.01, where
     else:
         assert 0.9 * share <= m["zoom"] <= share + 0.01, where
+
+
+PHONE = (390, 844)
+
+
+def check_phone(m: dict) -> None:
+    """A phone (one that opened a step's QR code) gets the page's own layout: no zoom, nothing
+    wider than the screen, the chart inside its column."""
+    assert abs(m["zoom"] - 1) < 0.001 and m["overflow"] <= 1 and 0.5 <= m["fill"] <= 1.02 and m["next"] > 0, m

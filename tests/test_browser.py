@@ -586,7 +586,8 @@ def test_every_tour_step_is_a_slide_that_fits_three_screens(server, browser):
     """In presentation mode each step is a full-screen slide, the sidebar collapsed. At 1920x1080
     its text is at 28 px; at 1280x720 and 1024x768 the same slide is zoomed to the screen. On each,
     the claim, the chart, the verdict and Next lie inside the first screen, and the chart fills its
-    column (Streamlit measures a zoomed column: the chart carries its own width)."""
+    column (Streamlit measures a zoomed column: the chart carries its own width). A phone gets
+    no slide: the page's own layout, nothing wider than its screen."""
     try:
         for n in range(1, len(tour.STEPS) + 1):
             slides.inner_size(browser, *slides.SIZES[0])
@@ -597,6 +598,10 @@ def test_every_tour_step_is_a_slide_that_fits_three_screens(server, browser):
                 m = slides.steady(browser)
                 slides.check(m, size, claim=n > 1, verdict=n > 1)  # step 1, the set-up: no claim, no verdict
                 assert m["sidebar"] <= 0, (n, size, m)  # collapsed
+        slides.inner_size(browser, *slides.PHONE)  # a phone that opened the QR code of a step
+        browser.get(f"{server}/tour?pair=synthetic&presentation=on&step=3")
+        _tour_step(browser, 3)
+        slides.check_phone(slides.steady(browser))
     finally:
         browser.set_window_size(1400, 1000)
     logged = browser.get_log("browser")

@@ -445,7 +445,7 @@ def test_arrow_keys_and_page_keys_move_through_the_tour(shipped_site, browser):
 def test_every_tour_step_is_a_slide_that_fits_three_screens(shipped_site, browser):
     """On a screen each step of the site's tour is a slide, as in the app's presentation mode: at
     1920x1080 its text at 28 px, at 1280x720 and 1024x768 zoomed to the screen; claim, chart,
-    verdict and Next inside the first screen, the chart filling its column."""
+    verdict and Next inside the first screen, the chart filling its column. A phone gets no slide."""
     try:
         for n in range(1, len(tour.STEPS) + 1):
             slides.inner_size(browser, *slides.SIZES[0])
@@ -454,6 +454,10 @@ def test_every_tour_step_is_a_slide_that_fits_three_screens(shipped_site, browse
             for size in slides.SIZES:
                 slides.inner_size(browser, *size)
                 slides.check(slides.steady(browser), size, claim=n > 1, verdict=n > 1)
+        slides.inner_size(browser, *slides.PHONE)  # a phone that opened the QR code of a step
+        browser.get((shipped_site / "tour" / "step-3.html").as_uri())
+        charts_drawn(browser)
+        slides.check_phone(slides.steady(browser))
     finally:
         browser.set_window_size(1400, 1000)
 

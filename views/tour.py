@@ -43,7 +43,8 @@ COMMON_CSS = """
 .presenter .pn-clock {font-variant-numeric: tabular-nums;}
 .presenter .pn-row {display: grid; grid-template-columns: 6.5em 1fr; gap: 0.6em; margin: 0.25rem 0;}
 """
-SCREEN_CSS = COMMON_CSS + """
+# sizes on a screen, and on a phone in presentation mode
+SCREEN_SIZES = """
 .tour-verdict .v, .tour-head h2 {font-size: 2rem;}
 .tour-verdict .n {font-size: 1.05rem;}
 .tour-claim {font-size: 1.25rem;}
@@ -53,6 +54,7 @@ SCREEN_CSS = COMMON_CSS + """
 .tour-qr figcaption {font-size: 0.85rem;}
 .presenter {font-size: 1rem;}
 """
+SCREEN_CSS = COMMON_CSS + SCREEN_SIZES
 # Presentation mode: the step is a slide laid out for 1920x1080 in CSS pixels (every size below is
 # at that screen) and zoomed to fit the window (slide.fit_js): no sidebar, no page padding to spare
 SLIDE = ".stMainBlockContainer > [data-testid='stVerticalBlock']"
@@ -60,6 +62,7 @@ SLIDE_PAD_PX, COLUMNS_GAP_PX, COLUMNS = 24, 32, (2.5, 1.4)  # the page's side pa
 # the chart column's width on the slide: Streamlit would measure the zoomed width, so the chart is given its own
 CHART_PX = round((slide.DESIGN[0] - 2 * SLIDE_PAD_PX - COLUMNS_GAP_PX) * COLUMNS[0] / sum(COLUMNS))
 SLIDE_CSS = COMMON_CSS + f"""
+@media (min-width: {slide.NARROW_PX}px) {{  /* a phone (one that opened a step's QR code) is no projector */
 .stMainBlockContainer {{padding: 3.4rem {SLIDE_PAD_PX}px 0.4rem !important; max-width: none !important;}}
 {SLIDE} {{zoom: var(--slide-zoom, 1); width: var(--slide-width, auto) !important; max-width: none !important;
   flex: none !important; gap: 12px;}}
@@ -71,6 +74,9 @@ SLIDE_CSS = COMMON_CSS + f"""
 {SLIDE} .tour-verdict .v {{font-size: {slide.VERDICT_PX}px !important; line-height: 1.1 !important;}}
 {SLIDE} .tour-dots {{font-size: {slide.TEXT_PX + 4}px !important; letter-spacing: 0.35em;}}
 {SLIDE} .tour-qr svg {{width: 190px;}}
+}}
+@media (max-width: {slide.NARROW_PX - 1}px) {{  /* a phone: a screen's sizes (slide.fit_js shrinks the chart) */
+{SCREEN_SIZES}}}
 """
 number = state.get("step", 1)
 state.correct("step")  # a bad step opens step 1 with a note, and the URL says step 1 too

@@ -3,10 +3,12 @@
 A slide is laid out once, for a 1920x1080 screen (:data:`DESIGN`): slide text at
 :data:`TEXT_PX` or more, chart axis labels at :data:`AXIS_PX`, the chart's plot as tall as the
 claim, the verdict and the way on leave room for. On any other screen the whole slide is
-zoomed (CSS ``zoom``) by :data:`FIT_JS` to the largest size at which it fits both the width and
+zoomed (CSS ``zoom``) by :func:`fit_js` to the largest size at which it fits both the width and
 the height of its box: a 1280x720 projector shows the same slide at two thirds, a 1024x768 one
 at about half (letterboxed: 4:3 is taller than 16:9), a 4K screen at twice. Nothing is laid out
-anew, so what fits at 1920x1080 fits everywhere (the browser tests measure it).
+anew, so what fits at 1920x1080 fits everywhere (the browser tests measure it). A window
+narrower than :data:`NARROW_PX` (a phone that opened a step's QR code) gets no slide: the page
+lays out for its width as any other page does.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ TEXT_PX = 28  # slide text at 1920x1080: claim, verdict, how to read it, the but
 TITLE_PX = 48
 VERDICT_PX = 52  # the verdict's one word
 AXIS_PX = PRESENTATION_FONT_PX  # chart axis labels at 1920x1080 (the charts' presentation font)
+NARROW_PX = 900  # a window narrower than this (a phone) is no projector: no slide, no zoom
 
 
 def fit_js(selector: str) -> str:
@@ -27,24 +30,52 @@ def fit_js(selector: str) -> str:
     that box's width and the window's height below the box's top. At 1920x1080 a slide laid out
     to fit is drawn at zoom 1; any slide too tall for its screen is shrunk until it fits. Runs
     again on every resize, whenever the slide's height changes (a chart drawn, a Streamlit rerun)
-    and once a second (a rerun may replace the slide's element)."""
+    and once a second (a rerun may replace the slide's element). Below :data:`NARROW_PX` it
+    takes both variables away (the stylesheet's slide rules apply from that width up) and shrinks
+    a chart wider than its column (the app gives a slide's chart the slide's width) to the column."""
     width, height = DESIGN
     return f"""(function () {{
   // the slide: laid out {width} px wide less its box's paddings, zoomed to fit the window
   function fit() {{
     var el = document.querySelector({selector!r});
     if (!el || !el.parentElement) {{ return; }}
+    var narrow = document.documentElement.clientWidth < {NARROW_PX};
+    // a chart drawn at the slide's width (the app's) shrinks to a phone's column, its height with it
+    Array.prototype.forEach.call(el.querySelectorAll(".vega-embed"), function (v) {{
+      v.style.zoom = "";
+      if (narrow && v.scrollWidth > v.parentElement.clientWidth + 1) {{
+        v.style.zoom = String(v.parentElement.clientWidth / v.scrollWidth);
+      }}
+    }});
+    if (narrow) {{  // a phone: the page's own layout, unzoomed
+      el.style.removeProperty("--slide-width");
+      el.style.removeProperty("--slide-zoom");
+      return;
+    }}
     var box = el.parentElement, cs = getComputedStyle(box);
     var padX = parseFloat(cs.paddingLeft) + parseFloat(cs.paddingRight);
-    var design = {width} - padX, w = box.clientWidth - padX;
+    // a scroll bar takes its width from the box's as it comes and goes: the slide's width gives it up too,
+    // so the zoom does not change with it (no zoom that stays a hair short of 1, no zoom that swings)
+    var sc = box.parentElement;
+    while (sc && !/(auto|scroll)/.test(getComputedStyle(sc).overflowY)) {{ sc = sc.parentElement; }}
+    var bar = sc ? sc.offsetWidth - sc.clientWidth : window.innerWidth - document.documentElement.clientWidth;
+    var design = {width} - padX - bar, w = box.clientWidth - padX;
     var top = box.getBoundingClientRect().top + window.scrollY + parseFloat(cs.paddingTop);
     var h = document.documentElement.clientHeight - top - parseFloat(cs.paddingBottom);
     var was = parseFloat(el.style.getPropertyValue("--slide-zoom")) || 1;
-    var tall = el.getBoundingClientRect().height / was;  // the slide's own height, unzoomed
-    var zoom = Math.min(w / design, tall > 0 ? h / tall : 1);
+    // the slide's own height, unzoomed: down to its lowest part (the element itself may be stretched to
+    // its box's height, which would make any zoom look right)
+    var top0 = el.getBoundingClientRect().top, low = top0;
+    for (var i = 0; i < el.children.length; i++) {{
+      var r = el.children[i].getBoundingClientRect();
+      if (r.height > 0) {{ low = Math.max(low, r.bottom); }}
+    }}
+    var tall = (low - top0) / was;
+    // to a thousandth: a pixel's rounding in a measure (1 in 1,872) is no reason for a slide short of zoom 1
+    var zoom = Math.round(Math.min(w / design, tall > 0 ? h / tall : 1) * 1000) / 1000;
     if (!(zoom > 0)) {{ return; }}
     el.style.setProperty("--slide-width", design + "px");
-    if (Math.abs(zoom - was) > 0.004) {{ el.style.setProperty("--slide-zoom", String(Math.round(zoom * 10000) / 10000)); }}
+    if (Math.abs(zoom - was) > 0.0015) {{ el.style.setProperty("--slide-zoom", String(zoom)); }}
     if (window.slideSeen !== el && window.ResizeObserver) {{  // a new slide element: watch its height
       window.slideSeen = el;
       new ResizeObserver(function () {{ window.requestAnimationFrame(fit); }}).observe(el);
@@ -78,10 +109,12 @@ return {fill: col && drawn ? drawn.getBoundingClientRect().width / col.getBoundi
         height: document.documentElement.clientHeight, width: document.documentElement.clientWidth,
         zoom: zoom, text: text ? parseFloat(getComputedStyle(text).fontSize) * zoom : 0,
         sidebar: side ? Math.max(0, side.getBoundingClientRect().right) : 0,
+        overflow: Math.max(...[document.documentElement, document.querySelector('[data-testid="stMain"]')]
+          .filter(Boolean).map(e => e.scrollWidth - e.clientWidth)),
         step: (document.querySelector('.tour-head .n, .step-no') || {}).textContent || ''};
 """
 """What a projector shows of a slide, in the app or the site (the browser tests and
 bench/tour_screens.py measure with it): the lowest visible pixel of the claim, the chart, the
 verdict and the Next button, the window's size, the slide's zoom, the slide text's size on
-screen, how far the sidebar reaches, the step's label, and the share of its column's width the
-chart takes."""
+screen, how far the sidebar reaches, the step's label, the share of its column's width the
+chart takes, and how far the page overflows its width."""
