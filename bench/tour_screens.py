@@ -38,9 +38,9 @@ def wait_drawn(driver, n: int, site: bool, timeout: float = 60) -> None:
 
 
 def resize(driver, w: int, h: int) -> None:
-    """The window's inner size to exactly ``w`` x ``h``."""
+    """The window's inner size to exactly ``w`` x ``h`` (a screen that size, its scroll bar in it)."""
     driver.set_window_size(w, h)
-    iw, ih = driver.execute_script("return [document.documentElement.clientWidth, window.innerHeight]")
+    iw, ih = driver.execute_script("return [window.innerWidth, window.innerHeight]")
     driver.set_window_size(2 * w - iw, 2 * h - ih)
 
 

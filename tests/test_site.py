@@ -454,6 +454,13 @@ def test_every_tour_step_is_a_slide_that_fits_three_screens(shipped_site, browse
             for size in slides.SIZES:
                 slides.inner_size(browser, *size)
                 slides.check(slides.steady(browser), size, claim=n > 1, verdict=n > 1)
+        # a zoom a hair short of 1, left by a frame of a layout in motion (a sidebar closing in the app), is not
+        # kept at 1920x1080: the slide is drawn at 1 again
+        slides.inner_size(browser, *slides.SIZES[0])
+        slides.check(slides.steady(browser), slides.SIZES[0], claim=True, verdict=True)
+        browser.execute_script("document.querySelector('.tour').style.setProperty('--slide-zoom', '0.999');"
+                               "window.slideFit();")
+        slides.check(slides.steady(browser), slides.SIZES[0], claim=True, verdict=True)
         slides.inner_size(browser, *slides.PHONE)  # a phone that opened the QR code of a step
         browser.get((shipped_site / "tour" / "step-3.html").as_uri())
         charts_drawn(browser)

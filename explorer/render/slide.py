@@ -21,6 +21,7 @@ TITLE_PX = 48
 VERDICT_PX = 52  # the verdict's one word
 AXIS_PX = PRESENTATION_FONT_PX  # chart axis labels at 1920x1080 (the charts' presentation font)
 NARROW_PX = 900  # a window narrower than this (a phone) is no projector: no slide, no zoom
+SNAP = 0.002  # a zoom this close to 1 is drawn at 1
 
 
 def fit_js(selector: str) -> str:
@@ -58,7 +59,8 @@ def fit_js(selector: str) -> str:
     // so the zoom does not change with it (no zoom that stays a hair short of 1, no zoom that swings)
     var sc = box.parentElement;
     while (sc && !/(auto|scroll)/.test(getComputedStyle(sc).overflowY)) {{ sc = sc.parentElement; }}
-    var bar = sc ? sc.offsetWidth - sc.clientWidth : window.innerWidth - document.documentElement.clientWidth;
+    // (the page's own bar: the root's box, not its clientWidth, gives up a gutter kept for it)
+    var bar = sc ? sc.offsetWidth - sc.clientWidth : window.innerWidth - document.documentElement.getBoundingClientRect().width;
     var design = {width} - padX - bar, w = box.clientWidth - padX;
     var top = box.getBoundingClientRect().top + window.scrollY + parseFloat(cs.paddingTop);
     var h = document.documentElement.clientHeight - top - parseFloat(cs.paddingBottom);
@@ -74,8 +76,14 @@ def fit_js(selector: str) -> str:
     // to a thousandth: a pixel's rounding in a measure (1 in 1,872) is no reason for a slide short of zoom 1
     var zoom = Math.round(Math.min(w / design, tall > 0 ? h / tall : 1) * 1000) / 1000;
     if (!(zoom > 0)) {{ return; }}
+    // within {SNAP} of 1 a slide is drawn at 1 (its text at its own size; a pixel or two over at most), and 1
+    // always replaces what a frame of a layout in motion left (a sidebar closing: 0.999, kept for good by the
+    // rule below, which holds a zoom still against a pixel's jitter)
+    if (zoom < 1 && zoom >= 1 - {SNAP}) {{ zoom = 1; }}
     el.style.setProperty("--slide-width", design + "px");
-    if (Math.abs(zoom - was) > 0.0015) {{ el.style.setProperty("--slide-zoom", String(zoom)); }}
+    if (Math.abs(zoom - was) > 0.0015 || (zoom === 1 && was !== 1)) {{
+      el.style.setProperty("--slide-zoom", String(zoom));
+    }}
     if (window.slideSeen !== el && window.ResizeObserver) {{  // a new slide element: watch its height
       window.slideSeen = el;
       new ResizeObserver(function () {{ window.requestAnimationFrame(fit); }}).observe(el);
