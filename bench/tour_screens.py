@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from screenshots import ROOT, browser, free_port, start_server
 
 from explorer.render.slide import MEASURE_JS as BOTTOMS
+from explorer.render.slide import screen
 
 
 def wait_drawn(driver, n: int, site: bool, timeout: float = 60) -> None:
@@ -38,10 +39,9 @@ def wait_drawn(driver, n: int, site: bool, timeout: float = 60) -> None:
 
 
 def resize(driver, w: int, h: int) -> None:
-    """The window's inner size to exactly ``w`` x ``h`` (a screen that size, its scroll bar in it)."""
-    driver.set_window_size(w, h)
-    iw, ih = driver.execute_script("return [window.innerWidth, window.innerHeight]")
-    driver.set_window_size(2 * w - iw, 2 * h - ih)
+    """The window's page sized ``w`` x ``h`` (a screen that size, its scroll bar in it)."""
+    if not screen(driver, w, h):
+        raise SystemExit(f"the window's page never reads {w}x{h}")
 
 
 def steps(text: str) -> list[int]:

@@ -12,11 +12,8 @@ SIZES = ((1920, 1080), (1280, 720), (1024, 768))
 
 
 def inner_size(driver, width: int, height: int) -> None:
-    """The window's inner size set to ``width`` x ``height``: a screen that size, its scroll bar's
-    width in it, as a full-screen browser on a projector has it."""
-    driver.set_window_size(width, height)
-    w, h = driver.execute_script("return [window.innerWidth, window.innerHeight]")
-    driver.set_window_size(2 * width - w, 2 * height - h)
+    """The window's page sized ``width`` x ``height`` (slide.screen), or the test fails."""
+    assert slide.screen(driver, width, height), f"the window's page never reads {width}x{height}"
 
 
 def steady(driver, timeout: float = 20) -> dict:

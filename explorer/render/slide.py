@@ -13,6 +13,8 @@ lays out for its width as any other page does.
 
 from __future__ import annotations
 
+import time
+
 from explorer.render.style import PRESENTATION_FONT_PX
 
 DESIGN = (1920, 1080)  # the screen a slide is laid out for (CSS px)
@@ -126,3 +128,27 @@ bench/tour_screens.py measure with it): the lowest visible pixel of the claim, t
 verdict and the Next button, the window's size, the slide's zoom, the slide text's size on
 screen, how far the sidebar reaches, the step's label, the share of its column's width the
 chart takes, and how far the page overflows its width."""
+
+
+def screen(driver, width: int, height: int) -> bool:
+    """A browser window (a Selenium driver) sized so its page is ``width`` x ``height`` CSS px, its
+    scroll bar in it, as a full-screen browser on a projector has it: what the browser tests and
+    bench/tour_screens.py measure at. The window's frame (its outer size less the page's) is
+    measured, then given back; the page's size is read until it is the one asked for (read at
+    once, it is the old one). False where it never is."""
+    for _ in range(3):
+        frame = None
+        for _ in range(25):  # the frame, once two readings agree
+            size = driver.get_window_size()
+            w, h = driver.execute_script("return [window.innerWidth, window.innerHeight]")
+            now = (size["width"] - w, size["height"] - h)
+            if now == frame:
+                break
+            frame = now
+            time.sleep(0.1)
+        driver.set_window_size(width + frame[0], height + frame[1])
+        for _ in range(50):
+            if driver.execute_script("return [window.innerWidth, window.innerHeight]") == [width, height]:
+                return True
+            time.sleep(0.1)
+    return False
