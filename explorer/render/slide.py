@@ -130,6 +130,9 @@ screen, how far the sidebar reaches, the step's label, the share of its column's
 chart takes, and how far the page overflows its width."""
 
 
+PAGE_SIZE_JS = "return [window.innerWidth, window.innerHeight]"  # the page's size in CSS px, its scroll bar in it
+
+
 def screen(driver, width: int, height: int) -> bool:
     """A browser window (a Selenium driver) sized so its page is ``width`` x ``height`` CSS px, its
     scroll bar in it, as a full-screen browser on a projector has it: what the browser tests and
@@ -140,7 +143,7 @@ def screen(driver, width: int, height: int) -> bool:
         frame = None
         for _ in range(25):  # the frame, once two readings agree
             size = driver.get_window_size()
-            w, h = driver.execute_script("return [window.innerWidth, window.innerHeight]")
+            w, h = driver.execute_script(PAGE_SIZE_JS)
             now = (size["width"] - w, size["height"] - h)
             if now == frame:
                 break
@@ -148,7 +151,7 @@ def screen(driver, width: int, height: int) -> bool:
             time.sleep(0.1)
         driver.set_window_size(width + frame[0], height + frame[1])
         for _ in range(50):
-            if driver.execute_script("return [window.innerWidth, window.innerHeight]") == [width, height]:
+            if driver.execute_script(PAGE_SIZE_JS) == [width, height]:
                 return True
             time.sleep(0.1)
     return False
