@@ -114,8 +114,8 @@ def test_the_presenter_view_shows_the_notes_the_next_step_and_a_clock(monkeypatc
 
 
 def test_the_first_and_last_steps_show_a_code_of_their_public_address(monkeypatch):
-    """Served at a public address, steps 1 and N draw a QR code of their own address (the pair and
-    presentation mode carried); on localhost, none."""
+    """Served at a public address, steps 1 and N draw a QR code of their own address (the pair
+    carried, not presentation mode: a phone reads it); on localhost, none."""
     from tests.test_qr import decoded
 
     at = _tour(SHIPPED, monkeypatch, pair="demo", presentation="on")
@@ -125,7 +125,7 @@ def test_the_first_and_last_steps_show_a_code_of_their_public_address(monkeypatc
         at = _tour(SHIPPED, monkeypatch, pair="demo", presentation="on", step=number)
         svg = next(str(h.proto.body) for h in at.get("html") if "class='tour-qr'" in str(h.proto.body))
         svg = svg[svg.index("<svg"):svg.index("</svg>") + 6]
-        expected = f"https://someone-weight-tying.hf.space/tour?pair=demo&presentation=on&step={number}"
+        expected = f"https://someone-weight-tying.hf.space/tour?pair=demo&step={number}"
         assert decoded(svg) == [expected]
     at = _tour(SHIPPED, monkeypatch, pair="demo", step=2)
     assert "class='tour-qr'" not in _html(at)

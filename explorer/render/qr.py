@@ -29,10 +29,12 @@ def qr_svg(url: str, scale: int = 5) -> str:
 def app_step_url(page_url: str, number: int, carried: dict[str, list[str]]) -> str:
     """The app's address of tour step ``number`` from the address a page was opened at
     (``page_url``: scheme, host and any path prefix up to the page), with the URL's other
-    parameters ``carried`` (the pair, presentation mode)."""
+    parameters ``carried`` (the pair, the token). Not presentation mode: the phone that reads the
+    code is the room's, not the projector (a slide's chart, drawn for 1920 px, shrinks on a phone
+    to text a third of its size), nor the step or the speaker's notes."""
     from urllib.parse import urlencode
 
     parts = urlsplit(page_url)
     prefix = parts.path.rsplit("/", 1)[0] if parts.path.rsplit("/", 1)[-1] else parts.path.rstrip("/")
-    query = [(k, v) for k, vs in carried.items() if k not in ("step", "notes") for v in vs]
+    query = [(k, v) for k, vs in carried.items() if k not in ("step", "notes", "presentation") for v in vs]
     return f"{parts.scheme}://{parts.netloc}{prefix}/tour?" + urlencode(query + [("step", str(number))])
