@@ -1,11 +1,52 @@
 """Shared fixtures: tiny random models and tokenizers, built once per test session; the
-synthetic, sweep and paper caches the site and browser tests read, built once per module."""
+synthetic, sweep, mechanism and paper caches and the static site of them that the site, handout, QR and
+browser tests read, built once per run and shared by the xdist workers (:func:`shared_folder`)."""
 
 from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import os
+import shutil
+from pathlib import Path
+
+if os.environ.get("PYTEST_XDIST_WORKER"):  # one thread per worker: the workers share the machine's cores
+    for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
 
 import pytest
 
 from tests.tiny_models import make_tiny_model, make_tokenizer
+
+pytest_plugins = ("tests.appbrowser",)  # the app's `server` and `browser` fixtures (one of each per module)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _streamlit_components_scanned_once():
+    """Streamlit's AppTest scans every installed distribution's metadata for custom components
+    (``manifest_scanner.scan_component_manifests``) on every run: 0.3 s of each AppTest page,
+    most of its time. The packages do not change while the tests run, so the first scan's answer
+    serves the rest of the run; the app's own server scans once, at start, as before."""
+    try:
+        from streamlit.components.v2 import manifest_scanner
+    except ImportError:  # another Streamlit: nothing to share
+        yield
+        return
+    scan = getattr(manifest_scanner, "scan_component_manifests", None)
+    if scan is None:
+        yield
+        return
+    found = {}
+
+    def scanned_once(max_workers=None):
+        if "manifests" not in found:
+            found["manifests"] = scan(max_workers)
+        return list(found["manifests"])
+
+    manifest_scanner.scan_component_manifests = scanned_once
+    yield
+    manifest_scanner.scan_component_manifests = scan
 
 
 @pytest.fixture(scope="session")
@@ -57,18 +98,175 @@ SWEEP_GAPS = {32: [0.30, 0.31, 0.29], 64: [0.10, 0.11, 0.09], 128: [-0.10, -0.11
 negative at the widest."""
 
 
-@pytest.fixture(scope="module")
-def synthetic_caches(tmp_path_factory):
-    """A folder of four caches: ``synthetic`` (a pair whose vocabulary holds a script tag), a
-    ``sweep`` of ``SWEEP_GAPS``, a ``mechanism`` lab and the ``paper``'s published numbers. Built afresh for each
-    module that asks, as each module built its own before: one module's use of it (a server
-    reading it, sites written from it) does not meet another's."""
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def site_command(*argv) -> tuple[int, str, str]:
+    """``python -m precompute site ARGV`` in this process: (exit code, stdout, stderr)."""
+    from precompute.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["site", *(str(a) for a in argv)])
+    return code, out.getvalue(), err.getvalue()
+
+
+def shared_folder(tmp_path_factory, name: str, build) -> Path:
+    """A folder that ``build(folder)`` fills once for the whole test run, on every xdist worker
+    alike: the first worker to ask builds it under a file lock beside the workers' own temporary
+    folders, the others wait and read it. Read-only for the tests: :func:`fingerprint` it."""
+    from filelock import FileLock
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # shared by the workers of this run
+    folder, done = root / f"shared-{name}", root / f"shared-{name}.done"
+    with FileLock(str(root / f"shared-{name}.lock")):
+        if not done.is_file():
+            if folder.exists():
+                shutil.rmtree(folder)  # a build that failed half-way
+            folder.mkdir()
+            build(folder)
+            done.write_text("ok")
+    return folder
+
+
+def fingerprint(folder: Path) -> dict[str, str]:
+    """{relative path: sha256} of every file under ``folder``."""
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _build_synthetic_caches(caches: Path) -> None:
     from precompute.published import PaperConfig, build_paper
     from tying.cache.fixtures import build_mechanism_cache, build_sweep_cache, build_synthetic_cache
 
-    caches = tmp_path_factory.mktemp("synthetic-caches")
     build_synthetic_cache(caches, "synthetic")
     build_sweep_cache(caches, SWEEP_GAPS)
     build_mechanism_cache(caches)
     build_paper(PaperConfig(cache_dir=str(caches)))
-    return caches
+
+
+@pytest.fixture(scope="session")
+def synthetic_caches(tmp_path_factory):
+    """A folder of four caches: ``synthetic`` (a pair whose vocabulary holds a script tag), a
+    ``sweep`` of ``SWEEP_GAPS``, a ``mechanism`` lab and the ``paper``'s published numbers. Built
+    once for the whole run and shared by every module and worker (sites are written elsewhere, a
+    server only reads it); a test that changed a file of it fails the run's last check here."""
+    caches = shared_folder(tmp_path_factory, "synthetic-caches", _build_synthetic_caches)
+    before = fingerprint(caches)
+    yield caches
+    assert fingerprint(caches) == before, "a test changed the shared synthetic caches: copy them first"
+
+
+SITE_NAMES = ("synthetic", "paper", "sweep", "mechanism")
+"""The caches of the shared site, in its order."""
+
+SITE_BASE_URL = "https://example.org/weight-tying"
+"""The public address the shared site is built for (its first and last tour steps draw it as a QR code)."""
+
+
+@pytest.fixture(scope="session")
+def shipped(tmp_path_factory):
+    """Copies of the shipped demo, paper, sweep and mechanism caches (nothing touches cache/), made
+    once for the run (shared_folder) and read only."""
+    def copy(caches: Path) -> None:
+        for name in ("demo", "paper", "sweep", "mechanism"):
+            shutil.copy(ROOT / "cache" / f"{name}.duckdb", caches / f"{name}.duckdb")
+
+    caches = shared_folder(tmp_path_factory, "shipped-caches", copy)
+    before = fingerprint(caches)
+    yield caches
+    assert fingerprint(caches) == before, "a test changed the shipped caches' copies"
+
+
+@pytest.fixture(scope="session")
+def shipped_site(shipped, tmp_path_factory):
+    """The static site of the shipped caches, built once for the run (shared_folder): the Chromium
+    tests read it from file://, on whichever worker they run."""
+    def build(folder: Path) -> None:
+        # SVG downloads only: the pages and their checks are the same; PNG is drawn by the figure pack's
+        # tests and by the demo site's (demo_site, the default formats)
+        code, _, err = site_command("demo", "paper", "sweep", "mechanism", "--cache-dir", shipped, "--out",
+                                    folder / "site", "--formats", "svg")
+        assert code == 0, err
+
+    return shared_folder(tmp_path_factory, "shipped-site", build) / "site"
+
+
+@pytest.fixture(scope="session")
+def demo_site(tmp_path_factory):
+    """The static site of a copy of the shipped demo cache with its translators (so with its text
+    page), in the default formats, built once for the run (nothing touches cache/)."""
+    if not (ROOT / "cache" / "demo.duckdb").exists():
+        pytest.skip("the shipped demo cache is absent")
+
+    def build(folder: Path) -> None:
+        caches = folder / "caches"
+        (caches / "lens").mkdir(parents=True)
+        shutil.copy(ROOT / "cache" / "demo.duckdb", caches / "demo.duckdb")
+        shutil.copytree(ROOT / "cache" / "lens" / "demo", caches / "lens" / "demo")
+        code, _, err = site_command("demo", "--cache-dir", caches, "--out", folder / "site")
+        assert code == 0, err
+
+    return shared_folder(tmp_path_factory, "demo-site", build) / "site"
+
+
+@pytest.fixture(scope="session")
+def synthetic_site(synthetic_caches, tmp_path_factory):
+    """``(site folder, stdout, stderr)``: one static site of the synthetic folder's four caches, with SVG
+    downloads, the handout and QR codes for :data:`SITE_BASE_URL`, built once for the whole run and
+    read by the site, handout and QR tests (the command's own checks run there)."""
+    def build(folder: Path) -> None:
+        code, out, err = site_command(*SITE_NAMES, "--cache-dir", synthetic_caches, "--out", folder / "site",
+                                      "--formats", "svg", "--handout", "--base-url", SITE_BASE_URL + "/")
+        assert code == 0, err[-2000:]
+        (folder / "stdout.txt").write_text(out)
+        (folder / "stderr.txt").write_text(err)
+
+    folder = shared_folder(tmp_path_factory, "synthetic-site", build)
+    before = fingerprint(folder)
+    yield folder / "site", (folder / "stdout.txt").read_text(), (folder / "stderr.txt").read_text()
+    assert fingerprint(folder) == before, "a test changed the shared site: copy it first"
+
+
+SHARED_WORKER = {"umap": ("test_projection", "test_placement", "test_single_model")}
+"""Modules that run on one worker together: each fits UMAP in its own process, and numba compiles
+UMAP's kernels once per process (about 25 s on 2 cores), so together they compile them once."""
+
+HEAVY_FIRST = ("test_browser", "umap", "test_browser_tour", "test_sweep", "test_site_chromium", "test_site",
+               "test_projection_webgl", "test_app", "test_text_page", "test_figures_pack",
+               "test_faults", "test_live")
+"""The worker groups that take longest (``python bench/bench_suite.py`` prints them), handed out
+first, so that the workers finish together rather than one waiting on a late long module; the
+browser's groups (which wait on Chromium and a server as much as they compute) alternate with
+groups that keep a core busy, so the two workers rarely both wait."""
+
+
+def worker_group(nodeid: str) -> str:
+    """The group a test runs in under xdist: its module (whose module-scoped fixtures, a server or a
+    browser among them, are then built once) or the group of SHARED_WORKER that takes the module."""
+    module = nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
+    return next((group for group, modules in SHARED_WORKER.items() if module in modules), module)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The heaviest groups first (a stable sort: a module's tests keep their order, and a group's
+    modules stay together)."""
+    def rank(item) -> int:
+        group = worker_group(item.nodeid)
+        return HEAVY_FIRST.index(group) if group in HEAVY_FIRST else len(HEAVY_FIRST)
+
+    items.sort(key=rank)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """xdist hands out whole groups (:func:`worker_group`), in the collection's order: xdist's own
+    ``loadgroup`` no longer reads its marks under pytest 9, whose test ids it can no longer rename."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_group(nodeid)
+
+    return GroupScheduling(config, log)

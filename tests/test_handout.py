@@ -9,22 +9,18 @@ import pypdf
 import pytest
 
 from explorer.render import handout, read, tour
-from tests.test_site import _run
-
-NAMES = ("synthetic", "paper", "sweep", "mechanism")
+from tests.conftest import SITE_NAMES as NAMES
 
 
-@pytest.fixture(scope="module")
-def handout_site(synthetic_caches, tmp_path_factory):
-    """A site of the synthetic folder's caches with its handout."""
-    out = tmp_path_factory.mktemp("handout") / "site"
-    code, stdout, err = _run("site", *NAMES, "--cache-dir", synthetic_caches,
-                             "--out", out, "--formats", "", "--handout")
-    assert code == 0, err
+@pytest.fixture
+def handout_site(synthetic_site):
+    """The shared site of the synthetic folder's caches (conftest), built with its handout."""
+    out, stdout, _ = synthetic_site
     assert "handout.pdf" in stdout
     return out
 
 
+@pytest.mark.slow
 def test_one_page_per_step_with_its_title_verdict_and_notes(handout_site, synthetic_caches):
     refs = [read.CacheRef.of(synthetic_caches / f"{n}.duckdb") for n in NAMES]  # the site's order
     pages = pypdf.PdfReader(handout_site / "handout.pdf").pages
@@ -39,11 +35,13 @@ def test_one_page_per_step_with_its_title_verdict_and_notes(handout_site, synthe
         assert float(page.mediabox.width) > float(page.mediabox.height) * 0.9  # landscape-ish, not a long strip
 
 
+@pytest.mark.slow
 def test_every_step_links_the_handout(handout_site):
     for number in range(1, len(tour.STEPS) + 1):
         assert "href='../handout.pdf'" in (handout_site / "tour" / f"step-{number}.html").read_text()
 
 
+@pytest.mark.slow
 def test_a_heavy_page_is_drawn_as_pixels(synthetic_caches, monkeypatch):
     monkeypatch.setattr(handout, "MAX_VECTOR_BYTES", 0)  # every page over the limit
     refs = [read.CacheRef.of(synthetic_caches / "mechanism.duckdb")]

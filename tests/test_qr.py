@@ -11,6 +11,7 @@ import pytest
 
 from explorer.render import qr, tour
 from precompute import site_tour
+from tests.conftest import SITE_BASE_URL
 from tests.test_site import _run
 from tying.errors import UserError
 
@@ -52,12 +53,9 @@ def test_a_base_url_is_checked():
             site_tour.check_base_url(bad)
 
 
-def test_the_sites_first_and_last_steps_carry_their_own_address(synthetic_caches, tmp_path):
-    out = tmp_path / "site"
-    base = "https://example.org/weight-tying"
-    code, _, err = _run("site", "sweep", "--cache-dir", synthetic_caches, "--out", out, "--formats", "",
-                        "--base-url", base + "/")
-    assert code == 0, err
+@pytest.mark.slow
+def test_the_sites_first_and_last_steps_carry_their_own_address(synthetic_site, synthetic_caches, tmp_path):
+    out, base = synthetic_site[0], SITE_BASE_URL  # the shared site, built with --base-url SITE_BASE_URL/
     n = len(tour.STEPS)
     for number in range(1, n + 1):
         page = (out / "tour" / f"step-{number}.html").read_text()

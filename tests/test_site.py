@@ -2,8 +2,8 @@
 
 The fast tests build a site from synthetic caches (one of whose tokens is a script tag); the
 slow ones from copies of the shipped demo, paper and sweep caches, and open it in headless
-Chromium (Debian's chromium and chromium-driver, as tests/test_browser.py) counting every
-request the pages make.
+Chromium (Debian's chromium and chromium-driver, as tests/appbrowser.py) counting every
+request the pages make: tests/test_site_chromium.py.
 """
 
 from __future__ import annotations
@@ -24,9 +24,6 @@ import pytest
 from explorer.render import tour
 from precompute import site
 from precompute.cli import main
-from tests import slides
-from tests.test_browser import CHROMIUM, DRIVER
-from tests.waiting import wait_until
 from tying.cache.summary_types import Summary
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -97,16 +94,15 @@ def check_site(root: Path) -> None:
 # -- synthetic caches (fast) -----------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def synthetic_site(synthetic_caches, tmp_path_factory):
-    out = tmp_path_factory.mktemp("site-out") / "site"
-    code, stdout, err = _run("site", "synthetic", "paper", "sweep", "mechanism", "--cache-dir", synthetic_caches, "--out", out,
-                             "--formats", "svg")
-    assert code == 0, err
+@pytest.fixture
+def synthetic_site(synthetic_site):
+    """The shared site of the synthetic folder (conftest): its command wrote and said nothing on stderr."""
+    out, stdout, err = synthetic_site
     assert "wrote" in stdout and not err.strip()
     return out
 
 
+@pytest.mark.slow
 def test_site_pages_link_only_files_of_the_site(synthetic_site):
     check_site(synthetic_site)
     manifest = json.loads((synthetic_site / site.MANIFEST).read_text())
@@ -120,6 +116,7 @@ def test_site_pages_link_only_files_of_the_site(synthetic_site):
     assert "projection-umap" in kinds["synthetic"]["charts"] and "table1" in kinds["synthetic"]["tables"]
 
 
+@pytest.mark.slow
 def test_site_has_every_tour_step_with_its_keys(synthetic_site):
     from explorer.render import tour
 
@@ -141,6 +138,7 @@ def test_site_has_every_tour_step_with_its_keys(synthetic_site):
     assert "body.show-notes .presenter" in (synthetic_site / "assets" / "site.css").read_text()
 
 
+@pytest.mark.slow
 def test_site_escapes_token_strings(synthetic_site):
     """The synthetic vocabulary holds "<script>alert('x')</script>": text everywhere, never markup."""
     for page in _pages(synthetic_site):
@@ -175,6 +173,7 @@ def test_a_token_string_is_escaped_in_a_rendered_page(tmp_path):
         assert where in page, where
 
 
+@pytest.mark.slow
 def test_site_css_takes_the_apps_t_i_o_colours_once(synthetic_site):
     from explorer.render.style import PALETTE
 
@@ -184,6 +183,7 @@ def test_site_css_takes_the_apps_t_i_o_colours_once(synthetic_site):
     assert "{{" not in css and "{#" not in css
 
 
+@pytest.mark.slow
 def test_site_text_reads_at_4_5_to_1_in_the_light_and_the_dark_theme(synthetic_site):
     """Both themes of the stylesheet (the dark one for a reader whose system prefers it): text,
     grey notes and links on the page and on its soft panels, white on the buttons and the header
@@ -219,6 +219,7 @@ def test_the_templates_ship_with_the_package():
     assert [f for f in files if not any(fnmatch(f, pat) for pat in patterns)] == []
 
 
+@pytest.mark.slow
 def test_site_shows_claims_with_verdicts_and_downloads(synthetic_site):
     index = (synthetic_site / "index.html").read_text()
     for name in ("synthetic", "paper", "sweep"):
@@ -236,6 +237,7 @@ def test_site_shows_claims_with_verdicts_and_downloads(synthetic_site):
     assert "<th>The paper</th>" in page  # a pair's table keeps it
 
 
+@pytest.mark.slow
 def test_site_is_a_static_space(synthetic_site):
     readme = (synthetic_site / "README.md").read_text()
     front = readme.split("---\n")[1]
@@ -246,6 +248,7 @@ def test_site_is_a_static_space(synthetic_site):
     assert (synthetic_site / ".nojekyll").is_file()  # GitHub Pages serves the folder as it is
 
 
+@pytest.mark.slow
 def test_site_replaces_an_earlier_site_and_refuses_other_folders(synthetic_caches, tmp_path):
     out = tmp_path / "site"
     assert _run("site", "sweep", "--cache-dir", synthetic_caches, "--out", out, "--formats", "")[0] == 0
@@ -286,23 +289,6 @@ def test_site_refuses_a_cache_named_like_its_own_folders(synthetic_caches, tmp_p
 # -- the shipped caches (slow) ---------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def shipped(tmp_path_factory):
-    """Copies of the shipped demo, paper, sweep and mechanism caches (nothing touches cache/)."""
-    caches = tmp_path_factory.mktemp("shipped")
-    for name in ("demo", "paper", "sweep", "mechanism"):
-        shutil.copy(ROOT / "cache" / f"{name}.duckdb", caches / f"{name}.duckdb")
-    return caches
-
-
-@pytest.fixture(scope="module")
-def shipped_site(shipped, tmp_path_factory):
-    out = tmp_path_factory.mktemp("shipped-site") / "site"
-    code, _, err = _run("site", "demo", "paper", "sweep", "mechanism", "--cache-dir", shipped, "--out", out)
-    assert code == 0, err
-    return out
-
-
 @pytest.mark.slow
 def test_shipped_caches_make_a_complete_site(shipped_site):
     check_site(shipped_site)
@@ -318,236 +304,12 @@ def test_shipped_caches_make_a_complete_site(shipped_site):
 
 
 @pytest.mark.slow
-def test_the_demo_site_fits_its_budget(shipped, tmp_path):
-    out = tmp_path / "demo-site"
-    code, _, err = _run("site", "demo", "--cache-dir", shipped, "--out", out)
-    assert code == 0, err
-    check_site(out)
-    assert _size(out) < DEMO_BUDGET, f"{_size(out) / 1e6:.1f} MB"
-
-
-# -- in Chromium, from file:// (slow) --------------------------------------------------------------
-
-needs_chromium = pytest.mark.skipif(not (CHROMIUM and DRIVER), reason="Debian's chromium and chromium-driver are "
-                                                                      "needed")
-
-
-def chromium(width: int = 1400, height: int = 1000):
-    """Headless Chromium as tests/test_browser.py starts it, with the performance log on (every
-    request the page makes, from Chrome's network events)."""
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 f"--window-size={width},{height}"):
-        opts.add_argument(flag)
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
-    return webdriver.Chrome(service=Service(DRIVER), options=opts)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    driver = chromium()
-    yield driver
-    driver.quit()
-
-
-def requested_urls(driver) -> list[str]:
-    """The URLs of every request since the last call (Chrome's Network.requestWillBeSent events)."""
-    urls = []
-    for entry in driver.get_log("performance"):
-        message = json.loads(entry["message"])["message"]
-        if message["method"] == "Network.requestWillBeSent":
-            urls.append(message["params"]["request"]["url"])
-    return urls
-
-
-def charts_drawn(driver, timeout: float = 60) -> int:
-    """Wait until every chart of the page drew (a canvas inside each container); their number."""
-    def done():
-        state = driver.execute_script(
-            "var c = document.querySelectorAll('[data-chart]');"
-            "var d = document.querySelectorAll('[data-chart][data-drawn] canvas');"
-            "var e = document.querySelectorAll('[data-chart].error');"
-            "return [c.length, d.length, e.length, window.SITE_CHARTS_DONE === true];")
-        return state if state[3] else None
-
-    total, drawn, errors, _ = wait_until(done, timeout, 0.1, "every chart of the page")
-    assert errors == 0 and drawn == total, (total, drawn, errors)
-    return total
-
-
-@pytest.mark.slow
-@pytest.mark.browser
-@needs_chromium
-@pytest.mark.parametrize("page, charts", [("index.html", 0), ("demo/index.html", None), ("paper/index.html", None),
-                                          ("sweep/index.html", None), ("mechanism/index.html", None)]
-                         + [(f"tour/step-{tour.BY_SLUG[slug].number}.html", 1)
-                            for slug in ("setup", "alignment", "map", "why", "published", "sweep-bias")])
-def test_pages_draw_every_chart_with_no_request_off_file(shipped, shipped_site, browser, page, charts):
-    """Every chart of a page draws from file:// (a cache's page: each figure of the registry the
-    cache has the data for, tables aside)."""
-    if charts is None:
-        from explorer.render import figures, read
-
-        ref = read.CacheRef.of(shipped / f"{page.split('/')[0]}.duckdb")
-        charts = sum(not f.is_table for f in figures.available(ref))
-    requested_urls(browser)  # count from here
-    browser.get((shipped_site / page).as_uri())
-    assert charts_drawn(browser) == charts
-    urls = requested_urls(browser)
-    assert urls and all(u.startswith(("file://", "data:", "blob:")) for u in urls), urls
-    logged = [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]
-    assert not logged, logged  # no error, and no Vega warning (a conflicting legend, an infinite extent)
-
-
-@pytest.mark.slow
-@pytest.mark.browser
-@needs_chromium
-def test_arrow_keys_and_page_keys_move_through_the_tour(shipped_site, browser):
-    from selenium.webdriver.common.action_chains import ActionChains
-    from selenium.webdriver.common.keys import Keys
-
-    def at(n: int) -> bool:
-        return browser.current_url.endswith(f"/tour/step-{n}.html")
-
-    browser.get((shipped_site / "tour" / "step-2.html").as_uri())
-    for key, n in ((Keys.ARROW_RIGHT, 3), (Keys.ARROW_LEFT, 2), (Keys.PAGE_DOWN, 3), (Keys.PAGE_UP, 2)):
-        wait_until(lambda: browser.execute_script("return document.readyState") == "complete", 10)
-        ActionChains(browser).send_keys(key).perform()
-        wait_until(lambda n=n: at(n), 10, what=f"step {n} after {key!r}")
-    browser.get((shipped_site / "tour" / "step-1.html").as_uri())
-    ActionChains(browser).send_keys(Keys.ARROW_LEFT).perform()  # nothing before the first step
-    assert at(1)
-    last = len(tour.STEPS)
-    browser.get((shipped_site / "tour" / f"step-{last}.html").as_uri())
-    ActionChains(browser).send_keys(Keys.ARROW_RIGHT).perform()  # nothing after the last
-    assert at(last)
-    # Space and Shift+Space a step, Home and End the first and the last step
-    browser.get((shipped_site / "tour" / "step-4.html").as_uri())
-    for keys, n in (((Keys.SPACE,), 5), ((Keys.SHIFT, Keys.SPACE), 4), ((Keys.END,), last), ((Keys.HOME,), 1)):
-        wait_until(lambda: browser.execute_script("return document.readyState") == "complete", 10)
-        chain = ActionChains(browser)
-        if len(keys) == 2:
-            chain = chain.key_down(keys[0]).send_keys(keys[1]).key_up(keys[0])
-        else:
-            chain = chain.send_keys(keys[0])
-        chain.perform()
-        wait_until(lambda n=n: at(n), 10, what=f"step {n} after {keys!r}")
-
-
-@pytest.mark.slow
-@pytest.mark.browser
-@needs_chromium
-def test_every_tour_step_is_a_slide_that_fits_three_screens(shipped_site, browser):
-    """On a screen each step of the site's tour is a slide, as in the app's presentation mode: at
-    1920x1080 its text at 28 px, at 1280x720 and 1024x768 zoomed to the screen; claim, chart,
-    verdict and Next inside the first screen, the chart filling its column. A phone gets no slide."""
-    try:
-        for n in range(1, len(tour.STEPS) + 1):
-            slides.inner_size(browser, *slides.SIZES[0])
-            browser.get((shipped_site / "tour" / f"step-{n}.html").as_uri())
-            charts_drawn(browser)
-            for size in slides.SIZES:
-                slides.inner_size(browser, *size)
-                slides.check(slides.steady(browser), size, claim=n > 1, verdict=n > 1)
-        # a zoom a hair short of 1, left by a frame of a layout in motion (a sidebar closing in the app), is not
-        # kept at 1920x1080: the slide is drawn at 1 again
-        slides.inner_size(browser, *slides.SIZES[0])
-        slides.check(slides.steady(browser), slides.SIZES[0], claim=True, verdict=True)
-        browser.execute_script("document.querySelector('.tour').style.setProperty('--slide-zoom', '0.999');"
-                               "window.slideFit();")
-        slides.check(slides.steady(browser), slides.SIZES[0], claim=True, verdict=True)
-        slides.inner_size(browser, *slides.PHONE)  # a phone that opened the QR code of a step
-        browser.get((shipped_site / "tour" / "step-3.html").as_uri())
-        charts_drawn(browser)
-        slides.check_phone(slides.steady(browser))
-    finally:
-        browser.set_window_size(1400, 1000)
-
-
-@pytest.mark.slow
-@pytest.mark.browser
-@needs_chromium
-def test_a_printed_step_is_one_landscape_page_with_its_notes(shipped_site, browser):
-    """The site's print stylesheet: each tour step prints on one A4 landscape page, its speaker
-    notes under the chart, no pager or keys (Chromium's own print to PDF)."""
-    import base64
-    import unicodedata
-
-    import pypdf
-    from selenium.webdriver.common.print_page_options import PrintOptions
-
-    options = PrintOptions()
-    options.orientation, options.page_width, options.page_height = "landscape", 21.0, 29.7
-    options.background = True
-    pages = {}
-    for step in tour.STEPS:
-        browser.get((shipped_site / "tour" / f"step-{step.number}.html").as_uri())
-        charts_drawn(browser)
-        pdf = pypdf.PdfReader(io.BytesIO(base64.b64decode(browser.print_page(options))))
-        pages[step.number] = len(pdf.pages)
-        text = " ".join(unicodedata.normalize("NFKC", pdf.pages[0].extract_text()).split())  # "ﬀ" is "ff"
-        assert step.notes.caveat[:40] in text and "Keys:" not in text, step.slug
-        assert float(pdf.pages[0].mediabox.width) > float(pdf.pages[0].mediabox.height)
-    assert set(pages.values()) == {1}, pages
-
-
-@pytest.mark.slow
-@pytest.mark.browser
-@needs_chromium
-def test_the_n_key_opens_the_speaker_notes_and_moving_on_keeps_them(shipped_site, browser):
-    from selenium.webdriver.common.action_chains import ActionChains
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.common.keys import Keys
-
-    browser.get((shipped_site / "tour" / "step-2.html").as_uri())
-    wait_until(lambda: browser.execute_script("return document.readyState") == "complete", 10)
-    panel = browser.find_element(By.CSS_SELECTOR, ".presenter")
-    assert not panel.is_displayed()
-    ActionChains(browser).send_keys("n").perform()
-    wait_until(panel.is_displayed, 10, what="the speaker notes")
-    assert tour.step_at(2).notes.ask in panel.text and f"Next: step 3, {tour.step_at(3).title}" in panel.text
-    wait_until(lambda: re.fullmatch(r"\d\d:\d\d · \d+:\d\d in", panel.find_element(By.ID, "tour-clock").text), 10,
-               what="the clock")
-    ActionChains(browser).send_keys(Keys.ARROW_RIGHT).perform()
-    wait_until(lambda: browser.current_url.endswith("/tour/step-3.html?notes=on"), 10, what="step 3, notes on")
-    wait_until(lambda: browser.find_element(By.CSS_SELECTOR, ".presenter").is_displayed(), 10, what="notes kept")
-    ActionChains(browser).send_keys("n").perform()
-    wait_until(lambda: not browser.find_element(By.CSS_SELECTOR, ".presenter").is_displayed(), 10, what="closed")
-    assert browser.find_element(By.CSS_SELECTOR, ".pager a.button").get_attribute("href").endswith("step-2.html")
-
-
-@pytest.mark.slow
-@pytest.mark.browser
-@needs_chromium
-def test_token_search_shows_neighbours_in_t_i_and_o(shipped, shipped_site, browser):
-    from selenium.webdriver.common.by import By
-
-    requested_urls(browser)
-    browser.get((shipped_site / "demo" / "tokens.html").as_uri())
-    wait_until(lambda: browser.execute_script("return window.SITE_TOKENS_READY === true"), 20, what="the search")
-    browser.find_element(By.ID, "q").send_keys("the")
-    hits = wait_until(lambda: browser.find_elements(By.CSS_SELECTOR, "#hits button"), 10, what="matching tokens")
-    assert all("the" in h.text.lower() for h in hits)
-    hits[0].click()
-    picked = hits[0].get_attribute("data-token")
-    wait_until(lambda: browser.current_url.endswith(f"#token={picked}"), 10, what="the picked token in the URL")
-    for m in ("T", "I", "O"):
-        items = browser.find_elements(By.CSS_SELECTOR, f"#picked .nb.{m} li")
-        assert len(items) == site.SEARCH_K, m
-    shown = browser.find_element(By.CSS_SELECTOR, "#picked .picked code").text
-    assert shown == hits[0].text
-    assert re.search(r"overlap@10 T~O \d\.\d\d", browser.find_element(By.CSS_SELECTOR, "#picked .overlaps").text)
-    # the lists are the cache's
-    from explorer import data
-
-    nb = data.neighbours_of(data.CacheRef.of(shipped / "demo.duckdb"), int(picked), site.SEARCH_K)
-    for m in ("T", "I", "O"):
-        shown = [b.text for b in browser.find_elements(By.CSS_SELECTOR, f"#picked .nb.{m} li button")]
-        assert shown == nb[nb["matrix"] == m].sort_values("rank")["shown"].tolist(), m
-    urls = requested_urls(browser)
-    assert all(u.startswith(("file://", "data:", "blob:")) for u in urls), urls
+def test_the_demo_site_fits_its_budget(demo_site):
+    """The demo's own site, its text page aside (the twins' weights, which tests/test_text_page.py
+    holds to a Space's limits), fits DEMO_BUDGET."""
+    check_site(demo_site)
+    text_page = sum(p.stat().st_size for p in (demo_site / "demo" / "text").rglob("*") if p.is_file())
+    text_page += (demo_site / "demo" / "text.html").stat().st_size
+    assert text_page > 0  # the site has its text page: it is what is set aside
+    size = _size(demo_site) - text_page
+    assert size < DEMO_BUDGET, f"{size / 1e6:.1f} MB"

@@ -122,19 +122,6 @@ def test_the_javascript_forward_pass_gives_the_rows_python_prints(twins, text):
 # -- the page in Chromium, from file:// (slow) -----------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def demo_site(tmp_path_factory):
-    """A site of a copy of the shipped demo cache with its translators (nothing touches cache/)."""
-    if not DEMO.exists():
-        pytest.skip("the shipped demo cache is absent")
-    caches = tmp_path_factory.mktemp("text-caches")
-    shutil.copy(DEMO, caches / "demo.duckdb")
-    shutil.copytree(ROOT / "cache" / "lens" / "demo", caches / "lens" / "demo")
-    out = tmp_path_factory.mktemp("text-site") / "site"
-    assert main(["site", "demo", "--cache-dir", str(caches), "--out", str(out)]) == 0
-    return out
-
-
 @pytest.mark.slow
 def test_the_text_page_is_linked_and_its_files_fit_a_space(demo_site):
     manifest = json.loads((demo_site / "site.json").read_text())
@@ -162,12 +149,11 @@ def _computed(driver, timeout: float = 60) -> float:
 def test_the_text_page_gives_the_rows_python_prints_from_file_with_nothing_sent(demo_site):
     from selenium.common.exceptions import NoAlertPresentException
 
-    from tests.test_browser import CHROMIUM, DRIVER
-    from tests.test_site import chromium, requested_urls
+    from tests.appbrowser import CHROMIUM, DRIVER, chromium, requested_urls
 
     if not (CHROMIUM and DRIVER):
         pytest.skip("Debian's chromium and chromium-driver are needed")
-    driver = chromium(1440, 900)
+    driver = chromium(1440, 900, requests=True)
     try:
         page = (demo_site / "demo" / "text.html").as_uri()
         for text in TEXTS:

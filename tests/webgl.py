@@ -10,18 +10,17 @@ flags a deck's canvas stays blank. Whether a view has drawn is read from its can
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
 import urllib.request
 from pathlib import Path
 
+from tests.appbrowser import CHROMIUM, DRIVER  # noqa: F401 (the tests ask webgl whether Chromium is here)
 from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-DRIVER = shutil.which("chromedriver")
+
 WEBGL_FLAGS = ("--enable-unsafe-swiftshader", "--use-gl=angle", "--use-angle=swiftshader")
 DRAWN_FILL = 0.05
 """A view has drawn when this share of its canvas's pixels is painted (its points)."""
@@ -83,17 +82,9 @@ def serve(cache_dir, timeout: float = 90) -> tuple[subprocess.Popen, str]:
 
 def chromium(width: int = 1440, height: int = 900):
     """Headless Chromium drawing WebGL in software."""
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
+    from tests.appbrowser import chromium as start
 
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 f"--window-size={width},{height}", *WEBGL_FLAGS):
-        opts.add_argument(flag)
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(DRIVER), options=opts)
+    driver = start(width, height, flags=WEBGL_FLAGS)
     driver.set_script_timeout(120)
     return driver
 

@@ -1,0 +1,265 @@
+"""The app in a real browser, for tests/test_browser.py and tests/test_browser_tour.py: `streamlit run`
+on a free local port over the shared synthetic caches, headless Chromium, and the waits and readings
+the tests share. conftest.py loads it as a plugin: each test module that asks for ``server`` and
+``browser`` gets its own (module scope), so the two modules can run side by side on two xdist workers.
+
+Needs Debian's chromium and chromium-driver (CI installs them); the tests skip where they are absent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.waiting import wait_until
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+DRIVER = shutil.which("chromedriver")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(synthetic_caches):
+    port = free_port()
+    env = dict(os.environ, TYING_CACHE_DIR=str(synthetic_caches), STREAMLIT_BROWSER_GATHER_USAGE_STATS="false")
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless",
+                             "true", "--server.port", str(port), "--server.address", "127.0.0.1"],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+
+    def healthy() -> bool:
+        try:
+            return urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok"
+        except OSError:
+            return False
+
+    try:
+        wait_until(lambda: proc.poll() is not None or healthy(), timeout=60, interval=0.5, what="streamlit's health")
+        started = proc.poll() is None
+    except AssertionError:
+        started = False
+    if not started:
+        proc.kill()
+        pytest.fail("streamlit did not start: " + proc.stdout.read().decode(errors="replace")[-2000:])
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+FLAGS = ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync")
+"""Headless Chromium's flags in every browser test: no sandbox (root in CI), nothing off the machine."""
+
+
+def chromium(width: int = 1400, height: int = 1000, *, requests: bool = False, flags=("--disable-gpu",)):
+    """Headless Chromium (a Selenium driver) in a ``width`` x ``height`` window, the console logged;
+    ``requests``: Chrome's network events too (:func:`requested_urls`); ``flags``: more of them
+    (the GPU off by default; tests/webgl.py passes software WebGL's)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for flag in (*FLAGS, *flags, f"--window-size={width},{height}"):
+        opts.add_argument(flag)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL", **({"performance": "ALL"} if requests else {})})
+    return webdriver.Chrome(service=Service(DRIVER), options=opts)
+
+
+def requested_urls(driver) -> list[str]:
+    """The URLs of every request since the last call (Chrome's Network.requestWillBeSent events;
+    the driver started with ``chromium(requests=True)``)."""
+    urls = []
+    for entry in driver.get_log("performance"):
+        message = json.loads(entry["message"])["message"]
+        if message["method"] == "Network.requestWillBeSent":
+            urls.append(message["params"]["request"]["url"])
+    return urls
+
+
+@pytest.fixture(scope="module")
+def browser():
+    driver = chromium()
+    yield driver
+    driver.quit()
+
+
+def settled(browser, timeout: float = 30, quiet: float = 0.75) -> None:
+    """Wait until the app is idle: no script run in progress (Streamlit's status widget gone) and
+    the page's text unchanged for ``quiet`` seconds."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    seen = {"text": None, "since": 0.0}
+
+    def idle(driver) -> bool:
+        now = time.monotonic()
+        if driver.find_elements(By.CSS_SELECTOR, '[data-testid="stStatusWidget"]'):
+            seen["text"] = None
+            return False
+        text = driver.find_element(By.TAG_NAME, "body").text
+        if text != seen["text"]:
+            seen.update(text=text, since=now)
+            return False
+        return now - seen["since"] >= quiet
+
+    WebDriverWait(browser, timeout, poll_frequency=0.25, ignored_exceptions=(StaleElementReferenceException,)).until(
+        idle, f"the page did not settle within {timeout} s")
+
+
+def vega_warnings(logged: list[dict]) -> list[str]:
+    """Vega's and Vega-Lite's console warnings among a page's log (a conflicting legend, an infinite
+    extent): each a chart drawn other than it was written."""
+    return [e["message"] for e in logged if e["level"] == "WARNING" and '"WARN"' in e["message"]]
+
+
+def charts_drawn(browser, n: int, timeout: float = 60) -> list:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    def drawn(driver) -> list:
+        found = driver.find_elements(By.CSS_SELECTOR, '[data-testid="stVegaLiteChart"] canvas, '
+                                                      '[data-testid="stVegaLiteChart"] svg.marks')
+        running = driver.find_elements(By.CSS_SELECTOR, '[data-testid="stStatusWidget"]')
+        return found if len(found) >= n and not running else []
+
+    return WebDriverWait(browser, timeout, poll_frequency=0.3).until(
+        drawn, f"fewer than {n} charts drew within {timeout} s")
+
+
+def url_token(browser) -> str | None:
+    from urllib.parse import parse_qs, urlparse
+
+    return (parse_qs(urlparse(browser.current_url).query).get("token") or [None])[0]
+
+
+def menu_link(browser, path: str):
+    """The sidebar menu's link to a page (the app's own menu: its links carry the URL's state)."""
+    from selenium.webdriver.common.by import By
+
+    return next(a for a in browser.find_elements(By.CSS_SELECTOR, '[data-testid="stSidebar"] a[href]')
+                if a.get_attribute("href").split("?")[0].rstrip("/").endswith("/" + path))
+
+
+def query(browser) -> dict:
+    from urllib.parse import parse_qs, urlparse
+
+    return {k: v if len(v) > 1 else v[0] for k, v in parse_qs(urlparse(browser.current_url).query,
+                                                               keep_blank_values=True).items()}
+
+
+def h1(browser, text: str) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(browser, 60).until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), text))
+    settled(browser)
+
+
+def history(browser) -> int:
+    return browser.execute_script("return history.length")
+
+
+def slider_value(browser) -> str:
+    from selenium.webdriver.common.by import By
+
+    return browser.find_element(By.CSS_SELECTOR, '[data-testid="stMain"] [data-testid="stSlider"] input'
+                                ).get_attribute("value")
+
+
+def wait_for_button(browser, text: str):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    def found(driver):
+        return next((b for b in driver.find_elements(By.CSS_SELECTOR, '[data-testid="stMain"] button')
+                     if text in b.text), None)
+
+    WebDriverWait(browser, 60).until(found)
+    settled(browser)
+    return found(browser)
+
+
+FIRST_SCREEN = """
+const bottom = sel => Math.max(0, ...[...document.querySelectorAll(sel)].map(e => e.getBoundingClientRect().bottom));
+return {chart: bottom('[data-testid="stVegaLiteChart"]'), verdict: bottom('.tour-verdict'),
+        charts: document.querySelectorAll('[data-testid="stVegaLiteChart"] canvas, '
+                                          + '[data-testid="stVegaLiteChart"] svg.marks').length,
+        height: window.innerHeight, step: (document.querySelector('.tour-head .n') || {}).textContent};
+"""
+
+
+def tour_step(browser, n: int, settle: bool = True) -> None:
+    """Wait until the tour shows step ``n`` with its chart drawn, then (``settle``) until the app is idle."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(browser, 60).until(
+        lambda d: (d.execute_script(FIRST_SCREEN)["step"] or "").startswith(f"Step {n} of")
+        and d.execute_script(FIRST_SCREEN)["charts"] >= 1)
+    if settle:
+        settled(browser)
+
+
+TEXT_COLOURS = """
+const rgba = s => (s.match(/[\\d.]+/g) || []).map(Number);
+const out = [];
+for (const el of document.querySelectorAll('[data-testid="stMain"] *, [data-testid="stSidebar"] *')) {
+  const own = [...el.childNodes].some(n => n.nodeType === 3 && n.textContent.trim());
+  const r = el.getBoundingClientRect();
+  if (!own || r.width === 0 || r.height === 0 || getComputedStyle(el).visibility === 'hidden') continue;
+  let opacity = 1, bg = null;
+  for (let e = el; e; e = e.parentElement) {
+    const cs = getComputedStyle(e);
+    opacity *= parseFloat(cs.opacity);
+    const c = rgba(cs.backgroundColor);
+    if (!bg && c.length >= 3 && (c.length === 3 || c[3] > 0.5)) bg = c.slice(0, 3);
+  }
+  bg = bg || rgba(getComputedStyle(document.body).backgroundColor).slice(0, 3);
+  const fg = rgba(getComputedStyle(el).color);
+  out.push({text: el.textContent.trim().slice(0, 40), fg: fg.slice(0, 3), alpha: (fg[3] === undefined ? 1 : fg[3]) * opacity,
+            bg: bg, size: parseFloat(getComputedStyle(el).fontSize), bold: parseInt(getComputedStyle(el).fontWeight) >= 700});
+}
+return out;
+"""
+
+
+def contrast_failures(browser) -> list:
+    """Each text on the page below WCAG AA (4.5:1; 3:1 for large text), its colour blended with
+    its background by its alpha and its opacity."""
+    from tests.test_figures_pack import contrast
+
+    def hexed(c) -> str:
+        return "#" + "".join(f"{max(0, min(255, round(v))):02x}" for v in c)
+
+    bad = []
+    for t in browser.execute_script(TEXT_COLOURS):
+        fg = [t["alpha"] * f + (1 - t["alpha"]) * b for f, b in zip(t["fg"], t["bg"])]
+        large = t["size"] >= 24 or (t["bold"] and t["size"] >= 18.66)
+        ratio = contrast(hexed(fg), hexed(t["bg"]))
+        if ratio < (3 if large else 4.5):
+            bad.append((t["text"], round(ratio, 2), hexed(fg), hexed(t["bg"])))
+    return bad

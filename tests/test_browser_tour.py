@@ -1,0 +1,209 @@
+"""The tour and presentation mode in a real browser (tests/appbrowser.py): slides on three screens and
+a phone, the keys a clicker sends, the presenter's notes, headline numbers, tables and widgets grown
+for a projector, contrast in the dark and the light theme.
+
+Needs Debian's chromium and chromium-driver (CI installs them); skipped where they are absent.
+"""
+
+import pytest
+
+from explorer.render import tour
+from tests import appbrowser as ab
+from tests import slides
+from tests.waiting import wait_until
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow,
+              pytest.mark.skipif(not (ab.CHROMIUM and ab.DRIVER), reason="Debian's chromium and chromium-driver are needed")]
+
+
+def test_the_overview_first_screen_holds_a_verdict_and_presentation_enlarges_its_numbers(server, browser):
+    """The overview at 1440x900, then in presentation mode at 1920x1080: each time a verdict lies
+    inside the first screen; at 1440x900 every text of the page and its sidebar reads at WCAG AA's
+    contrast in the light theme (the dark one: the dark-theme test); presentation mode draws the headline numbers at 48 px or more (1.4x the
+    screen's), and a reload keeps it (it lives in the URL)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    def metric_text_px() -> float:
+        # the size the digits are drawn at: the innermost element holding the number's text
+        el = browser.find_element(By.CSS_SELECTOR, '[data-testid="stMetricValue"]')
+        inner = browser.execute_script(
+            "let e = arguments[0]; while (e.firstElementChild) { e = e.firstElementChild; } return e;", el)
+        return float(browser.execute_script("return parseFloat(getComputedStyle(arguments[0]).fontSize)", inner))
+
+    px = []
+    try:
+        for size, query in (((1440, 900), ""), ((1920, 1080), "&presentation=True")):
+            browser.set_window_size(*size)
+            browser.get(f"{server}/?pair=synthetic{query}")
+            ab.h1(browser, "Overview")
+            WebDriverWait(browser, 60).until(EC.presence_of_element_located(
+                (By.CSS_SELECTOR, '[data-testid="stMetricValue"]')))
+            height = browser.execute_script("return window.innerHeight")
+            badges = [e for e in browser.find_elements(By.CSS_SELECTOR, '[data-testid="stMain"] span')
+                      if e.text.endswith("holds") or e.text.endswith("does not hold")]
+            assert badges and 0 < badges[0].rect["y"] + badges[0].rect["height"] <= height, size
+            if not query:  # the light theme's contrast, every text of the page and its sidebar
+                assert not ab.contrast_failures(browser), ab.contrast_failures(browser)
+            px.append(metric_text_px())
+        normal, big = px
+        assert big >= 1.4 * normal and big >= 48, (normal, big)
+        browser.refresh()  # a reload keeps it: it lives in the URL
+        WebDriverWait(browser, 60).until(EC.presence_of_element_located(
+            (By.CSS_SELECTOR, '[data-testid="stMetricValue"]')))
+        ab.settled(browser)
+        assert metric_text_px() == big
+        assert "presentation=True" in browser.current_url
+    finally:
+        browser.set_window_size(1400, 1000)
+    browser.get_log("browser")
+
+
+PRESENTATION_VALUES = (None, "True", "yes", "on", "", "maybe")
+"""presentation= in a link: absent, three spellings of on, and junk (ignored, with a note)."""
+
+
+def test_presentation_mode_on_the_neighbours_page(server, browser):
+    """The Neighbours page for each presentation= of a link, one visit each. Absent: interactive
+    tables (a canvas), the screen's sizes. On (True, yes, on): static tables in large text, charts
+    1.3x taller (the plot grows 1.5x, export.PRESENTATION_SIZE; the legend under it with its font
+    only), the picked token's heading at 40 px or more, the search box's text 1.4x the screen's, the
+    slider's value above its thumb, escaped cells shown as typed. Junk ("", maybe): no error, a
+    note in the sidebar, the screen's sizes. Then the Training dynamics page's tags at 18 px or more."""
+    from selenium.webdriver.common.by import By
+
+    def px(el) -> float:
+        return float(browser.execute_script("return parseFloat(getComputedStyle(arguments[0]).fontSize)", el))
+
+    seen = {}
+    for value in PRESENTATION_VALUES:
+        query = "" if value is None else f"&presentation={value}"
+        browser.get(f"{server}/neighbours?pair=synthetic&token=300&k=5{query}")
+        ab.h1(browser, "Neighbours")
+        charts = ab.charts_drawn(browser, 2)
+        ab.settled(browser)
+        on = value in ("True", "yes", "on")
+        assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]'), value
+        sidebar = browser.find_element(By.CSS_SELECTOR, '[data-testid="stSidebar"]').text
+        assert ("ignored the link's presentation=" in sidebar) == (value is not None and not on), (value, sidebar)
+        main = browser.find_element(By.CSS_SELECTOR, '[data-testid="stMain"]')
+        heading = main.find_element(By.CSS_SELECTOR, '[data-testid="stMarkdown"] h3')
+        assert (px(heading) >= 40) == on, (value, px(heading))  # the picked token's heading grows with the page
+        cells = main.find_elements(By.CSS_SELECTOR, '[data-testid="stTable"] td')
+        thumb_value = main.find_element(By.CSS_SELECTOR, '[data-testid="stSliderThumbValue"]')
+        thumb = browser.execute_script("return arguments[0].parentElement", thumb_value)
+        handle = [e for e in thumb.find_elements(By.XPATH, "./div") if e != thumb_value][-1]
+        seen[value] = {"table": px(cells[0]) if cells else 0.0, "chart": charts[0].size["height"],
+                       "input": px(main.find_element(By.CSS_SELECTOR, '[data-testid="stTextInputField"]')),
+                       "gap": handle.rect["y"] - (thumb_value.rect["y"] + thumb_value.rect["height"])}
+        if on:
+            assert not main.find_elements(By.CSS_SELECTOR, "del, s")  # escaped cells: "T~O" is never struck through
+            assert not main.find_elements(By.TAG_NAME, "script")  # a token "<script>..." is text
+            shown = " ".join(c.text for c in cells)
+            assert "&#x27;" not in shown and "&amp;" not in shown and "\\" not in shown  # as typed, not as escapes
+        browser.get_log("browser")
+    screen = seen[None]
+    assert screen["table"] == 0.0  # on screen: interactive tables (a canvas)
+    for value, m in seen.items():
+        if value in ("True", "yes", "on"):
+            assert m["table"] >= 20, (value, m)  # a projector: static tables, large text
+            assert m["chart"] >= 1.3 * screen["chart"], (value, screen, m)
+            assert m["input"] >= 1.4 * screen["input"], (value, screen, m)  # the search box's text
+            assert m["gap"] >= 0, (value, m)  # the value above the thumb, not over it
+        else:
+            assert m["table"] == 0.0 and m["input"] == screen["input"], (value, screen, m)
+    browser.get(f"{server}/dynamics?pair=synthetic&presentation=on")
+    ab.h1(browser, "Training dynamics")
+    tag = browser.find_element(By.CSS_SELECTOR, '[data-testid="stMain"] [data-testid="stMultiSelect"] [data-tag]')
+    assert px(tag) >= 18
+    browser.get_log("browser")
+
+
+def test_tour_deep_link_then_the_keys_a_clicker_sends(server, browser):
+    """A cold deep link to step 3, whose every text (the neighbour lists' T, I and O chips among them)
+    reads at WCAG AA's contrast in the light theme (the dark one: the test below); the right arrow
+    goes to step 4 and PageDown to 5, PageUp back to 4, Space and Shift+Space a step, End to the
+    last and Home to the first; the URL follows each."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    browser.get(f"{server}/tour?pair=synthetic&step=3")
+    ab.tour_step(browser, 3)
+    assert not ab.contrast_failures(browser), ab.contrast_failures(browser)
+    for key, n in ((Keys.ARROW_RIGHT, 4), (Keys.PAGE_DOWN, 5), (Keys.PAGE_UP, 4), (Keys.ARROW_LEFT, 3),
+                   (Keys.SPACE, 4), ((Keys.SHIFT, Keys.SPACE), 3), (Keys.END, len(tour.STEPS)),
+                   (Keys.HOME, 1)):
+        chain = ActionChains(browser)
+        if isinstance(key, tuple):
+            chain.key_down(key[0]).send_keys(key[1]).key_up(key[0])
+        else:
+            chain.send_keys(key)
+        chain.perform()
+        ab.tour_step(browser, n)
+        assert ab.query(browser).get("step") == (str(n) if n > 1 else None)  # step 1, the default, is not written
+    browser.get_log("browser")
+
+
+def test_the_n_key_opens_the_presenter_view_with_a_running_clock(server, browser):
+    import re
+
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    browser.get(f"{server}/tour?pair=synthetic&step=2")
+    ab.tour_step(browser, 2)
+    assert not browser.find_elements(By.CSS_SELECTOR, ".presenter")
+    ActionChains(browser).send_keys("n").perform()
+    wait_until(lambda: browser.find_elements(By.ID, "tour-clock"), 30, what="the presenter view")
+    wait_until(lambda: re.fullmatch(r"\d\d:\d\d · \d+:\d\d in", browser.find_element(By.ID, "tour-clock").text),
+               10, what="the clock")
+    assert tour.step_at(2).notes.say in browser.find_element(By.CSS_SELECTOR, ".presenter").text
+    assert ab.query(browser).get("notes") == "on"
+    browser.get_log("browser")
+
+
+def test_every_tour_step_is_a_slide_that_fits_three_screens(server, browser):
+    """In presentation mode each step is a full-screen slide, the sidebar collapsed. At 1920x1080
+    its text is at 28 px; at 1280x720 and 1024x768 the same slide is zoomed to the screen. On each,
+    the claim, the chart, the verdict and Next lie inside the first screen, and the chart fills its
+    column (Streamlit measures a zoomed column: the chart carries its own width). A phone gets
+    no slide: the page's own layout, nothing wider than its screen."""
+    try:
+        for n in range(1, len(tour.STEPS) + 1):
+            slides.inner_size(browser, *slides.SIZES[0])
+            browser.get(f"{server}/tour?pair=synthetic&presentation=on&step={n}")
+            ab.tour_step(browser, n, settle=False)  # slides.steady waits for the slide to hold still
+            for size in slides.SIZES:
+                slides.inner_size(browser, *size)
+                m = slides.steady(browser)
+                slides.check(m, size, claim=n > 1, verdict=n > 1)  # step 1, the set-up: no claim, no verdict
+                assert m["sidebar"] <= 0, (n, size, m)  # collapsed
+        slides.inner_size(browser, *slides.PHONE)  # a phone that opened the QR code of a step
+        browser.get(f"{server}/tour?pair=synthetic&presentation=on&step=3")
+        ab.tour_step(browser, 3)
+        slides.check_phone(slides.steady(browser))
+    finally:
+        browser.set_window_size(1400, 1000)
+    logged = browser.get_log("browser")
+    assert not ab.vega_warnings(logged), ab.vega_warnings(logged)  # on no step
+
+
+def test_text_reads_at_4_5_to_1_in_the_dark_theme_too(server, browser):
+    """With the system's dark preference (the app follows it), every text of the overview, its
+    sidebar, and a tour step (the neighbour lists' T, I and O chips among them) reads at WCAG AA's
+    contrast. The light theme's are measured on the same pages by the overview's first-screen test
+    and the tour's deep-link test."""
+    try:
+        browser.execute_cdp_cmd("Emulation.setEmulatedMedia",
+                                {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+        for url, n in ((f"{server}/?pair=synthetic", None), (f"{server}/tour?pair=synthetic&step=3", 3)):
+            browser.get(url)
+            if n is None:
+                ab.h1(browser, "Overview")
+            else:
+                ab.tour_step(browser, n)
+            assert not ab.contrast_failures(browser), (url, ab.contrast_failures(browser))
+    finally:
+        browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+    browser.get_log("browser")

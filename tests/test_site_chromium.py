@@ -1,0 +1,216 @@
+"""The static site in Chromium, from file:// (Debian's chromium and chromium-driver, as
+tests/appbrowser.py starts it): every chart of a page draws with no request off the machine, the
+tour's keys, slides on three screens, print, the presenter's notes, the token search. The site is
+the shipped caches' (conftest's shipped_site, built once per run).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+
+from explorer.render import tour
+from precompute import site
+from tests import slides
+from tests.appbrowser import CHROMIUM, DRIVER, chromium, requested_urls
+from tests.waiting import wait_until
+
+needs_chromium = pytest.mark.skipif(not (CHROMIUM and DRIVER), reason="Debian's chromium and chromium-driver are "
+                                                                      "needed")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    driver = chromium(requests=True)
+    yield driver
+    driver.quit()
+
+
+def charts_drawn(driver, timeout: float = 60) -> int:
+    """Wait until every chart of the page drew (a canvas inside each container); their number."""
+    def done():
+        state = driver.execute_script(
+            "var c = document.querySelectorAll('[data-chart]');"
+            "var d = document.querySelectorAll('[data-chart][data-drawn] canvas');"
+            "var e = document.querySelectorAll('[data-chart].error');"
+            "return [c.length, d.length, e.length, window.SITE_CHARTS_DONE === true];")
+        return state if state[3] else None
+
+    total, drawn, errors, _ = wait_until(done, timeout, 0.1, "every chart of the page")
+    assert errors == 0 and drawn == total, (total, drawn, errors)
+    return total
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@needs_chromium
+@pytest.mark.parametrize("page, charts", [("index.html", 0), ("demo/index.html", None), ("paper/index.html", None),
+                                          ("sweep/index.html", None), ("mechanism/index.html", None)]
+                         + [(f"tour/step-{tour.BY_SLUG[slug].number}.html", 1)
+                            for slug in ("setup", "alignment", "map", "why", "published", "sweep-bias")])
+def test_pages_draw_every_chart_with_no_request_off_file(shipped, shipped_site, browser, page, charts):
+    """Every chart of a page draws from file:// (a cache's page: each figure of the registry the
+    cache has the data for, tables aside)."""
+    if charts is None:
+        from explorer.render import figures, read
+
+        ref = read.CacheRef.of(shipped / f"{page.split('/')[0]}.duckdb")
+        charts = sum(not f.is_table for f in figures.available(ref))
+    requested_urls(browser)  # count from here
+    browser.get((shipped_site / page).as_uri())
+    assert charts_drawn(browser) == charts
+    urls = requested_urls(browser)
+    assert urls and all(u.startswith(("file://", "data:", "blob:")) for u in urls), urls
+    logged = [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]
+    assert not logged, logged  # no error, and no Vega warning (a conflicting legend, an infinite extent)
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@needs_chromium
+def test_arrow_keys_and_page_keys_move_through_the_tour(shipped_site, browser):
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    def at(n: int) -> bool:
+        return browser.current_url.endswith(f"/tour/step-{n}.html")
+
+    browser.get((shipped_site / "tour" / "step-2.html").as_uri())
+    for key, n in ((Keys.ARROW_RIGHT, 3), (Keys.ARROW_LEFT, 2), (Keys.PAGE_DOWN, 3), (Keys.PAGE_UP, 2)):
+        wait_until(lambda: browser.execute_script("return document.readyState") == "complete", 10)
+        ActionChains(browser).send_keys(key).perform()
+        wait_until(lambda n=n: at(n), 10, what=f"step {n} after {key!r}")
+    browser.get((shipped_site / "tour" / "step-1.html").as_uri())
+    ActionChains(browser).send_keys(Keys.ARROW_LEFT).perform()  # nothing before the first step
+    assert at(1)
+    last = len(tour.STEPS)
+    browser.get((shipped_site / "tour" / f"step-{last}.html").as_uri())
+    ActionChains(browser).send_keys(Keys.ARROW_RIGHT).perform()  # nothing after the last
+    assert at(last)
+    # Space and Shift+Space a step, Home and End the first and the last step
+    browser.get((shipped_site / "tour" / "step-4.html").as_uri())
+    for keys, n in (((Keys.SPACE,), 5), ((Keys.SHIFT, Keys.SPACE), 4), ((Keys.END,), last), ((Keys.HOME,), 1)):
+        wait_until(lambda: browser.execute_script("return document.readyState") == "complete", 10)
+        chain = ActionChains(browser)
+        if len(keys) == 2:
+            chain = chain.key_down(keys[0]).send_keys(keys[1]).key_up(keys[0])
+        else:
+            chain = chain.send_keys(keys[0])
+        chain.perform()
+        wait_until(lambda n=n: at(n), 10, what=f"step {n} after {keys!r}")
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@needs_chromium
+def test_every_tour_step_is_a_slide_that_fits_three_screens(shipped_site, browser):
+    """On a screen each step of the site's tour is a slide, as in the app's presentation mode: at
+    1920x1080 its text at 28 px, at 1280x720 and 1024x768 zoomed to the screen; claim, chart,
+    verdict and Next inside the first screen, the chart filling its column. A phone gets no slide."""
+    try:
+        for n in range(1, len(tour.STEPS) + 1):
+            slides.inner_size(browser, *slides.SIZES[0])
+            browser.get((shipped_site / "tour" / f"step-{n}.html").as_uri())
+            charts_drawn(browser)
+            for size in slides.SIZES:
+                slides.inner_size(browser, *size)
+                slides.check(slides.steady(browser), size, claim=n > 1, verdict=n > 1)
+        # a zoom a hair short of 1, left by a frame of a layout in motion (a sidebar closing in the app), is not
+        # kept at 1920x1080: the slide is drawn at 1 again
+        slides.inner_size(browser, *slides.SIZES[0])
+        slides.check(slides.steady(browser), slides.SIZES[0], claim=True, verdict=True)
+        browser.execute_script("document.querySelector('.tour').style.setProperty('--slide-zoom', '0.999');"
+                               "window.slideFit();")
+        slides.check(slides.steady(browser), slides.SIZES[0], claim=True, verdict=True)
+        slides.inner_size(browser, *slides.PHONE)  # a phone that opened the QR code of a step
+        browser.get((shipped_site / "tour" / "step-3.html").as_uri())
+        charts_drawn(browser)
+        slides.check_phone(slides.steady(browser))
+    finally:
+        browser.set_window_size(1400, 1000)
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@needs_chromium
+def test_a_printed_step_is_one_landscape_page_with_its_notes(shipped_site, browser):
+    """The site's print stylesheet: each tour step prints on one A4 landscape page, its speaker
+    notes under the chart, no pager or keys (Chromium's own print to PDF)."""
+    import base64
+    import unicodedata
+
+    import pypdf
+    from selenium.webdriver.common.print_page_options import PrintOptions
+
+    options = PrintOptions()
+    options.orientation, options.page_width, options.page_height = "landscape", 21.0, 29.7
+    options.background = True
+    pages = {}
+    for step in tour.STEPS:
+        browser.get((shipped_site / "tour" / f"step-{step.number}.html").as_uri())
+        charts_drawn(browser)
+        pdf = pypdf.PdfReader(io.BytesIO(base64.b64decode(browser.print_page(options))))
+        pages[step.number] = len(pdf.pages)
+        text = " ".join(unicodedata.normalize("NFKC", pdf.pages[0].extract_text()).split())  # "ﬀ" is "ff"
+        assert step.notes.caveat[:40] in text and "Keys:" not in text, step.slug
+        assert float(pdf.pages[0].mediabox.width) > float(pdf.pages[0].mediabox.height)
+    assert set(pages.values()) == {1}, pages
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@needs_chromium
+def test_the_n_key_opens_the_speaker_notes_and_moving_on_keeps_them(shipped_site, browser):
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    browser.get((shipped_site / "tour" / "step-2.html").as_uri())
+    wait_until(lambda: browser.execute_script("return document.readyState") == "complete", 10)
+    panel = browser.find_element(By.CSS_SELECTOR, ".presenter")
+    assert not panel.is_displayed()
+    ActionChains(browser).send_keys("n").perform()
+    wait_until(panel.is_displayed, 10, what="the speaker notes")
+    assert tour.step_at(2).notes.ask in panel.text and f"Next: step 3, {tour.step_at(3).title}" in panel.text
+    wait_until(lambda: re.fullmatch(r"\d\d:\d\d · \d+:\d\d in", panel.find_element(By.ID, "tour-clock").text), 10,
+               what="the clock")
+    ActionChains(browser).send_keys(Keys.ARROW_RIGHT).perform()
+    wait_until(lambda: browser.current_url.endswith("/tour/step-3.html?notes=on"), 10, what="step 3, notes on")
+    wait_until(lambda: browser.find_element(By.CSS_SELECTOR, ".presenter").is_displayed(), 10, what="notes kept")
+    ActionChains(browser).send_keys("n").perform()
+    wait_until(lambda: not browser.find_element(By.CSS_SELECTOR, ".presenter").is_displayed(), 10, what="closed")
+    assert browser.find_element(By.CSS_SELECTOR, ".pager a.button").get_attribute("href").endswith("step-2.html")
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@needs_chromium
+def test_token_search_shows_neighbours_in_t_i_and_o(shipped, shipped_site, browser):
+    from selenium.webdriver.common.by import By
+
+    requested_urls(browser)
+    browser.get((shipped_site / "demo" / "tokens.html").as_uri())
+    wait_until(lambda: browser.execute_script("return window.SITE_TOKENS_READY === true"), 20, what="the search")
+    browser.find_element(By.ID, "q").send_keys("the")
+    hits = wait_until(lambda: browser.find_elements(By.CSS_SELECTOR, "#hits button"), 10, what="matching tokens")
+    assert all("the" in h.text.lower() for h in hits)
+    hits[0].click()
+    picked = hits[0].get_attribute("data-token")
+    wait_until(lambda: browser.current_url.endswith(f"#token={picked}"), 10, what="the picked token in the URL")
+    for m in ("T", "I", "O"):
+        items = browser.find_elements(By.CSS_SELECTOR, f"#picked .nb.{m} li")
+        assert len(items) == site.SEARCH_K, m
+    shown = browser.find_element(By.CSS_SELECTOR, "#picked .picked code").text
+    assert shown == hits[0].text
+    assert re.search(r"overlap@10 T~O \d\.\d\d", browser.find_element(By.CSS_SELECTOR, "#picked .overlaps").text)
+    # the lists are the cache's
+    from explorer import data
+
+    nb = data.neighbours_of(data.CacheRef.of(shipped / "demo.duckdb"), int(picked), site.SEARCH_K)
+    for m in ("T", "I", "O"):
+        shown = [b.text for b in browser.find_elements(By.CSS_SELECTOR, f"#picked .nb.{m} li button")]
+        assert shown == nb[nb["matrix"] == m].sort_values("rank")["shown"].tolist(), m
+    urls = requested_urls(browser)
+    assert all(u.startswith(("file://", "data:", "blob:")) for u in urls), urls
