@@ -173,6 +173,7 @@ def test_no_figure_of_a_shipped_cache_draws_a_legend_of_one_entry(name):
     assert drawn > 0  # the check saw legends at all
 
 
+@pytest.mark.slow
 def test_the_sweep_pack_is_complete_and_valid(sweep_pack, sweep_cache):
     manifest = check_pack(sweep_pack, sweep_cache)
     assert {f["figure"] for f in manifest["files"]} == {"sweep-loss-gap", "sweep-bias", "table-sweep"}
@@ -181,6 +182,7 @@ def test_the_sweep_pack_is_complete_and_valid(sweep_pack, sweep_cache):
     assert not list(sweep_pack.parent.glob(".*.tmp")) and not list(sweep_pack.parent.glob(".*.old"))
 
 
+@pytest.mark.slow
 def test_a_png_is_at_the_asked_scale(tmp_path, sweep_cache):
     ref = data.CacheRef.of(sweep_cache)
     widths = {}
@@ -233,6 +235,7 @@ def _failing_last(monkeypatch):
     monkeypatch.setattr(figures, "available", available)
 
 
+@pytest.mark.slow
 def test_a_failing_figure_leaves_no_pack_and_an_earlier_pack_unchanged(tmp_path, monkeypatch, sweep_cache):
     ref = data.CacheRef.of(sweep_cache)
     fresh, earlier = tmp_path / "fresh", tmp_path / "earlier"
@@ -248,6 +251,7 @@ def test_a_failing_figure_leaves_no_pack_and_an_earlier_pack_unchanged(tmp_path,
     assert sorted(p.name for p in tmp_path.iterdir()) == ["earlier"]  # no temporary folder left behind
 
 
+@pytest.mark.slow
 def test_a_rerun_replaces_the_pack_whole(tmp_path, sweep_cache):
     ref = data.CacheRef.of(sweep_cache)
     out = tmp_path / "pack"

@@ -114,7 +114,7 @@ def _fixed_cases(d, cache):
     pair = ["pair", "--cache-dir", cache, "--name", "fz"]
     good = ["--tied", d["tied"], "--untied", d["untied"]]
     cases = [[], ["pair"], ["nonsense"], ["pair", "--bogus-flag"], ["--help-me"], ["pair", "--tied"],
-             pair, pair + ["--tied", d["tied"]], pair + ["--preset", "nope"],
+             pair, pair + ["--tied", d["tied"]] + FAST, pair + ["--preset", "nope"],
              pair + good + ["--skip", "alignment,bogus"], pair + good + ["--skip", "ü🪢"],
              pair + good + FAST + ["--neighbours-k", "100000"],
              pair + ["--tied", d["untied"], "--untied", d["untied"]] + FAST,

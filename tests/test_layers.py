@@ -15,6 +15,8 @@ from functools import cache
 from itertools import pairwise
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("tying", "precompute", "explorer")
 APP = ("explorer", "views", "app")
@@ -302,6 +304,7 @@ LIGHT = ("torch", "transformers", "streamlit")
 """What a command that reads a cache (or only prints its help) never loads."""
 
 
+@pytest.mark.slow
 def test_commands_that_read_a_cache_load_neither_torch_nor_streamlit(tmp_path):
     """``--help``, ``summary``, ``figures`` and ``site`` run in a fresh interpreter; afterwards
     none of LIGHT is in sys.modules (the CLI loads a command's modules only when it runs)."""
@@ -314,17 +317,22 @@ def test_commands_that_read_a_cache_load_neither_torch_nor_streamlit(tmp_path):
     runs = [["--help"], ["summary", str(cache), "--json"],
             ["figures", str(cache), "--out", str(tmp_path / "fig"), "--format", "svg"],
             ["site", str(cache), "--out", str(tmp_path / "site"), "--formats", "svg"]]
+    # one interpreter runs the four in turn and reads sys.modules after each: a module a command
+    # loaded stays loaded, so each reading holds what that command or one before it brought in
     probe = ("import contextlib, io, json, sys\nfrom precompute.cli import main\n"
-             "with contextlib.redirect_stdout(io.StringIO()):\n"
-             "    try:\n        code = main(json.loads(sys.argv[1]))\n"
-             "    except SystemExit as e:\n        code = e.code\n"
-             f"print(json.dumps([code, sorted({{m.split('.')[0] for m in sys.modules}} & set({list(LIGHT)!r}))]))\n")
-    for argv in runs:
-        out = subprocess.run([sys.executable, "-c", probe, json.dumps(argv)], cwd=ROOT, capture_output=True,
-                             text=True, timeout=300)
-        code, loaded = json.loads(out.stdout.strip().splitlines()[-1])
-        assert code == 0, (argv, out.stderr[-2000:])
-        assert loaded == [], f"precompute {' '.join(argv[:1])} loaded {loaded}"
+             "for argv in json.loads(sys.argv[1]):\n"
+             "    with contextlib.redirect_stdout(io.StringIO()):\n"
+             "        try:\n            code = main(argv)\n"
+             "        except SystemExit as e:\n            code = e.code\n"
+             f"    print(json.dumps([argv[0], code, sorted({{m.split('.')[0] for m in sys.modules}} & "
+             f"set({list(LIGHT)!r}))]), flush=True)\n")
+    out = subprocess.run([sys.executable, "-c", probe, json.dumps(runs)], cwd=ROOT, capture_output=True, text=True,
+                         timeout=300)
+    readings = [json.loads(line) for line in out.stdout.strip().splitlines() if line.startswith("[")]
+    assert [r[0] for r in readings] == [argv[0] for argv in runs], out.stderr[-2000:]
+    for command, code, loaded in readings:
+        assert code == 0, (command, out.stderr[-2000:])
+        assert loaded == [], f"precompute {command} loaded {loaded}"
 
 
 MAX_LINES = 450

@@ -93,6 +93,7 @@ def test_the_tuned_lens_library_predicts_what_precompute_trajectory_prints(expor
                 np.testing.assert_allclose(got["prob"].to_numpy(), top.values.numpy().reshape(-1), atol=1e-4)
 
 
+@pytest.mark.slow
 def test_a_lens_read_back_with_lens_from_gives_the_same_trajectory(exported, tmp_path):
     from tying.cache.store import open_cache
     from tying.cache.summary import summarize

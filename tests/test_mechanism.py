@@ -177,6 +177,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, extra, message):
     assert not (tmp_path / "c").exists() or not any((tmp_path / "c").iterdir())
 
 
+@pytest.mark.slow
 def test_end_to_end_rows_curves_claims_and_resume(corpus, tmp_path, capsys, monkeypatch):  # noqa: F811
     from precompute import mechanism as PM
 

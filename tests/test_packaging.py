@@ -183,6 +183,7 @@ _NO_NETWORK = re.compile(r"(?i)(connection|network is unreachable|name resolutio
                          r"could not find a version|no matching distribution)")
 
 
+@pytest.mark.slow
 def test_the_dockerfile_install_command_resolves_here():
     """pip install --dry-run of the Dockerfile's requirements file and index, in this interpreter."""
     line = _docker_pip_line()

@@ -33,6 +33,7 @@ def _run(capsys, *argv):
     return code, out.out, out.err
 
 
+@pytest.mark.slow
 def test_pair_end_to_end_known_answers(models, tmp_path, capsys):
     """Untied output == tied matrix: O->T aligns at 1, T~O overlaps at 1, spectral T~O is 0."""
     code, out, err = _run(capsys, "pair", "--tied", models["tied"], "--untied", models["mirror"],
@@ -115,6 +116,7 @@ def test_pair_cache_agrees_with_brute_force(models, tmp_path, capsys):
         con.close()
 
 
+@pytest.mark.slow
 def test_rerun_skips_finished_stages_and_force_recomputes(models, tmp_path, capsys):
     args = ["pair", "--tied", models["tied"], "--untied", models["untied"], "--cache-dir", tmp_path,
             "--name", "r", *FAST]
@@ -149,6 +151,7 @@ def test_rerun_skips_finished_stages_and_force_recomputes(models, tmp_path, caps
     assert all(forced[s] > again[s] for s in forced)
 
 
+@pytest.mark.slow
 def test_different_tokenizers_use_common_tokens(tmp_path, capsys):
     tok_a, tok_b = tmp_path / "tok_a", tmp_path / "tok_b"
     make_tokenizer(tok_a, 320, corpus_seed=0)
@@ -262,6 +265,7 @@ def test_summary_of_missing_or_corrupt_cache(tmp_path, capsys):
     assert code == 2 and "not a readable cache" in err and "precompute pair" in err
 
 
+@pytest.mark.slow
 def test_module_entry_point_runs(tmp_path):
     import subprocess
     import sys

@@ -20,14 +20,20 @@ def clustered(rng, d, n_per=N_PER_CLUSTER, n_clusters=N_CLUSTERS):
 
 
 @pytest.fixture(scope="module")
-def views():
+def matrices():
     """Three views of 200 tokens: a clustered 80-wide matrix (PCA to 50), the same matrix
-    again, and a 30-wide noisy linear image of it (no PCA)."""
+    again, and a 30-wide noisy linear image of it (no PCA); and the cluster of each token."""
     rng = np.random.default_rng(0)
     X, labels = clustered(rng, 80)
     Y = (X @ rng.standard_normal((80, 30)) / np.sqrt(80) + 0.1 * rng.standard_normal((len(X), 30)))
-    matrices = [X, X.copy(), Y.astype(np.float32)]
-    return matrices, aligned_umap(matrices, n_neighbors=15, seed=0), labels
+    return [X, X.copy(), Y.astype(np.float32)], labels
+
+
+@pytest.fixture(scope="module")
+def views(matrices):
+    """The three views, their aligned UMAP (one fit: the slow part) and the clusters."""
+    views, labels = matrices
+    return views, aligned_umap(views, n_neighbors=15, seed=0), labels
 
 
 @pytest.mark.slow
@@ -85,7 +91,8 @@ def test_rows_must_match():
         aligned_umap([])
 
 
-def test_graph_only_views_build_stock_aligned_umap_graphs(views):
+@pytest.mark.slow
+def test_graph_only_views_build_stock_aligned_umap_graphs(matrices):
     """The per-view UMAPs stop after their graphs (_lean_aligned_umap): each view's graph,
     weak edges zeroed included, is the one umap-learn's own AlignedUMAP.fit builds, bit for bit;
     no per-view layout is made; the stock class is back in place afterwards."""
@@ -96,7 +103,7 @@ def test_graph_only_views_build_stock_aligned_umap_graphs(views):
 
     from tying.analysis.umap_fit import _lean_aligned_umap, _pca
 
-    reduced = [_pca(v, 10, 0) for v in views[0]]
+    reduced = [_pca(v, 10, 0) for v in matrices[0]]
     identity = {i: i for i in range(len(reduced[0]))}
     fits = []
     for context in (contextlib.nullcontext(), _lean_aligned_umap()):

@@ -184,6 +184,7 @@ def _decks(at) -> list[dict]:
     return [json.loads(e.proto.json) for e in at.get("deck_gl_json_chart")]
 
 
+@pytest.mark.slow
 def test_the_page_draws_vega_up_to_the_threshold_and_webgl_above(small, monkeypatch):
     at = _projection(small, monkeypatch, pair="synthetic")  # 600 tokens: Vega, as before
     assert len(at.get("vega_lite_chart")) == 3 and not at.get("deck_gl_json_chart")
@@ -289,10 +290,15 @@ def _open(driver, url: str, query: str = "") -> list[dict]:
 
 
 @in_chromium
-def test_three_webgl_views_of_152k_tokens_draw_and_the_server_rests(large_server, chromium):
+def test_three_webgl_views_of_152k_tokens_draw_the_server_rests_and_a_search_centres_a_token(large_server, chromium):
     """Three views drawn; then the server does nothing: no file watcher rescanning app.py's
     folder (with a .venv inside it watchdog's inotify queue overflowed and rescanned without
-    end, a core busy for good: .streamlit/config.toml turns the watcher off)."""
+    end, a core busy for good: .streamlit/config.toml turns the watcher off). Nothing is centred
+    yet; a search for '12345' (token 12345, the first whose text holds it) centres every view on
+    it (the highlight's yellow under each canvas's centre)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
     found = _open(chromium, large_server)
     assert [v["key"].split("_")[1] for v in found] == list(projection_charts.PROJECTION_ORDER)
     assert all(v["filled"] > webgl.DRAWN_FILL and v["width"] > 200 and v["height"] >= 400 for v in found)
@@ -302,16 +308,7 @@ def test_three_webgl_views_of_152k_tokens_draw_and_the_server_rests(large_server
     # at rest is a rate: CPU seconds over a span of wall time (it was 4.3 s of 5 with the watcher on)
     holds_for(lambda: _cpu_s(pid) - before < 0.5, seconds=5, interval=0.25, what="the server at rest")
 
-
-@in_chromium
-def test_a_search_centres_the_token_in_every_view_of_152k_tokens(large_server, chromium):
-    """Search '12345' (token 12345, the first whose text holds it): every view centres on it (the
-    highlight's yellow under each canvas's centre)."""
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.common.keys import Keys
-
-    before = _open(chromium, large_server)
-    assert not any(webgl.is_highlight(v["centre"]) for v in before)  # the whole map: nothing centred yet
+    assert not any(webgl.is_highlight(v["centre"]) for v in found)  # the whole map: nothing centred yet
     box = chromium.find_element(By.CSS_SELECTOR, 'input[aria-label^="Find a token"]')
     box.send_keys("12345" + Keys.ENTER)
     wait_until(lambda: _token(chromium) == "12345", timeout=60, what="the URL names token 12345")

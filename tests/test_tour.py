@@ -41,6 +41,7 @@ def test_the_url_knows_every_step():
     assert [s.number for s in tour.STEPS] == list(range(1, len(tour.STEPS) + 1))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pair,steps", [(p, range(1, len(tour.STEPS) + 1)) for p in ("demo", "paper", "sweep", "mechanism")])
 def test_every_step_renders_on_the_shipped_caches(monkeypatch, pair, steps):
     for n in steps:
@@ -169,6 +170,7 @@ def failing(tmp_path_factory):
     return d
 
 
+@pytest.mark.slow
 def test_a_cache_where_the_claim_fails_says_so(failing, monkeypatch):
     at = _tour(failing, monkeypatch, pair="failing", step=2)
     assert not at.exception
