@@ -298,7 +298,7 @@ THREADS_BEFORE = torch.get_num_threads()
 def trained(tokenized):
     tok, ids = tokenized
     return train_twins(ids, variants=("tied", "untied", "tied_scaled"), input_grad_scale=1.0, steps=40,
-                       vocab_size=len(tok), num_threads=1, **TRAIN)
+                       vocab_size=len(tok), num_threads=1, shared_start=True, **TRAIN)
 
 
 def test_training_lowers_loss_and_logs(trained):
@@ -373,6 +373,51 @@ def test_evolution_of_training(trained):
     assert (last.cos_init < 1).all()
     tied = embedding_evolution(trained["tied"].checkpoints)
     assert set(tied.matrix) == {"T"}
+
+
+def test_independent_twins_start_apart_and_a_rerun_of_the_same_seed_is_the_same_run(tokenized):
+    """Known answers: a shared-start pair has raw-row cosine 1 at step 0 and reads the same batches;
+    independent twins (the default) start near 0 and read other batches; T' trained from T's own
+    seed reproduces T exactly (same start, same batches: cosine 1), from its own seed it does not."""
+    from tying.toylab.model import SEED_OFFSETS, variant_seeds
+    from tying.toylab.train import mean_row_cosine
+
+    tok, ids = tokenized
+    quick = dict(TRAIN, checkpoint_steps=[3])
+    shared = train_twins(ids, variants=("tied", "untied"), steps=3, vocab_size=len(tok), shared_start=True, **quick)
+    assert mean_row_cosine(shared["tied"].checkpoints[0][0], shared["untied"].checkpoints[0][0]) == pytest.approx(1.0)
+    assert shared["tied"].log.loss.iloc[0] == pytest.approx(shared["untied"].log.loss.iloc[0], rel=1e-6)
+    runs = train_twins(ids, variants=("tied", "untied", "tied_rerun"), steps=3, vocab_size=len(tok), seed=2,
+                       **quick)
+    assert abs(mean_row_cosine(runs["tied"].checkpoints[0][0], runs["untied"].checkpoints[0][0])) < 0.05
+    assert abs(mean_row_cosine(runs["tied"].checkpoints[0][0], runs["tied_rerun"].checkpoints[0][0])) < 0.05
+    assert runs["tied"].log.loss.iloc[0] != runs["untied"].log.loss.iloc[0]
+    assert runs["tied_rerun"].tied and runs["tied_rerun"].checkpoints[3][0] is runs["tied_rerun"].checkpoints[3][1]
+    # each run records the seeds of its start and its batches
+    assert runs["tied"].settings["init_seed"] == runs["tied"].settings["batch_seed"] == 2
+    assert runs["untied"].settings["init_seed"] == 2 + SEED_OFFSETS["untied"]
+    assert runs["untied"].settings["shared_start"] is False and shared["untied"].settings["shared_start"] is True
+    assert variant_seeds(2, ("tied", "tied_scaled", "untied"), shared_start=True) == dict.fromkeys(
+        ("tied", "tied_scaled", "untied"), 2)
+    same = train_twins(ids, variants=("tied", "tied_rerun"), steps=3, vocab_size=len(tok), seed=2,
+                       seeds={"tied_rerun": 2}, **quick)
+    assert np.array_equal(same["tied"].checkpoints[3][0], same["tied_rerun"].checkpoints[3][0])
+    assert np.array_equal(same["tied"].checkpoints[3][0], runs["tied"].checkpoints[3][0])
+    assert mean_row_cosine(same["tied"].checkpoints[3][0], same["tied_rerun"].checkpoints[3][0]) == pytest.approx(1.0)
+
+
+def test_per_seed_headlines_against_the_ceiling_known_answers():
+    """compare_tied_to_twin with T' = T: the ceiling aligns at 1, overlaps at 1, CKA 1, spectral 0."""
+    from tying.analysis.twins import compare_tied_to_twin
+
+    rng = np.random.default_rng(3)
+    T, I, O = (rng.standard_normal((300, 16)).astype(np.float32) for _ in range(3))
+    m = compare_tied_to_twin(T, I, O, seed=0, device="cpu", T2=T.copy(), spectral=True)
+    assert m["T'->T linear in-sample"] == pytest.approx(1.0, abs=1e-4)
+    assert m["T'->T identity (raw rows)"] == pytest.approx(1.0, abs=1e-5)
+    assert m["overlap@10 T~T'"] == pytest.approx(1.0) and m["CKA T~T'"] == pytest.approx(1.0, abs=1e-6)
+    assert m["spectral T~T'"] == pytest.approx(0.0, abs=1e-6) and m["spectral T~O"] > 0.5
+    assert abs(m["CKA T~O"]) < 0.1
 
 
 def test_per_seed_headlines_score_held_out_rows_only():

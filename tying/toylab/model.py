@@ -1,22 +1,33 @@
 """Toy Llama models and their tied/untied twins.
 
-The twins share everything but the tying: the same architecture, the same initial value
-of every non-embedding parameter, and one initial embedding matrix ``W0`` that is the tied
-model's matrix *and* both the untied model's input matrix ``I0`` and output matrix ``O0``.
+Models built from one seed share everything but the tying: the same architecture, the same
+initial value of every non-embedding parameter, and one initial embedding matrix ``W0`` that is
+the tied model's matrix *and* both the untied model's input matrix ``I0`` and output matrix
+``O0``. The toy lab's comparisons build the untied twin (and the second tied run, the ceiling)
+from a seed of its own (:func:`tying.toylab.train.variant_seeds`): independently trained models,
+as the paper compares; one seed for all is the shared-start control.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import torch
 
 from tying.errors import UserError
 
-TIED_VARIANTS = ("tied", "tied_scaled")
+TIED_VARIANTS = ("tied", "tied_scaled", "tied_rerun")
 """Variants whose input and output matrices are one shared matrix."""
 
-VARIANTS = ("tied", "untied", "tied_scaled")
-"""Every variant the toy lab trains: tied, untied, and tied with a scaled input-side gradient."""
+VARIANTS = ("tied", "untied", "tied_scaled", "tied_rerun")
+"""Every variant the toy lab trains: tied, untied, tied with a scaled input-side gradient, and a
+second tied run T' (the tied recipe from another start and batch order: the ceiling, how alike
+two runs of T are)."""
 
+
+SEED_OFFSETS = {"tied": 0, "tied_scaled": 0, "untied": 1_000_003, "tied_rerun": 2_000_003}
+"""What each variant adds to a run's seed for its own initial draw and batch order
+(:func:`variant_seeds`): far apart, so that no seed of one variant is another's in any sweep."""
 
 def check_variant(name: str) -> bool:
     """True if ``name`` is a tied variant, False if untied; UserError for an unknown name."""
@@ -122,3 +133,12 @@ def build_twins(config_kwargs: dict, seed: int, variants=("tied", "untied")) -> 
 def embedding_matrices(model) -> tuple[torch.Tensor, torch.Tensor]:
     """The (input, output) matrices of a causal LM, each of shape (n_vocab, d); one tensor twice when tied."""
     return model.get_input_embeddings().weight, model.get_output_embeddings().weight
+
+
+def variant_seeds(seed: int, variants: Sequence[str], shared_start: bool = False) -> dict[str, int]:
+    """``{variant: seed of its initial weights and batch order}`` for a run of seed ``seed``:
+    ``seed`` plus the variant's :data:`SEED_OFFSETS` (independent twins), or ``seed`` for every
+    variant with ``shared_start`` (same start, same batches)."""
+    for name in variants:
+        check_variant(name)
+    return {name: int(seed) if shared_start else int(seed) + SEED_OFFSETS[name] for name in variants}

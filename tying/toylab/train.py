@@ -1,14 +1,12 @@
 """Train tied and untied twins on the same tokens, logging the gradient provenance of every step.
 
-:func:`train_twins` trains each variant from the same initial weights (:func:`build_twins`)
-on the same sequence of batches (:func:`batch_offsets`), with the same optimiser and
-schedule; only the tying and, for ``tied_scaled``, the factor on the input-side gradient
-differ. Each variant returns a :class:`TrainResult`: the trained model, a per-step log of
-loss and gradient norms, snapshots of its input and output matrices at log-spaced steps and
-the loss on held-out tokens.
-
-The defaults (a 4-layer, 128-wide Llama, 64-token context, batches of 16 sequences, 250
-steps) train the three variants in about 2.5 minutes on a 2-core CPU.
+:func:`train_twins` trains each variant with one optimiser and schedule from the initial weights
+(:func:`build_twins`) and batches (:func:`batch_offsets`) of its own seed (:func:`variant_seeds`:
+the untied twin and ``tied_rerun`` independent of T, ``tied_scaled`` an intervention on T's run;
+``shared_start=True``, the control, gives every variant T's start and batches). Each returns a
+:class:`TrainResult`: the model, a per-step log of loss and gradient norms, log-spaced snapshots of
+its matrices and its held-out loss. The defaults (4 layers, d=128, context 64, batches of 16, 250
+steps) train three variants in about 2.5 minutes on a 2-core CPU.
 """
 
 from __future__ import annotations
@@ -26,7 +24,7 @@ import torch.nn.functional as F
 
 from tying.analysis.align import rowwise_cosine
 from tying.device import as_device
-from tying.toylab.model import VARIANTS, build_twins, check_variant, embedding_matrices
+from tying.toylab.model import build_twins, check_variant, embedding_matrices, variant_seeds
 from tying.toylab.provenance import GradientProvenance, check_scale
 
 LOG_COLUMNS = ("step", "loss", "lr", "grad_input_norm", "grad_output_norm", "grad_total_norm", "output_share",
@@ -35,6 +33,8 @@ LOG_COLUMNS = ("step", "loss", "lr", "grad_input_norm", "grad_output_norm", "gra
 
 EVOLUTION_COLUMNS = ("step", "matrix", "cos_init", "cos_prev")
 """Columns of :func:`embedding_evolution`."""
+
+DEFAULT_VARIANTS = ("tied", "untied", "tied_scaled")  # what train_twins trains when not told
 
 DEFAULT_CHECKPOINTS = 12
 """Snapshots of the embedding matrices per run when ``checkpoint_steps`` is None."""
@@ -255,7 +255,7 @@ def _train_one(model, name: str, scale: float, train_tokens: np.ndarray, offsets
 def train_twins(
     tokens: np.ndarray,
     *,
-    variants: Sequence[str] = VARIANTS,
+    variants: Sequence[str] = DEFAULT_VARIANTS,
     input_grad_scale: float = 5.0,
     vocab_size: int | None = None,
     d_model: int = 128,
@@ -281,8 +281,10 @@ def train_twins(
     optimizer: str = "adamw",
     momentum: float = 0.9,
     surgery=None,
+    shared_start: bool = False,
+    seeds: dict[str, int] | None = None,
 ) -> dict[str, TrainResult]:
-    """Train each variant from the same initial weights on the same batches.
+    """Train each variant from the initial weights and on the batches of its own seed.
 
     Args:
         tokens: int array of shape (n_tokens,), the encoded corpus. The last
@@ -301,7 +303,9 @@ def train_twins(
         betas: AdamW's betas.
         grad_clip: clip the global gradient norm to this (None: no clipping).
         eval_fraction: share of ``tokens`` held out (taken from the end).
-        seed: seed of the initial weights and of the batch order.
+        seed, shared_start: each variant's start and batch order come from
+            ``variant_seeds(seed, variants, shared_start)``.
+        seeds: ``{variant: seed}`` overriding those (``tied_rerun`` on T's seed reproduces T).
         checkpoint_steps: number of log-spaced snapshots (default 12), or the steps
             themselves (0 and ``steps`` always added).
         progress: called as ``progress(variant, step, steps, loss)`` after every update.
@@ -342,12 +346,11 @@ def train_twins(
     if not 0 < eval_fraction < 1:
         raise ValueError(f"eval_fraction must lie in (0, 1), got {eval_fraction}")
     train_tokens, eval_tokens = split_eval(tokens, context, eval_fraction)
-    if order == "random":
-        offsets, epochs = batch_offsets(len(train_tokens), steps, batch_size, context, seed), None
-    elif order == "epochs":
-        offsets, epochs = epoch_offsets(len(train_tokens), steps, batch_size, context, seed)
-    else:
+    if order not in ("random", "epochs"):
         raise ValueError(f"order must be 'random' or 'epochs', got {order!r}")
+    own = {**variant_seeds(seed, variants, shared_start), **{k: int(v) for k, v in (seeds or {}).items()}}
+    orders = {s: ((batch_offsets(len(train_tokens), steps, batch_size, context, s), None) if order == "random" else
+                  epoch_offsets(len(train_tokens), steps, batch_size, context, s)) for s in set(own.values())}
     if checkpoint_steps is None or isinstance(checkpoint_steps, (int, np.integer)):
         snap_steps = log_spaced_steps(steps, DEFAULT_CHECKPOINTS if checkpoint_steps is None else checkpoint_steps)
     else:
@@ -362,16 +365,16 @@ def train_twins(
                optimizer=optimizer, momentum=momentum)
     settings = dict(model_kwargs, **opt, steps=steps, batch_size=batch_size, eval_fraction=eval_fraction, seed=seed,
                     n_train_tokens=len(train_tokens), n_eval_tokens=len(eval_tokens), device=str(device), order=order,
-                    tokens_seen=steps * batch_size * context, epochs=epochs)
+                    tokens_seen=steps * batch_size * context, shared_start=bool(shared_start))
     threads_before = torch.get_num_threads()
     if num_threads:
         torch.set_num_threads(int(num_threads))
     try:
-        models = build_twins(model_kwargs, seed, variants=tuple(variants))
         results: dict[str, TrainResult] = {}
         for name in variants:
-            model = models.pop(name).to(device)
+            model = build_twins(model_kwargs, own[name], variants=(name,))[name].to(device)
             s = scale if name == "tied_scaled" else 1.0
+            offsets, epochs = orders[own[name]]
             log, checkpoints, seconds = _train_one(model, name, s, train_tokens, offsets, context, snap_steps, opt,
                                                    progress, device, surgery if check_variant(name) else None)
             model.eval()
@@ -383,7 +386,8 @@ def train_twins(
                 eval_loss=evaluate_loss(model, eval_tokens, context, device=device),
                 input_grad_scale=s,
                 seconds=seconds,
-                settings=dict(settings, variant=name, input_grad_scale=s),
+                settings=dict(settings, variant=name, input_grad_scale=s, init_seed=own[name], batch_seed=own[name],
+                              epochs=epochs),
             )
     finally:
         torch.set_num_threads(threads_before)
