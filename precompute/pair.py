@@ -25,6 +25,7 @@ from precompute.options import cache_dir_option, check_positive, device_option, 
 from tying.analysis.placement import PLACE_K
 from tying.analysis.umap_fit import EPOCHS as UMAP_EPOCHS
 from tying.cache import reference
+from tying.cache.schema import CEILING
 from tying.cache.store import cache_path, check_name, default_name, params_hash, short_name
 from tying.cache.writer import CacheWriter
 from tying.errors import UserError
@@ -48,6 +49,9 @@ class PairConfig:
     name: str | None = option(None, shown="derived from the two models", help="cache name: `cache/<name>.duckdb`")
     tied_revision: str | None = option(None, shown="main", help="hub revision (branch, tag or commit) of the tied model")
     untied_revision: str | None = option(None, shown="main", help="hub revision of the untied model")
+    ceiling: str | None = option(None, help="a second tied model trained like `--tied` from another start (the toy "
+                                 "lab's T'): how alike two runs of T are, the ceiling beside O->T and I->T in the "
+                                 "alignment, overlap, spectral and CKA tables; same tokenizer as `--tied`")
     preset: str | None = option(None, help="one of the paper's pairs, instead of `--tied` and `--untied`: "
                                 + ", ".join(f"`{p}`" for p in reference.PRESETS))
     cache_dir: str = cache_dir_option()
@@ -112,6 +116,8 @@ class PairConfig:
                             f"(choose from {', '.join(OPTIONAL_STAGES)})")
         if self.single and self.match != "strings":
             raise UserError("--match pairs two vocabularies: give --untied too")
+        if self.single and self.ceiling:
+            raise UserError("--ceiling is read against a pair: give --untied too")
         if self.text is not None and not Path(self.text).is_file():
             raise UserError(f"text file '{self.text}' does not exist")
         if "lens" not in self.skip and self.lens.text != "python-docs" and not self.lens.text.startswith("hf:"):
@@ -174,10 +180,21 @@ class PairRun:
                 "I": untied.input[vocab.untied_ids] if not vocab.identical else untied.input,
                 "O": untied.output[vocab.untied_ids] if not vocab.identical else untied.output,
             }
+        self.ceiling = None
+        if cfg.ceiling:  # a second tied run: T' over the same tokens as T
+            try:
+                self.ceiling = load_model_matrices(cfg.ceiling, role="tied", trust_remote_code=cfg.trust_remote_code)
+            except UserError as e:
+                raise UserError(f"--ceiling: {e}") from None
+            if list(self.ceiling.tokens) != list(tied.tokens):
+                raise UserError(f"--ceiling {cfg.ceiling}: its vocabulary is not the tied model's (a second run of "
+                                "the tied model has the same tokenizer)")
+            self.matrices[CEILING] = self.ceiling.input[vocab.tied_ids] if not vocab.identical else self.ceiling.input
         self.n = len(vocab.tokens)
         self.input_hash = params_hash(
             {"tied": tied.fingerprint, "untied": self.models["untied"].fingerprint if "untied" in self.models else None,
-             "n": self.n, "match": vocab.match, "text": cfg.text and file_sha256(cfg.text)}
+             "n": self.n, "match": vocab.match, "text": cfg.text and file_sha256(cfg.text),
+             **({"ceiling": self.ceiling.fingerprint} if self.ceiling is not None else {})}
         )
 
     # -- k-NN, shared by neighbours and spectral -------------------------------------------

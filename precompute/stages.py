@@ -17,7 +17,7 @@ import pandas as pd
 from precompute import lens
 from precompute.pair import lens_gpu_command
 from tying.analysis.placement import PLACEMENT
-from tying.cache.schema import MATRICES, MATRIX_PAIRS, pair_label, pairs_among
+from tying.cache.schema import CEILING, CEILING_PAIRS, MATRICES, MATRIX_PAIRS, pair_label, pairs_among
 from tying.errors import UserError
 
 
@@ -65,6 +65,11 @@ def spectral_rows(run) -> np.ndarray | None:
     return None if limit is None or run.n <= limit else sample(run.n, limit, run.cfg.seed)
 
 
+def ceiling_pairs(run) -> tuple[tuple[str, str], ...]:
+    """The ceiling's pairs (T~T') when the run has a second tied run, else none."""
+    return CEILING_PAIRS if CEILING in run.matrices else ()
+
+
 def load_tables(run, progress) -> tuple[dict[str, pd.DataFrame], None]:
     cfg, vocab = run.cfg, run.vocab
     freq = {"tied": None, "untied": None}
@@ -87,7 +92,7 @@ def load_tables(run, progress) -> tuple[dict[str, pd.DataFrame], None]:
     norms = pd.concat([
         pd.DataFrame({"matrix": key, "token": np.arange(run.n, dtype=np.int32),
                       "norm": np.linalg.norm(mat, axis=1).astype(np.float32)})
-        for key, mat in run.matrices.items()
+        for key, mat in run.matrices.items() if key in MATRICES
     ])
     rows = []
     for role, m in run.models.items():
@@ -135,6 +140,8 @@ def neighbours_tables(run, progress) -> tuple[dict[str, pd.DataFrame], dict]:
         progress(f"k-NN {key}")
         i, s = run.knn(key, k_compute)
         ids[key] = i[:, :K]
+        if key not in MATRICES:  # the ceiling: its overlap curve with T, not its neighbour lists
+            continue
         frames.append(pd.DataFrame({
             "matrix": key,
             "token": np.repeat(np.arange(run.n, dtype=np.int32), K),
@@ -144,7 +151,7 @@ def neighbours_tables(run, progress) -> tuple[dict[str, pd.DataFrame], dict]:
         }))
     curves = [pd.DataFrame({"pair": pd.Series([], dtype=str), "k": pd.Series([], dtype=np.int32),
                             "mean_overlap": pd.Series([], dtype=np.float64)})]
-    for a, b in pairs_among(run.matrices):
+    for a, b in pairs_among(run.matrices) + ceiling_pairs(run):
         c = overlap_curve(ids[a], ids[b], K)
         curves.append(pd.DataFrame({"pair": pair_label(a, b), "k": np.arange(1, K + 1, dtype=np.int32),
                                     "mean_overlap": np.asarray(c, dtype=np.float64)}))
@@ -160,12 +167,12 @@ def spectral_tables(run, progress) -> tuple[dict[str, pd.DataFrame], dict]:
     rows = spectral_rows(run)
     n_used = run.n if rows is None else len(rows)
     ids = {}
-    for key in MATRICES:
+    for key in (*MATRICES, *([CEILING] if ceiling_pairs(run) else [])):
         progress(f"k-NN graph {key}")
         ids[key] = run.knn(key, min(cfg.spectral_k, n_used - 1), rows)[0]
     graph_k = int(ids[MATRICES[0]].shape[1])
     out = []
-    for a, b in MATRIX_PAIRS:
+    for a, b in MATRIX_PAIRS + ceiling_pairs(run):
         progress(f"spectral {pair_label(a, b)}")
         d, components = spectral_comparison(ids[a], ids[b], n_components=cfg.spectral_components)
         out.append({"pair": pair_label(a, b), "graph_k": graph_k, "n_components": components,

@@ -221,7 +221,8 @@ def test_unknown_method_and_mismatched_rows_are_user_errors():
 
 def test_constants():
     assert align_protocol.METHODS == ("identity_raw", "identity", "orthogonal", "linear")
-    assert [align_protocol.comparison_label(a, b) for a, b in align_protocol.COMPARISONS] == ["I->O", "O->T", "I->T"]
+    assert [align_protocol.comparison_label(a, b) for a, b in align_protocol.COMPARISONS] == ["I->O", "O->T", "I->T",
+                                                                                             "T'->T"]
 
 
 def test_run_alignment_rows_and_values():

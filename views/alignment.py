@@ -32,10 +32,11 @@ if per_token.empty:
 means = data.alignment_means(ref, method, split)
 s_all = data.summary(ref)
 seed_tag = " · seed 0" if seed_tables.n_seeds(s_all) > 1 else ""
-cols = st.columns(3)
-for col, comp in zip(cols, DISPLAY_COMPARISONS):
-    if comp in means:
-        col.metric(f"mean cosine {display_comparison(comp)}{seed_tag}", f"{means[comp]:.3f}")
+shown = [c for c in DISPLAY_COMPARISONS if c in means]  # T'->T, the ceiling, where the cache has a second tied run
+for col, comp in zip(st.columns(max(len(shown), 1)), shown):
+    col.metric(f"mean cosine {display_comparison(comp)}{seed_tag}", f"{means[comp]:.3f}",
+               help="a second tied run T' mapped onto T: how alike two runs of T are (the ceiling)"
+               if comp.startswith("T'") else None)
 metric = seed_tables.SEED_METRICS.get((method, split))
 note = seed_tables.one_seed_note(s_all, {display_comparison(c): metric.format(c=c) for c in ("O->T", "I->T")}
                                  if metric else {})

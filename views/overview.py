@@ -37,6 +37,15 @@ else:
     st.caption("This cache holds none of the paper's measurements directly"
                + (": its sweep is on the Sweep page." if s.kind == "sweep" else "."))
 
+regime = paper_tables.regime(s)
+if not regime.empty:
+    st.subheader("What T is compared with: shared start, independent twins, the ceiling")
+    st.markdown("The paper compares independently trained models. Twins that share their start and batches share "
+                "coordinates too, which inflates how alike T and O look; a second independent tied run T' is the "
+                "ceiling, how alike two runs of T are. **Read O→T against T'→T, not against 1.**")
+    frame.table(regime, height=style.fit_height(regime))
+    st.caption("Mean [95% interval] over the seeds; spectral distance: lower is more alike.")
+
 if s.kind == "published":
     st.subheader("Alignment (the paper's Table 1)")
     st.markdown("Mean per-token cosine; identity on raw rows, orthogonal and linear maps fitted and scored on the "

@@ -67,9 +67,14 @@ def cka_frame(matrices: dict[str, np.ndarray]) -> pd.DataFrame:
 
 
 def cka_tables(run, progress) -> tuple[dict[str, pd.DataFrame], None]:
-    """The cka stage of ``precompute pair``: every common token of the run's three matrices."""
+    """The cka stage of ``precompute pair``: every common token of the run's three matrices, and
+    T~T' where the run has a ceiling (a second tied run)."""
+    from tying.analysis.align_protocol import CEILING
+
     progress("linear CKA of T, I and O")
-    return {"cka": cka_frame(run.matrices)}, None
+    frame = cka_frame({k: m for k, m in run.matrices.items() if k != CEILING})
+    extra = [cka_frame({"T": run.matrices["T"], CEILING: run.matrices[CEILING]})] if CEILING in run.matrices else []
+    return {"cka": pd.concat([frame, *extra], ignore_index=True)}, None
 
 
 def cka_summary(con, summary: dict | None = None) -> dict[str, dict[str, float]] | None:

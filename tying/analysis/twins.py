@@ -1,14 +1,19 @@
-"""Headline numbers of a tied model beside its untied twin (the toy lab's per-seed and per-cell figures).
+"""Headline numbers of a tied model beside its untied twin and a second tied run (the toy lab's
+per-seed and per-cell figures).
 
-Twins are trained from the same initial weights on the same batches, one with a tied
-matrix ``T``, the other with an input matrix ``I`` and an output matrix ``O``; their rows
-are the same tokens in the same order, so no restriction to common tokens is needed.
+The twins (a tied model with matrix ``T``; an untied one with input matrix ``I`` and output
+matrix ``O``) are trained on the same corpus, by default each from an initial draw and a batch
+order of its own, like the paper's independently trained models; ``T2`` (T') is a second tied run
+of the same recipe from another start: the ceiling, how alike two runs of T are, that O->T and
+I->T are read against. Their rows are the same tokens in the same order, so no restriction to
+common tokens is needed.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from tying.analysis.align_protocol import CEILING
 from tying.analysis.overlap import overlap_at_k
 
 HELD_OUT_FRACTION = 0.2
@@ -17,29 +22,53 @@ HELD_OUT_FRACTION = 0.2
 K = 10
 """Neighbours per token for overlap@k (the paper's Table 5)."""
 
+GRAPH_K = 64
+"""Neighbours per token of the k-NN graphs of the spectral distance (``precompute pair``'s default)."""
 
-def compare_tied_to_twin(T: np.ndarray, I: np.ndarray, O: np.ndarray, seed: int, device=None) -> dict[str, float]:
-    """Headline numbers of one seed: cosine of T to I and O (raw and centred identity, linear held-out and
-    in-sample: the paper's protocol), overlap@10.
+SPECTRAL_COMPONENTS = 128
+"""Dimensions of the adjacency spectral embedding (``precompute pair``'s default)."""
 
-    ``T``, ``I``, ``O``: arrays of shape (n_tokens, d), rows in the same token order. ``seed``
-    picks the held-out split of the linear map. Returns {metric name: mean over tokens}, the
-    names as the per-seed table writes them ("O->T linear held-out", "overlap@10 T~O", ...).
+
+
+def compare_tied_to_twin(T: np.ndarray, I: np.ndarray, O: np.ndarray, seed: int, device=None,
+                         T2: np.ndarray | None = None, spectral: bool = False) -> dict[str, float]:
+    """Headline numbers of one seed: cosine of I, O (and T2) mapped onto T (raw and centred
+    identity, linear held-out and in-sample: the paper's protocol), overlap@10, linear CKA and,
+    with ``spectral``, the spectral distance of the k-NN graphs.
+
+    ``T``, ``I``, ``O``, ``T2``: arrays of shape (n_tokens, d), rows in the same token order
+    (``T2``, the ceiling, optional). ``seed`` picks the held-out split of the linear map. Returns
+    {metric name: value}, the names as the per-seed table writes them ("O->T linear held-out",
+    "T'->T linear in-sample", "overlap@10 T~O", "overlap@10 T~T'", "CKA T~O", "spectral T~I", ...).
     """
     # here, not at the top: the commands that import this module stay torch-free until they compute
     from tying.analysis.align import alignment_cosines
     from tying.analysis.align_protocol import split_tokens
+    from tying.analysis.cka import linear_cka
     from tying.analysis.neighbours import knn
+    from tying.analysis.spectral import spectral_distance
 
+    mats = {"T": T, "I": I, "O": O, **({CEILING: T2} if T2 is not None else {})}
     fit, ev = split_tokens(len(T), HELD_OUT_FRACTION, seed)
     out = {}
-    for src, name in ((I, "I->T"), (O, "O->T")):
+    for key in mats:
+        if key == "T":
+            continue
+        src, name = mats[key], f"{key}->T"
         out[f"{name} identity (raw rows)"] = float(np.mean(alignment_cosines(src, T, "identity_raw", device=device)))
         out[f"{name} identity"] = float(np.mean(alignment_cosines(src, T, "identity", device=device)))
         out[f"{name} linear held-out"] = float(np.mean(
             alignment_cosines(src, T, "linear", fit_idx=fit, eval_idx=ev, device=device)))
         out[f"{name} linear in-sample"] = float(np.mean(alignment_cosines(src, T, "linear", device=device)))
-    ids = {k: knn(m, K, device=device)[0] for k, m in (("T", T), ("I", I), ("O", O))}
-    for a, b in (("T", "I"), ("T", "O"), ("I", "O")):
-        out[f"overlap@{K} {a}~{b}"] = float(np.mean(overlap_at_k(ids[a], ids[b], K)))
+    k = min(GRAPH_K, len(T) - 1) if spectral else K
+    ids = {key: knn(m, max(k, K), device=device)[0] for key, m in mats.items()}
+    pairs = [("T", "I"), ("T", "O"), ("I", "O")] + ([("T", CEILING)] if T2 is not None else [])
+    for a, b in pairs:
+        out[f"overlap@{K} {a}~{b}"] = float(np.mean(overlap_at_k(ids[a][:, :K], ids[b][:, :K], K)))
+    for a, b in pairs:
+        if a == "T":
+            out[f"CKA {a}~{b}"] = linear_cka(mats[a], mats[b])
+            if spectral:
+                out[f"spectral {a}~{b}"] = spectral_distance(ids[a][:, :k], ids[b][:, :k],
+                                                             n_components=SPECTRAL_COMPONENTS)
     return out

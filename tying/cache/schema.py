@@ -15,6 +15,7 @@ command that rebuilds them.
 from __future__ import annotations
 
 from tying import registry
+from tying.analysis.align_protocol import CEILING
 
 CACHE_DIR_ENV = "TYING_CACHE_DIR"
 """The environment variable naming the folder of the caches (the app's and every command's default)."""
@@ -36,8 +37,14 @@ READABLE_VERSIONS = tuple(range(min(MIGRATIONS, default=SCHEMA_VERSION + 1) - 1,
 """Schema versions this code opens: :data:`SCHEMA_VERSION` and those :data:`MIGRATIONS` lead up from."""
 
 MATRICES = ("T", "I", "O")
-MATRIX_NAMES = {"T": "tied", "I": "untied input", "O": "untied output"}
+MATRIX_NAMES = {"T": "tied", "I": "untied input", "O": "untied output", "T'": "second tied run"}
 MATRIX_PAIRS = (("T", "I"), ("T", "O"), ("I", "O"))
+
+CEILING_PAIRS = (("T", CEILING),)
+"""The pairs of the ceiling, CEILING (T'): a second tied model trained like T from another start
+(``precompute pair --ceiling``, the toy lab's T'), how alike two runs of T are, the ceiling that
+O->T and I->T are read against. Only the alignment (T'->T), overlap (T~T'), spectral (T~T') and
+CKA (T~T') tables carry it."""
 
 
 def pairs_among(matrices) -> tuple[tuple[str, str], ...]:
@@ -193,8 +200,8 @@ TABLES.update({t: body for a in registry.ANALYSES for t, body in a.tables.items(
 # one stage per arm and seed).
 
 # What the summary's Table 1 and Table 5 read (and what the app's overview shows).
-TABLE1_COMPARISONS = ("I->O", "O->T", "I->T")
-DISPLAY_COMPARISONS = ("O->T", "I->T", "I->O")
+TABLE1_COMPARISONS = ("I->O", "O->T", "I->T", "T'->T")
+DISPLAY_COMPARISONS = ("O->T", "I->T", "I->O", "T'->T")
 """The order the app shows comparisons in: the paper's contrast (O->T vs I->T) first."""
 
 
