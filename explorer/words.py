@@ -22,6 +22,7 @@ from tying.cache.sentences import (
     overlap_context_text,
     projection_text,
     spectral_scope,
+    twins_text,
 )
 from tying.cache.summary import share_beside_paper
 from tying.cache.summary_types import PaperReference, stored_as
@@ -29,4 +30,4 @@ from tying.errors import UserError, first_line
 
 __all__ = ["DISPLAY_COMPARISONS", "MATRIX_NAMES", "MATRIX_PAIRS", "ONE_MODEL_NOTE", "OVERLAP_K", "PaperReference", "UserError",
            "claims", "coverage_text", "display_comparison", "first_line", "match_text", "overlap_context_text", "pair_label",
-           "projection_text", "reference", "scale_line", "share_beside_paper", "spectral_scope", "stored_as"]
+           "projection_text", "reference", "scale_line", "share_beside_paper", "spectral_scope", "stored_as", "twins_text"]

@@ -398,6 +398,9 @@ def test_the_shipped_sweep_cache_renders_and_reads_as_the_readme_says(monkeypatc
     assert not at.exception and not at.error and len(at.get("vega_lite_chart")) == 3  # bias, gaps, losses
     assert any(m.value.startswith("Vocabulary 4,096:") for m in at.markdown)
     assert any("the parameter-matched tied model" in m.value for m in at.markdown)
+    # trained before the twins had seeds of their own: the page says so
+    assert any("shared start: each untied twin began from its tied twin's initial weights" in c.value
+               for c in at.caption)
 
 
 # -- the URL: every parameter, any value; one write per action; only what differs from the defaults --

@@ -40,8 +40,9 @@ def test_decide_known_answers():
     assert V.decide([0.01, 0.5, 0.02]).verdict == V.NO_CLAIM
     split = V.decide(SPLIT)
     assert split.verdict == V.MIXED and "1 of 10 go the other way" in split.text
-    assert V.decide([0.3]).verdict == V.HOLDS and V.decide([-0.3]).verdict == V.FAILS
-    assert V.decide([0.0]).verdict == V.NO_CLAIM and V.decide([]).verdict == V.NO_DATA
+    # one run has no interval: however large, its difference cannot be told from the spread between runs
+    assert V.decide([0.3]).verdict == V.decide([-0.3]).verdict == V.decide([0.0]).verdict == V.NO_CLAIM
+    assert V.decide([0.3]).text == "one run (+0.300): no interval" and V.decide([]).verdict == V.NO_DATA
     assert V.decide([None, float("nan")]).verdict == V.NO_DATA
     assert V.decide([0.2, 0.2]).verdict == V.HOLDS  # equal runs: a zero-width interval clear of zero
 
@@ -56,8 +57,10 @@ def test_combine_known_answers():
 
 
 def _toy(align=CLEAR, overlap=CLEAR, share=CLEAR, to_i=CLEAR, from_o=CLEAR, spectral=(0.4, 0.6),
-         lens=(0.33, 0.21)) -> dict:
-    """A toy-lab summary whose per-seed differences are the given ones."""
+         lens=(0.33, 0.21), map_seeds=None, lens_seeds=None, ceiling=True) -> dict:
+    """A toy-lab summary whose per-seed differences are the given ones (``map_seeds``: spectral
+    distance T~I minus T~O per seed; ``lens_seeds``: tuned-lens KL tied minus untied per seed;
+    without them, the one-run ``spectral`` and ``lens`` figures)."""
     n = len(align)
     values = {
         "O->T linear in-sample": {str(k): 0.5 + v for k, v in enumerate(align)},
@@ -69,6 +72,17 @@ def _toy(align=CLEAR, overlap=CLEAR, share=CLEAR, to_i=CLEAR, from_o=CLEAR, spec
         "output share early (proxy input)": {str(k): 0.5 + v / 2 for k, v in enumerate(share)},
         "output share early": {str(k): 0.5 + v / 2 for k, v in enumerate(share)},
     }
+    if ceiling:  # a second tied run T': 0.95 in-sample and held-out, overlap 0.90, spectral 0.2
+        values |= {"T'->T linear in-sample": {str(k): 0.95 for k in range(n)},
+                   "T'->T linear held-out": {str(k): 0.95 for k in range(n)},
+                   "overlap@10 T~T'": {str(k): 0.90 for k in range(len(overlap))}}
+    if map_seeds is not None:
+        values |= {"spectral T~I": {str(k): 0.6 for k in range(len(map_seeds))},
+                   "spectral T~O": {str(k): 0.6 - v for k, v in enumerate(map_seeds)},
+                   "spectral T~T'": {str(k): 0.2 for k in range(len(map_seeds))}}
+    if lens_seeds is not None:
+        values |= {"tuned-lens KL early tied": {str(k): 3.0 + v for k, v in enumerate(lens_seeds)},
+                   "tuned-lens KL early untied": {str(k): 3.0 for k in range(len(lens_seeds))}}
     table2 = {}
     for k, (a, b) in enumerate(zip(to_i, from_o)):
         table2[f"tied/seed{k}"] = {"I": 0.30, "O": 0.80, "input_grad_scale": 1.0}
@@ -88,10 +102,10 @@ def _toy(align=CLEAR, overlap=CLEAR, share=CLEAR, to_i=CLEAR, from_o=CLEAR, spec
     }
 
 
-SEEDED = {"alignment": "align", "overlap": "overlap", "gradient": "share"}
+SEEDED = {"alignment": "align", "overlap": "overlap", "gradient": "share", "map": "map_seeds", "lens": "lens_seeds"}
 
 
-@pytest.mark.parametrize("key", ["alignment", "overlap", "gradient"])
+@pytest.mark.parametrize("key", list(SEEDED))
 @pytest.mark.parametrize("diffs, verdict", [(CLEAR, V.HOLDS), (REVERSED, V.FAILS), (AROUND_ZERO, V.NO_CLAIM),
                                             (SPLIT, V.MIXED)])
 def test_per_seed_claims_follow_their_seeds(key, diffs, verdict):
@@ -99,11 +113,43 @@ def test_per_seed_claims_follow_their_seeds(key, diffs, verdict):
     c = C.CLAIMS[key](S(s))
     assert c.verdict == verdict, (key, c)
     assert c.ours.startswith("toy (1.57M/2.10M parameters, 0.26M training tokens)")  # a toy line says so
-    assert f"mean of {len(diffs)} seeds" in c.ours
+    assert f"mean of {len(diffs)} seeds" in c.ours and c.n_runs == len(diffs)
+
+
+@pytest.mark.parametrize("key", list(SEEDED) + ["scaling"])
+def test_a_claim_on_one_run_reads_no_claim(key):
+    """One seed of the toy lab, however clear its difference: no interval, so no claim."""
+    one = [0.4]
+    s = _toy(align=one, overlap=one, share=one, to_i=one, from_o=one, map_seeds=one, lens_seeds=one)
+    c = C.CLAIMS[key](S(s))
+    assert c.verdict == V.NO_CLAIM and c.n_runs == 1, (key, c)
+    assert "one run" in c.ours and "no interval" in c.note
+
+
+def test_claims_read_their_numbers_against_the_ceiling():
+    """O->T and I->T as a share of T'->T, two runs of T: 0.900 is 95% of 0.950, 0.500 is 53%."""
+    a = C.alignment(S(_toy()))
+    assert "O→T 0.900, 95% of the ceiling T'→T 0.950; I→T 0.500, 53%" in a.ours
+    assert "held-out: O→T 0.850 vs I→T 0.450" in a.ours  # its ceiling is in the regime table
+    assert "T', a second tied run" in a.note
+    o = C.overlap(S(_toy()))
+    assert "overlap@10 T~O 0.650, 72% of the ceiling T~T' 0.900; T~I 0.450, 50%" in o.ours
+    m = C.spectral_map(S(_toy(map_seeds=CLEAR)))
+    assert "T~O 0.200 vs T~I 0.600; two runs of T, T~T' 0.200" in m.ours
+    # without a ceiling (a cache from before it), the two numbers side by side
+    assert "O→T 0.900 vs I→T 0.500 (linear" in C.alignment(S(_toy(ceiling=False))).ours
+
+
+def test_shared_start_caches_say_so():
+    s = _toy()
+    s["twins"] = "shared start"
+    assert C.alignment(S(s)).ours.startswith("toy (1.57M/2.10M parameters, 0.26M training tokens, shared start)")
+    s["twins"] = "independent"
+    assert ", shared start" not in C.alignment(S(s)).ours
 
 
 def test_the_lines_show_the_quantity_their_verdict_is_decided_on():
-    s = _toy()
+    s = _toy(ceiling=False)
     a = C.alignment(S(s))
     # in-sample linear (the paper's protocol) beside the paper's; held-out as a labelled second figure
     assert "O→T 0.900 vs I→T 0.500 (linear, in-sample, mean of 3 seeds); held-out: O→T 0.850 vs I→T 0.450" in a.ours
@@ -114,7 +160,7 @@ def test_the_lines_show_the_quantity_their_verdict_is_decided_on():
     g = C.gradient(S(s))
     assert g.verdict == V.FAILS and "output share 30.0%" in g.ours and "authors' input proxy" in g.ours
     # the lens line says on the same line that the paper's numbers are of another indexing
-    lens = C.lens(S(_toy()))
+    lens = C.lens(S(_toy(lens_seeds=CLEAR)))
     assert "shifted indexing" in lens.paper and "not the same quantity" in lens.paper
 
 
@@ -129,11 +175,14 @@ def test_scaling_decides_both_moves(kwargs, verdict):
     assert C.scaling(S(_toy(**kwargs))).verdict == verdict
 
 
-@pytest.mark.parametrize("values, verdict", [((0.4, 0.6), V.HOLDS), ((0.7, 0.5), V.FAILS), ((0.5, 0.5), V.NO_CLAIM)])
-def test_one_run_claims_read_their_sign(values, verdict):
+@pytest.mark.parametrize("values", [(0.4, 0.6), (0.7, 0.5), (0.5, 0.5)])
+def test_one_run_map_and_lens_read_no_claim(values):
+    """A cache with the pair stage's one spectral distance and one tuned lens (seed 0's twins, or a
+    cache from before the per-seed figures): no claim, whatever the sign."""
     c = C.spectral_map(S(_toy(spectral=values)))
-    assert c.verdict == verdict and "one run" in c.ours and "no interval" in c.note
-    assert C.lens(S(_toy(lens=(values[1], values[0])))).verdict == verdict
+    assert c.verdict == V.NO_CLAIM and "one run" in c.ours and "no interval" in c.note and c.n_runs == 1
+    lens = C.lens(S(_toy(lens=(values[1], values[0]))))
+    assert lens.verdict == V.NO_CLAIM and "one run" in lens.ours and lens.n_runs == 1
 
 
 def test_a_single_pair_without_seeds_reads_its_own_in_sample_numbers():
@@ -141,10 +190,11 @@ def test_a_single_pair_without_seeds_reads_its_own_in_sample_numbers():
                                        "I->T": {"linear": {"in_sample": 0.5, "held_out": 0.4}}},
          "overlap_at_10": {"T~O": 0.3, "T~I": 0.1}}
     a = C.alignment(S(s))
-    assert a.verdict == V.HOLDS and a.ours.startswith("O→T 0.800 vs I→T 0.500 (linear, in-sample, one run)")
+    assert a.verdict == V.NO_CLAIM and a.ours.startswith("O→T 0.800 vs I→T 0.500 (linear, in-sample, one run)")
+    assert "one run (+0.300): no interval" in a.note and a.n_runs == 1
     assert not a.ours.startswith("toy")  # a real pair is not called a toy
     s["alignment"]["O->T"]["linear"]["in_sample"] = 0.2
-    assert C.alignment(S(s)).verdict == V.FAILS
+    assert C.alignment(S(s)).verdict == V.NO_CLAIM
 
 
 def test_no_data_names_the_cache_kind_that_has_it():
@@ -240,6 +290,48 @@ def test_summary_json_reads_rewritten_copies_of_the_shipped_sweep(tmp_path, caps
     assert set(got[key]) >= {"verdict", "ours", "paper", "note"}
 
 
+def _swap(a: str, b: str) -> str:
+    """SQL: the per-seed values of metrics ``a`` and ``b`` exchanged, seed by seed."""
+    return (f"UPDATE seed_metrics SET metric = CASE metric WHEN '{a}' THEN '{b}' ELSE '{a}' END "
+            f"WHERE metric IN ('{a}', '{b}')")
+
+
+def _straddle(a: str, b: str) -> str:
+    """SQL: metric ``a`` set to ``b`` + 0.05 (seed - 1): differences -0.05, 0, +0.05 over 3 seeds."""
+    return (f"UPDATE seed_metrics SET value = (SELECT m.value FROM seed_metrics m WHERE m.metric = '{b}' AND "
+            f"m.seed = seed_metrics.seed) + 0.05 * (seed - 1) WHERE metric = '{a}'")
+
+
+@pytest.mark.parametrize("key, a, b", [
+    ("alignment", "O->T linear in-sample", "I->T linear in-sample"),
+    ("overlap", "overlap@10 T~O", "overlap@10 T~I"),
+    ("map", "spectral T~I", "spectral T~O"),
+    ("lens", "tuned-lens KL early tied", "tuned-lens KL early untied"),
+])
+def test_summary_json_of_the_demo_decides_every_claim_over_its_seeds(tmp_path, capsys, key, a, b):
+    """The shipped demo's per-seed rows, rewritten: reversed reads "does not hold", straddling zero
+    "no claim", one seed "no claim"; each claim carries its n_runs."""
+    def claim(sql: str | None) -> dict:
+        path = tmp_path / "demo.duckdb"
+        shutil.copyfile(ROOT / "cache" / "demo.duckdb", path)
+        if sql:
+            con = duckdb.connect(str(path))
+            try:
+                con.execute(sql)
+            finally:
+                con.close()
+        assert main(["summary", str(path), "--json"]) == 0
+        return json.loads(capsys.readouterr().out)["claims"][key]
+
+    shipped = claim(None)
+    assert shipped["n_runs"] >= 3 and shipped["verdict"] in V.VERDICTS
+    mirror = {V.HOLDS: V.FAILS, V.FAILS: V.HOLDS, V.NO_CLAIM: V.NO_CLAIM, V.MIXED: V.MIXED}
+    assert claim(_swap(a, b))["verdict"] == mirror[shipped["verdict"]]
+    assert claim(_straddle(a, b))["verdict"] == V.NO_CLAIM
+    one = claim("DELETE FROM seed_metrics WHERE seed > 0")
+    assert one["verdict"] == V.NO_CLAIM and one["n_runs"] == 1
+
+
 def test_summary_json_of_the_shipped_paper_cache_reports_the_printed_numbers(capsys):
     assert main(["summary", str(ROOT / "cache" / "paper.duckdb"), "--json"]) == 0
     got = json.loads(capsys.readouterr().out)["claims"]
@@ -260,3 +352,40 @@ def test_every_verdict_has_a_style(verdict):
 
     colour, sign = VERDICT_STYLE[verdict]
     assert colour.startswith("#") and sign
+
+
+def test_the_regime_table_sets_shared_start_beside_independent_beside_the_ceiling():
+    from tying.cache.regime import regime_table
+
+    def per_seed(*v):
+        return {str(k): x for k, x in enumerate(v)}
+
+    values = {"O->T linear in-sample (shared start)": per_seed(0.87, 0.88, 0.86),
+              "I->T linear in-sample (shared start)": per_seed(0.50, 0.51, 0.49),
+              "O->T linear in-sample": per_seed(0.53, 0.54, 0.52), "I->T linear in-sample": per_seed(0.29, 0.30, 0.28),
+              "T'->T linear in-sample": per_seed(0.56, 0.56, 0.56), "overlap@10 T~T'": per_seed(0.06, 0.06, 0.06)}
+    rows = regime_table(S({"kind": "toylab", "twins": "independent", "seed_values": values}))
+    assert [r["what T is compared with"].split(" ")[0] for r in rows] == ["O", "O", "T'"]
+    assert "shared start" in rows[0]["what T is compared with"] and "the ceiling" in rows[2]["what T is compared with"]
+    # mean [95% t-interval]: 0.53 +- 4.303 * 0.01 / sqrt(3)
+    assert rows[1]["→T linear in-sample"] == "0.530 [0.505, 0.555]"
+    assert rows[0]["→T linear in-sample"] == "0.870 [0.845, 0.895]"
+    assert rows[2]["→T linear in-sample"] == "0.560 [0.560, 0.560]" and rows[2]["I→T linear in-sample"] == "-"
+    assert rows[2]["overlap@10 with T"] == "0.060 [0.060, 0.060]" and rows[1]["CKA with T"] == "-"
+    # a cache trained with shared starts: its plain metrics are the control's, and there is no independent row
+    old = regime_table(S({"kind": "toylab", "twins": "shared start", "seed_values": values}))
+    assert len(old) == 2 and "shared start" in old[0]["what T is compared with"]
+    assert old[0]["→T linear in-sample"] == "0.530 [0.505, 0.555]"
+
+
+@pytest.mark.parametrize("name, key", [("sweep", "sweep_bias"), ("mechanism", "mechanism_size")])
+def test_shipped_caches_trained_with_shared_starts_say_so(capsys, name, key):
+    """The sweep and mechanism caches were trained before the twins had seeds of their own: every
+    claim line of theirs says "shared start" (the Sweep page too: tests/test_app.py)."""
+    from tying.cache.sentences import twins_text
+
+    assert main(["summary", str(ROOT / "cache" / f"{name}.duckdb"), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["twins"] == "shared start"
+    assert "shared start" in got["claims"][key]["ours"]
+    assert "shared start" in twins_text(S({"twins": "shared start"})) and twins_text(S({})) == ""

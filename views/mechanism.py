@@ -22,7 +22,8 @@ seeds = rows.groupby("arm")["seed"].nunique()
 n_seeds = f"{seeds.min()}" if seeds.min() == seeds.max() else f"{seeds.min()}-{seeds.max()}"
 st.caption(f"{len(rows)} runs: {len(seeds)} arms x {n_seeds} seeds; d={cfg.get('d_model', '?')}, {cfg.get('n_layers', '?')} layers, vocabulary "
            f"{cfg.get('vocab_size', 0):,}, {cfg.get('steps', '?')} steps of "
-           f"{(cfg.get('batch_size') or 0) * (cfg.get('context') or 0):,} tokens on {cfg.get('corpus', '?')}. "
+           f"{(cfg.get('batch_size') or 0) * (cfg.get('context') or 0):,} tokens on {cfg.get('corpus', '?')}"
+           f"{words.twins_text(s)}. "
            "Means over seeds; whiskers: 95% t-intervals of the mean. Where an interval includes zero, no claim is "
            "made.")
 

@@ -5,7 +5,7 @@ import html
 import altair as alt
 import streamlit as st
 
-from explorer import data, export, frame, sections, state
+from explorer import data, export, frame, sections, state, words
 from explorer.render import sweep_charts, sweep_tables, tour
 
 ref = frame.current_sweep()
@@ -30,7 +30,8 @@ budget = ((f"{seen[0]:,}" if len(seen) == 1 else f"{seen[0]:,}-{seen[-1]:,}") + 
           f"{cfg.get('steps', '?')} steps x {(cfg.get('batch_size') or 0) * (cfg.get('context') or 0):,} tokens")
 st.caption(f"{len(rows)} runs: widths {', '.join(str(w) for w in sorted({c['d_model'] for c in cells}))}"
            f"; vocabulary {', '.join(f'{v:,}' for v in sorted({c['vocab_size'] for c in cells}))}; {seeds} seed(s) "
-           f"per cell; {cfg.get('n_layers', '?')} layers, {budget} on {cfg.get('corpus', '?')}. "
+           f"per cell; {cfg.get('n_layers', '?')} layers, {budget} on {cfg.get('corpus', '?')}"
+           f"{words.twins_text(s)}. "
            "Means over seeds; whiskers: 95% t-intervals of the mean over seeds. Every claim on this page follows "
            "from those intervals: where an interval includes zero, no claim is made and the page says so.")
 x = st.radio("Against", list(sweep_charts.SWEEP_X), horizontal=True, on_change=state.sync, args=("axis",),

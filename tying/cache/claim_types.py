@@ -15,6 +15,7 @@ class Claim:
     paper: str = ""  # the paper's numbers beside them, where it has some
     note: str = ""  # what the numbers are, how the verdict was decided, or which cache holds them
     needs: str = ""  # the cache kind that holds the data ("toylab", "published", "sweep")
+    n_runs: int = 0  # the runs the verdict was decided over (seeds; released models for the published claim)
 
     @property
     def headline(self) -> str:
@@ -23,4 +24,4 @@ class Claim:
 
     def as_dict(self) -> dict[str, str]:
         return {"key": self.key, "statement": self.statement, "verdict": self.verdict, "ours": self.ours,
-                "paper": self.paper, "note": self.note, "headline": self.headline}
+                "paper": self.paper, "note": self.note, "headline": self.headline, "n_runs": self.n_runs}

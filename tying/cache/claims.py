@@ -20,6 +20,8 @@ import numpy as np
 
 from tying.cache import mechanism_claims, reference
 from tying.cache.claim_types import Claim
+from tying.cache.regime import CEILING_NOTE, against, ceiling_mean
+from tying.cache.summary import SHARED_START
 from tying.cache.summary_types import EARLY_LAYERS, Summary
 from tying.cache.verdicts import FAILS, HOLDS, MIXED, NO_DATA, REPORTED, combine, decide
 
@@ -37,7 +39,13 @@ def _paper_label(s: Summary) -> str:
 
 def toy_scale(s: Summary) -> str:
     """'toy (1.57M/2.10M parameters, 0.26M training tokens)' for a toy cache, '' otherwise: every
-    line set beside the paper's from a toy says so."""
+    line set beside the paper's from a toy says so (and ', shared start' where the twins shared
+    their start and batches: the control, not the paper's regime)."""
+    text = _toy_size(s)
+    return f"{text[:-1]}, shared start)" if text.endswith(")") and s.twins == SHARED_START else text
+
+
+def _toy_size(s: Summary) -> str:
     if s.kind == "toylab":
         sc = s.scale or {}
         sizes = "/".join(f"{n / 1e6:.2f}M" for n in (sc.get("n_params"), sc.get("n_params_untied")) if n)
@@ -111,8 +119,10 @@ def alignment(s: Summary) -> Claim:
     held, ho, hi_ = _paired(s, "O->T linear held-out", "I->T linear held-out")
     al = s.alignment
     lin = {c: (al.get(c) or {}).get("linear") or {} for c in ("O->T", "I->T")}
+    ceiling = None
     if diffs:
         d, ov, iv, n = decide(diffs), _mean(o), _mean(i), len(diffs)
+        ceiling = ceiling_mean(s, "T'->T linear in-sample", list(o))
     elif lin["O->T"].get("in_sample") is not None and lin["I->T"].get("in_sample") is not None:
         ov, iv, n = lin["O->T"]["in_sample"], lin["I->T"]["in_sample"], 1
         d = decide([ov - iv])
@@ -123,11 +133,11 @@ def alignment(s: Summary) -> Claim:
         second = f"; held-out: O→T {_mean(ho):.3f} vs I→T {_mean(hi_):.3f}"
     elif lin["O->T"].get("held_out") is not None and lin["I->T"].get("held_out") is not None:
         second = f"; held-out: O→T {lin['O->T']['held_out']:.3f} vs I→T {lin['I->T']['held_out']:.3f}"
-    ours = _toy(s, f"O→T {ov:.3f} vs I→T {iv:.3f} (linear, in-sample, {_runs(n)}){second}")
+    ours = _toy(s, against(("O→T", "I→T"), (ov, iv), ceiling, "T'→T") + f" (linear, in-sample, {_runs(n)}){second}")
     return Claim("alignment", st, d.verdict, ours, paper,
                  "Mean per-token cosine after a linear map fitted and scored on every token (the paper's "
                  f"protocol); held-out: fitted on 80% of the tokens, scored on the rest (a second figure). Decided "
-                 f"on O→T minus I→T in-sample: {d.text}.")
+                 f"on O→T minus I→T in-sample: {d.text}." + (" " + CEILING_NOTE if ceiling else ""), n_runs=d.n)
 
 
 def overlap(s: Summary) -> Claim:
@@ -139,30 +149,41 @@ def overlap(s: Summary) -> Claim:
                      note=f"The paper's Table 5 (OLMo-1B, overlap@10): {REPORTED_NOTE}.")
     diffs, to, ti = _paired(s, "overlap@10 T~O", "overlap@10 T~I")
     ov = s.overlap_at_10
+    ceiling = None
     if diffs:
         d, a, b, n = decide(diffs), _mean(to), _mean(ti), len(diffs)
+        ceiling = ceiling_mean(s, "overlap@10 T~T'", list(to))
     elif ov.get("T~O") is not None and ov.get("T~I") is not None:
         a, b, n = ov["T~O"], ov["T~I"], 1
         d = decide([a - b])
     else:
         return Claim("overlap", st, NO_DATA, note="This cache holds no neighbour lists.", needs="toylab")
     paper = f"{_paper_label(s)}: T~O {t5['T~O']:.3f} vs T~I {t5['T~I']:.3f}" if t5 else ""
-    return Claim("overlap", st, d.verdict, _toy(s, f"overlap@10 T~O {a:.3f} vs T~I {b:.3f} ({_runs(n)})"), paper,
+    return Claim("overlap", st, d.verdict,
+                 _toy(s, "overlap@10 " + against(("T~O", "T~I"), (a, b), ceiling, "T~T'") + f" ({_runs(n)})"), paper,
                  f"Share of each token's 10 nearest neighbours two matrices have in common. Decided on T~O minus "
-                 f"T~I: {d.text}.")
+                 f"T~I: {d.text}." + (" " + CEILING_NOTE if ceiling else ""), n_runs=d.n)
 
 
 def spectral_map(s: Summary) -> Claim:
     st = STATEMENTS["map"]
+    diffs, o, i = _paired(s, "spectral T~I", "spectral T~O")
     sp = s.spectral
-    to, ti = sp.get("T~O"), sp.get("T~I")
-    if to is None or ti is None:
+    ceiling = ""
+    if diffs:
+        d, to, ti, n = decide(diffs), _mean(i), _mean(o), len(diffs)
+        c = ceiling_mean(s, "spectral T~T'", list(o))
+        ceiling = f"; two runs of T, T~T' {c:.3f}" if c is not None else ""
+    elif sp.get("T~O") is not None and sp.get("T~I") is not None:
+        to, ti, n = sp["T~O"], sp["T~I"], 1
+        d = decide([ti - to])
+    else:
         return Claim("map", st, NO_DATA, note="This cache holds no spectral distance.", needs="toylab")
-    d = decide([ti - to])
-    which = " of seed 0's twins" if s.kind == "toylab" else ""
-    return Claim("map", st, d.verdict, _toy(s, f"spectral distance T~O {to:.3f} vs T~I {ti:.3f} (one run{which})"),
-                 note="Distance between the k-NN graphs of two matrices; lower is more alike. Decided on T~I minus "
-                      f"T~O: {d.text}.")
+    which = ", seed 0's twins" if s.kind == "toylab" and n == 1 else ""
+    return Claim("map", st, d.verdict,
+                 _toy(s, f"spectral distance T~O {to:.3f} vs T~I {ti:.3f}{ceiling} ({_runs(n)}{which})"),
+                 note="Distance between the k-NN graphs of two matrices; lower is more alike (two runs of T set the "
+                      f"floor). Decided on T~I minus T~O: {d.text}.", n_runs=d.n)
 
 
 def _first_tied_run(prov: dict) -> str | None:
@@ -199,7 +220,7 @@ def gradient(s: Summary) -> Claim:
     paper_note = "" if side in ("proxy", "effective", "plain") else " Not the paper's quantity: its input side is the authors' proxy."
     return Claim("gradient", st, d.verdict, ours, paper,
                  "Mean over early steps of output / (input + output) gradient norm; above 50%: the output side "
-                 f"dominates. Decided on the share minus one half, as shown: {d.text}.{paper_note}")
+                 f"dominates. Decided on the share minus one half, as shown: {d.text}.{paper_note}", n_runs=d.n)
 
 
 def scaling(s: Summary) -> Claim:
@@ -241,7 +262,8 @@ def scaling(s: Summary) -> Claim:
                  _toy(s, f"to I {avg(0, 'I'):.3f} → {avg(1, 'I'):.3f}, to O {avg(0, 'O'):.3f} → {avg(1, 'O'):.3f} "
                          f"(x{factor:g}, {_runs(len(pairs))})"), paper,
                  f"Mean per-token cosine of the tied matrix to the untied I and O ({name}). Decided on both moves, "
-                 f"towards I: {to_i.verdict} ({to_i.text}); away from O: {from_o.verdict} ({from_o.text}).")
+                 f"towards I: {to_i.verdict} ({to_i.text}); away from O: {from_o.verdict} ({from_o.text}).",
+                 n_runs=to_i.n)
 
 
 def lens(s: Summary) -> Claim:
@@ -254,20 +276,23 @@ def lens(s: Summary) -> Claim:
         return Claim("lens", st, REPORTED, f"first 2 layers: tied {np.mean(paper_kl['tied'][:2]):.2f} vs untied "
                                            f"{np.mean(paper_kl['untied'][:2]):.2f} bits",
                      note=f"The paper's printed layerwise KL (OLMo-1B, the authors' indexing): {REPORTED_NOTE}.")
-    if not g:
+    diffs, tied_kl, untied_kl = _paired(s, "tuned-lens KL early tied", "tuned-lens KL early untied")
+    if diffs:
+        g = {"tied": _mean(tied_kl), "untied": _mean(untied_kl), "layers": EARLY_LAYERS}
+    elif not g:
         return Claim("lens", st, NO_DATA, note="This cache holds no tuned lens.", needs="toylab")
-    d = decide([g["tied"] - g["untied"]])
+    d = decide(diffs or [g["tied"] - g["untied"]])
     n = g["layers"]
     paper = ""
     if paper_kl:
         paper = (f"{_paper_label(s)}: tied {sum(paper_kl['tied'][:n]) / n:.2f} vs untied "
                  f"{sum(paper_kl['untied'][:n]) / n:.2f} bits, with the authors' shifted indexing (translator l-1 on "
                  "hidden state l): not the same quantity layer by layer, compare the direction only")
-    which = "seed 0's twins, " if s.kind == "toylab" else ""
+    which = "seed 0's twins, " if s.kind == "toylab" and d.n == 1 else ""
     return Claim("lens", st, d.verdict, _toy(s, f"first {n} layers: tied {g['tied']:.2f} vs untied {g['untied']:.2f} "
-                                                f"bits ({which}one run, a by-the-book tuned lens)"), paper,
-                 f"Mean tuned-lens KL to the final output over the first layers. Decided on tied minus untied: "
-                 f"{d.text}.")
+                                                f"bits ({which}{_runs(d.n)}, a by-the-book tuned lens per model)"),
+                 paper, f"Mean tuned-lens KL to the final output over the first layers. Decided on tied minus untied: "
+                 f"{d.text}.", n_runs=d.n)
 
 
 def moved(s: Summary) -> list[tuple[str, float, float]]:
@@ -298,7 +323,7 @@ def published(s: Summary) -> Claim:
     return Claim("published", st, verdict, ours,
                  note="The authors' released checkpoint measurements (Figure 3), not recomputed here. Decided model by "
                       "model (different models are not repeats of one run, so no interval over them): holds in "
-                      f"{sum(holds)} of {len(holds)}.")
+                      f"{sum(holds)} of {len(holds)}.", n_runs=len(holds))
 
 
 def _sweep_rows(s: Summary) -> list[dict]:
@@ -336,7 +361,7 @@ def _sweep_claim(s: Summary, key: str, per_width: dict, what: str, note: str, pa
         n.add(d.n)
     seeds = f"{min(n)} seeds" if len(n) == 1 else f"{min(n)}-{max(n)} seeds"
     return Claim(key, st, combine(verdicts), _toy(s, f"{what}, mean [95% interval] over {seeds}: " + "; ".join(parts)),
-                 note=note)
+                 note=note, n_runs=min(n))
 
 
 def sweep_bias(s: Summary) -> Claim:
@@ -414,6 +439,6 @@ def claims(s: Summary) -> dict[str, Claim]:
 
 
 def as_json(s: Summary) -> dict[str, dict[str, str]]:
-    """``summary --json``'s ``claims``: {id: {"verdict", "ours", "paper", "note", "statement"}}."""
-    return {k: {f: getattr(c, f) for f in ("verdict", "ours", "paper", "note", "statement")}
+    """``summary --json``'s ``claims``: {id: {"verdict", "ours", "paper", "note", "statement", "n_runs"}}."""
+    return {k: {f: getattr(c, f) for f in ("verdict", "ours", "paper", "note", "statement", "n_runs")}
             for k, c in claims(s).items()}

@@ -57,7 +57,8 @@ def scale_line(s: Summary) -> str:
         tokens = c["steps"] * c["batch_size"] * c["context"]
     except (KeyError, TypeError):
         return "toy mechanism lab"
-    return f"toy mechanism lab ({n / 1e6:.2f}M parameters, {tokens / 1e6:.2f}M training tokens per run)"
+    shared = ", shared start" if s.twins == "shared start" else ""
+    return f"toy mechanism lab ({n / 1e6:.2f}M parameters, {tokens / 1e6:.2f}M training tokens per run{shared})"
 
 
 def _fmt(n: int, mean: float, lo: float, hi: float, pct: bool = False) -> str:
@@ -99,7 +100,7 @@ def _arm_claim(s: Summary, key: str, arm: str) -> Claim:
     return Claim(key, st, combine(verdicts), ours,
                  note=f"{M.ARMS[arm].label}: {M.ARMS[arm].about}. Decided per seed on the baseline's bias minus the "
                       "arm's (positive: the arm lowers it), on both readings, combined: " + "; ".join(parts) + ".",
-                 needs="mechanism")
+                 needs="mechanism", n_runs=d.n)
 
 
 def mechanism_size(s: Summary) -> Claim:
@@ -134,7 +135,8 @@ def mechanism_optimizer(s: Summary) -> Claim:
             f"{_fmt(*base)} (mean [95% interval] over {got[0]} seeds){trained}")
     return Claim(key, st, combine(verdicts), ours,
                  note=f"SGD: {M.ARMS['sgd'].about}. Decided per seed on the SGD arm's bias itself (positive: T is "
-                      "still output-like), on both readings, combined: " + "; ".join(parts) + ".", needs="mechanism")
+                      "still output-like), on both readings, combined: " + "; ".join(parts) + ".", needs="mechanism",
+                 n_runs=d.n)
 
 
 CLAIMS = {"mechanism_size": mechanism_size, "mechanism_reach": mechanism_reach,

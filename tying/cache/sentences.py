@@ -125,3 +125,14 @@ def _mean_of(placement: dict[str, Any], part: str, measure: str) -> float | None
     values = [((placement.get(m) or {}).get(part) or {}).get(measure) for m in ("T", "I", "O")]
     values = [v for v in values if v is not None]
     return float(np.mean(values)) if values else None
+
+
+def twins_text(s) -> str:
+    """How a trained cache's twins were started, as a clause to end a page's line: shared start (the
+    control, not the paper's regime) or independent; '' for a cache not trained here."""
+    if s.twins == "shared start":
+        return ("; shared start: each untied twin began from its tied twin's initial weights and read the same "
+                "batches (the control, not the paper's independently trained regime)")
+    if s.twins == "independent":
+        return "; independent twins: each model its own initial weights and batch order"
+    return ""

@@ -110,12 +110,33 @@ def _summarize(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
         out["paper"] = paper_reference(preset)
     elif out["kind"] == "toylab":
         out["paper"] = paper_reference(reference.TOYLAB_REFERENCE) | {"beside_toylab": True}
+    regime = twins_regime(meta)
+    if regime:
+        out["twins"] = regime
     if out["kind"] == "toylab":
         out["scale"] = toylab_scale(out, meta)
         out["overlap_context"] = overlap_context(con, out)
     if meta.get("sources"):
         out["sources"] = json.loads(meta["sources"])
     return out
+
+
+SHARED_START, INDEPENDENT = "shared start", "independent"
+"""How a toy lab's, sweep's or mechanism lab's untied twin was trained: from the tied model's
+initial weights and batch order, or from its own (the paper's regime)."""
+
+TWIN_SETTINGS = {"toylab": "toylab", "sweep": "sweep", "mechanism": "mechanism"}
+"""The meta key holding each trained kind's settings."""
+
+
+def twins_regime(meta: dict[str, str]) -> str | None:
+    """SHARED_START or INDEPENDENT for a cache whose twins were trained here; None otherwise. A
+    cache written before the twins had seeds of their own (no ``shared_start`` setting) shared
+    the start."""
+    key = TWIN_SETTINGS.get(meta.get("kind") or "")
+    if key is None or not meta.get(key):
+        return None
+    return SHARED_START if json.loads(meta[key]).get("shared_start", True) else INDEPENDENT
 
 
 def toylab_scale(s: dict[str, Any], meta: dict[str, str]) -> dict[str, Any]:
@@ -135,8 +156,13 @@ def toylab_scale(s: dict[str, Any], meta: dict[str, str]) -> dict[str, Any]:
     if tokens:
         parts.append(f"{steps:,} steps x {batch * context:,} tokens = {tokens / 1e6:.2f}M training tokens")
     parts.append(f"{seeds} seed{'s' if seeds != 1 else ''}")
-    line = (", ".join(parts) + f"; paper: {reference.SCALE[reference.TOYLAB_REFERENCE]}. The twins start from one "
-            "shared initialisation, so their raw-row cosines sit far above the paper's near-zero ones")
+    if twins_regime(meta) == SHARED_START:
+        how = ("The twins start from one shared initialisation and read the same batches (the shared-start "
+               "control), so their raw-row cosines sit far above the paper's near-zero ones")
+    else:
+        how = ("Each twin starts from an initial draw and reads a batch order of its own, as the paper's "
+               "independently trained models do; a second tied run T' is the ceiling")
+    line = ", ".join(parts) + f"; paper: {reference.SCALE[reference.TOYLAB_REFERENCE]}. " + how
     return {"line": line, "n_params": tied.get("n_params"), "n_params_untied": untied.get("n_params"), "steps": steps, "tokens": tokens, "seeds": seeds}
 
 

@@ -4,14 +4,14 @@ Every verdict is decided on the quantity its line shows, by :func:`decide`, from
 differences oriented so that a positive value is the paper's direction (one run per seed of a
 toy lab, per seed of a sweep cell, per released model):
 
-- ``holds``: the 95% t-interval of the mean difference lies above zero and every run agrees
-  (with one run: its difference is positive; the line says there is no interval);
+- ``holds``: the 95% t-interval of the mean difference lies above zero and every run agrees;
 - ``mixed``: the interval lies clear of zero but some runs go the other way (the line says how
   many): the seeds disagree beyond their spread; the published claim, decided model by model
   (released models are not repeats of one run), is mixed when some models go each way;
-- ``does not hold``: the interval lies below zero and every run agrees (one run: negative);
+- ``does not hold``: the interval lies below zero and every run agrees;
 - ``no claim``: the interval includes zero: the runs disagree within their spread, or the
-  difference is too small for them to tell;
+  difference is too small for them to tell; or there is one run, and so no interval (one run
+  cannot tell a difference from the spread between runs, however large it looks);
 - ``no data``: the cache does not hold the measurement;
 - ``reported``: the numbers are the paper's own printed values (the published cache), shown
   for reference: they are not evidence, so nothing is decided.
@@ -65,7 +65,7 @@ class Decision:
         if self.n == 0:
             return "no runs"
         if self.n == 1:
-            return "one run: no interval over seeds"
+            return f"one run ({self.mean:+.3f}): no interval"
         base = f"95% interval {self.lo:+.3f} to {self.hi:+.3f} over {self.n} runs"
         if self.verdict == MIXED:
             return base + f"; {self.n - self.agree if self.mean > 0 else self.agree} of {self.n} go the other way"
@@ -76,14 +76,13 @@ def decide(diffs: Sequence[float | None]) -> Decision:
     """The verdict of per-run differences, each positive when that run goes the paper's way
     (module docstring): no claim while the 95% t-interval of their mean includes zero; holds or
     does not hold when it excludes zero and every run agrees; mixed when it excludes zero and
-    some run disagrees. One run: its sign (zero: no claim). None and NaN are left out."""
+    some run disagrees. One run: no claim (no interval). None and NaN are left out."""
     d = [float(v) for v in diffs if v is not None and np.isfinite(v)]
     if not d:
         return Decision(NO_DATA)
     agree = sum(v > 0 for v in d)
     if len(d) == 1:
-        v = d[0]
-        return Decision(HOLDS if v > 0 else FAILS if v < 0 else NO_CLAIM, 1, v, math.nan, math.nan, agree)
+        return Decision(NO_CLAIM, 1, d[0], math.nan, math.nan, agree)
     mean, lo, hi = t_interval(d)
     if lo <= 0 <= hi:
         verdict = NO_CLAIM
