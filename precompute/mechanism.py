@@ -74,8 +74,8 @@ class MechanismConfig(TwinSettings):
 
     def training(self) -> dict:
         """What every run shares (a run's stage is redone when it changes)."""
-        keep = {f: getattr(self, f) for f in ("corpus", "max_chars", "n_layers", "n_heads", "context", "batch_size",
-                                              "steps", "lr", "vocab_size", "d_model", "checkpoints")}
+        keep = self.twin_params(("corpus", "max_chars", "n_layers", "n_heads", "context", "batch_size", "steps", "lr",
+                                 "vocab_size", "d_model", "checkpoints", "shared_start"))
         return dict(keep, protocol=PROTOCOL)
 
 
@@ -127,7 +127,7 @@ class MechanismRun:
             batch_size=cfg.batch_size, steps=steps, lr=lr or cfg.lr, seed=seed,
             checkpoint_steps=cfg.checkpoints if checkpoints is None else checkpoints, device=cfg.device,
             optimizer=spec.optimizer if spec else "adamw", surgery=None if surgery is None or surgery.identity
-            else surgery, progress=progress)[variant]
+            else surgery, shared_start=cfg.shared_start, progress=progress)[variant]
 
     def estimate(self, ids, n_vocab: int, todo: list[str], probes: int) -> float:
         """Seconds the training should take: each run's steps at the speed of a timed 4-step run

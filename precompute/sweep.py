@@ -112,7 +112,8 @@ class SweepRun:
         return train_twins(ids, variants=(ARMS[arm],), vocab_size=n_vocab, d_model=d, n_layers=cfg.n_layers,
                            n_heads=cfg.n_heads, d_ff=d_ff, context=cfg.context, batch_size=cfg.batch_size,
                            steps=steps, lr=lr, seed=seed, checkpoint_steps=[steps], device=cfg.device,
-                           order="epochs", num_threads=cfg.threads, progress=progress)[ARMS[arm]]
+                           order="epochs", num_threads=cfg.threads, shared_start=cfg.shared_start,
+                           progress=progress)[ARMS[arm]]
 
     def probe_steps(self, steps: int) -> int:
         return max(2, round(self.cfg.lr_probe * steps))

@@ -132,7 +132,7 @@ class SweepConfig(TwinSettings):
 
     def training(self) -> dict:
         """The settings every cell shares (a cell's stage is redone when they change)."""
-        out = {f.name: getattr(self, f.name) for f in fields(TwinSettings)}
+        out = self.twin_params([f.name for f in fields(TwinSettings)])
         return dict(out, protocol=PROTOCOL, tokens=self.tokens, tokens_per_param=self.tokens_per_param,
                     lr_grid=list(self.lr_grid), lr_probe=self.lr_probe)
 

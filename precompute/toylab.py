@@ -1,9 +1,13 @@
 """`precompute demo`: the toy lab. Train tied and untied twins here, analyse them like a real pair.
 
-Steps: corpus -> byte-level BPE -> twins (tied, untied, tied with the input-side gradient
-scaled) for each seed -> `precompute pair` on (tied, untied) of the first seed, with token
-frequencies from the corpus -> the training-dynamics stage (gradient provenance,
-embedding evolution, input-gradient scaling, per-seed headline numbers).
+Steps: corpus -> byte-level BPE -> for each seed: the tied model T, its untied twin (I, O) from
+an initial draw and a batch order of its own (the paper's independently trained pairs), T with
+the input-side gradient scaled (T's start and batches: an intervention on that run), a second
+independent tied run T' (the ceiling: how alike two runs of T are) and, with ``--control``, an
+untied twin from T's start and batches (the shared-start control) -> `precompute pair` on
+(tied, untied) of the first seed, with token frequencies from the corpus -> the training stage
+(gradient provenance, embedding evolution, input-gradient scaling, and per seed every headline
+number: alignment, overlap@10, CKA, spectral distance, tuned-lens KL, against I, O and T').
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from tying.analysis.share import TOYLAB_EARLY_FRACTION, early_steps_for, output_
 from tying.analysis.twins import compare_tied_to_twin
 from tying.cache.reference import TABLE2_METHOD
 from tying.cache.store import cache_path, check_name, params_hash
+from tying.cache.summary import SHARED_START as SHARED
+from tying.cache.summary_types import EARLY_LAYERS
 from tying.cache.writer import CacheWriter
 from tying.errors import UserError
 from tying.loading.corpus import load_corpus
@@ -45,6 +51,14 @@ class TwinSettings:
     batch_size: int = option(16, help="sequences per step")
     steps: int = option(250, help="optimiser steps per twin")
     lr: float = option(3e-3, help="peak AdamW learning rate")
+    shared_start: bool = option(False, help="train the untied twin from the tied model's initial weights and "
+                                "batch order (the shared-start control) rather than from its own seed")
+
+    def twin_params(self, names) -> dict:
+        """The settings ``names`` as a run's hash covers them; ``shared_start`` only where it is off (a
+        cache written before the twins had seeds of their own shared the start, and a rerun with
+        ``--shared-start`` reuses it)."""
+        return {f: getattr(self, f) for f in names if not (f == "shared_start" and self.shared_start)}
 
     def check_twins(self) -> None:
         check_positive(self, "max_chars", "n_layers", "n_heads", "context", "batch_size", "steps")
@@ -62,7 +76,9 @@ class DemoConfig(TwinSettings):
     d_model: int = option(128, help="model width")
     input_grad_scale: list[float] = option([5.0], help="factor(s) on the input-side gradient of the scaled tied "
                                            "twin, e.g. 5 or 2,5,10")
-    seeds: int = option(1, help="independent runs; the summary gives mean and spread")
+    seeds: int = option(1, help="independent runs; every claim is decided over them (one run: no claim)")
+    control: bool = option(False, help="also train, per seed, an untied twin from the tied model's start and "
+                           "batches: the shared-start control beside the independent twins")
     checkpoints: int = option(12, help="log-spaced snapshots per run")
     skip: list[str] = option([], help="pair stages to skip: `" + ",".join(OPTIONAL_STAGES) + "`")
     skip_lens: InitVar[bool] = option(False, help="skip the lens stage (same as `--skip lens`)")
@@ -117,9 +133,27 @@ def validate(cfg: DemoConfig) -> None:
     cfg.check()
 
 
+CONTROL = "untied_shared_start"
+"""The run name of the shared-start control twin (``--control``)."""
+
+
 def run_id(variant: str, scale: float, seed: int) -> str:
     name = f"tied_scaled_x{scale:g}" if variant == "tied_scaled" else variant
     return f"{name}/seed{seed}"
+
+
+def planned_runs(cfg, scales: list[float]) -> list[str]:
+    """Every run the demo trains, in training order: per seed T, the untied twin, the scaled T's,
+    T' and, with ``--control`` (and independent twins), the shared-start control."""
+    control = [CONTROL] if cfg.control and not cfg.shared_start else []
+    return [run_id(v, f, s) for s in range(cfg.seeds) for v, f in
+            [("tied", 1.0), ("untied", 1.0)] + [("tied_scaled", f) for f in scales] + [("tied_rerun", 1.0)]
+            + [(c, 1.0) for c in control]]
+
+
+DYNAMICS_VARIANTS = ("tied", "untied", "tied_scaled")
+"""The runs whose logs and snapshots the training dynamics show (T' and the control are for the
+per-seed comparison only)."""
 
 
 def scaling_cosines(T: np.ndarray, M: np.ndarray, fit_idx, eval_idx, device=None) -> dict[str, float]:
@@ -165,6 +199,7 @@ class DemoRun:
         return self.run_dir(run_id(variant, scale, seed))
 
     def run(self) -> Path:
+        from tying.toylab.model import variant_seeds
         from tying.toylab.train import save_model, train_twins
 
         cfg = self.cfg
@@ -184,8 +219,7 @@ class DemoRun:
 
         scales = list(dict.fromkeys(cfg.input_grad_scale))
         phash = params_hash(self.training_params(digest))
-        runs = [run_id(v, f, s) for s in range(cfg.seeds) for v, f in
-                [("tied", 1.0), ("untied", 1.0)] + [("tied_scaled", f) for f in scales]]
+        runs = planned_runs(cfg, scales)
         if cached.is_done("training", phash) and all((self.run_dir(r) / "config.json").is_file()
                                                       for r in runs):
             log("training: cached (same corpus and settings); use --force to retrain")
@@ -193,7 +227,7 @@ class DemoRun:
             log(f"demo finished in {time.perf_counter() - t_start:.0f} s")
             return self.path
         results: dict[str, object] = {}
-        total = cfg.steps * cfg.seeds * (2 + len(scales))
+        total = cfg.steps * len(runs)
         with tqdm(total=total, desc="training twins", unit="step", file=sys.stderr, disable=None) as bar:
             def progress(variant, step, steps, loss):
                 bar.update(1)
@@ -204,21 +238,28 @@ class DemoRun:
                           n_heads=cfg.n_heads, context=cfg.context, batch_size=cfg.batch_size, steps=cfg.steps,
                           lr=cfg.lr, checkpoint_steps=cfg.checkpoints, progress=progress, device=cfg.device)
             for seed in range(cfg.seeds):
+                # T' is independent of T even with --shared-start: two runs of one start are one run
+                rerun = {"tied_rerun": variant_seeds(seed, ("tied_rerun",))["tied_rerun"]}
                 first = train_twins(tokens, variants=("tied", "untied", "tied_scaled"),
-                                    input_grad_scale=scales[0], seed=seed, **common)
+                                    input_grad_scale=scales[0], seed=seed, shared_start=cfg.shared_start, **common)
                 for variant, res in first.items():
                     results[run_id(variant, res.input_grad_scale, seed)] = res
                 for f in scales[1:]:
                     res = train_twins(tokens, variants=("tied_scaled",), input_grad_scale=f, seed=seed,
                                       **common)["tied_scaled"]
                     results[run_id("tied_scaled", f, seed)] = res
+                results[run_id("tied_rerun", 1.0, seed)] = train_twins(
+                    tokens, variants=("tied_rerun",), seed=seed, seeds=rerun, **common)["tied_rerun"]
+                if CONTROL in {r.split("/")[0] for r in runs}:
+                    results[run_id(CONTROL, 1.0, seed)] = train_twins(
+                        tokens, variants=("untied",), seed=seed, shared_start=True, **common)["untied"]
         for rid, res in results.items():
             save_model(res.model, tokenizer, self.run_dir(rid))
 
         self.run_pair(corpus_file)
 
         t0 = time.perf_counter()
-        tables = self.training_tables(results, scales)
+        tables = self.training_tables(results, scales, corpus_file)
         writer = CacheWriter(self.path, meta={"kind": "toylab", "toylab": asdict(cfg),
                                               "corpus_chars": len(text), "corpus_tokens": int(len(tokens))})
         writer.write_stage("training", self.training_params(digest), tables,
@@ -227,16 +268,41 @@ class DemoRun:
         return self.path
 
     def run_pair(self, corpus_file: Path) -> None:
-        """The pair analyses on seed 0's twins, with token frequencies from the corpus."""
+        """The pair analyses on seed 0's twins and its T' (the ceiling), with token frequencies from the corpus."""
         cfg = self.cfg
         PairRun(PairConfig(
             tied=str(self.model_dir("tied", 1.0, 0)), untied=str(self.model_dir("untied", 1.0, 0)), name=cfg.name,
+            ceiling=str(self.model_dir("tied_rerun", 1.0, 0)),
             cache_dir=cfg.cache_dir, text=str(corpus_file), skip=list(cfg.skip), force=cfg.force,
             device=cfg.device, kind="toylab", command=cfg.command,
-            lens=replace(cfg.lens, text=str(corpus_file), seq_len=cfg.context, max_chars=cfg.max_chars),
+            lens=self.lens_options(corpus_file),
         )).run()
 
-    def training_tables(self, results: dict, scales: list[float]) -> dict[str, pd.DataFrame]:
+    def lens_options(self, corpus_file: Path):
+        """The tuned lens of every seed's twins: the demo's own corpus at its context."""
+        cfg = self.cfg
+        return replace(cfg.lens, text=str(corpus_file), seq_len=cfg.context, max_chars=cfg.max_chars)
+
+    def seed_lens(self, seed: int, corpus_file: Path) -> dict[str, float]:
+        """One seed's twins read by a tuned lens each (the pair stage's recipe: seed 0's lenses are
+        the pair stage's own files, reused): the mean tuned-lens KL (bits) over the first
+        EARLY_LAYERS hidden states, "tuned-lens KL early tied" and "... untied"."""
+        from precompute.lens import lens_tables
+        from tying.device import pick_device
+
+        cfg = self.cfg
+        opts = self.lens_options(corpus_file)
+        lens_dir = Path(cfg.cache_dir) / "lens" / cfg.name if seed == 0 else self.work / f"lens-seed{seed}"
+        lens_dir.mkdir(parents=True, exist_ok=True)
+        models = {role: str(self.model_dir(role, 1.0, seed)) for role in ("tied", "untied")}
+        tables, _ = lens_tables(models, opts, lens_dir=lens_dir, device=pick_device(cfg.device),
+                                progress=lambda msg: None)
+        kl = tables["lens_kl"]
+        tuned = kl[kl["lens"] == "tuned"].sort_values("layer")
+        return {f"tuned-lens KL early {role}": float(tuned[tuned["model"] == role]["kl_mean"].head(EARLY_LAYERS).mean())
+                for role in models}
+
+    def training_tables(self, results: dict, scales: list[float], corpus_file: Path) -> dict[str, pd.DataFrame]:
         from tying.analysis.align_protocol import split_tokens
         from tying.toylab.train import embedding_evolution
 
@@ -244,12 +310,15 @@ class DemoRun:
         runs, logs, evo, scaling, metrics = [], [], [], [], []
         for rid, res in results.items():
             seed = res.settings.get("seed", 0)
+            shown = rid.split("/")[0].startswith(DYNAMICS_VARIANTS) and not rid.startswith(("tied_rerun", CONTROL))
             runs.append({"run": rid, "variant": res.variant, "seed": seed, "input_grad_scale": res.input_grad_scale,
                          "steps": int(res.settings.get("steps", cfg.steps)),
                          "final_loss": float(res.log["loss"].iloc[-1]), "eval_loss": float(res.eval_loss),
                          "seconds": float(res.seconds), "source": str(self.run_dir(rid)),
                          "settings": json.dumps(res.settings, default=str), "early_steps": cfg.early(),
                          "input_norm": "exact"})
+            if not shown:
+                continue
             logs.append(res.log.drop(columns=[c for c in res.log.columns if c == "lr"]).assign(run=rid))
             e = embedding_evolution(res.checkpoints)
             evo.append(e.assign(run=rid, label=e["step"].astype(str)))
@@ -264,14 +333,21 @@ class DemoRun:
                                  "target": target, "method": method, "mean_cosine": value}
                                 for method, value in scaling_cosines(T, M, fit, ev, device=cfg.device).items()]
             T = _final(results[run_id("tied", 1.0, seed)])[0]
-            m = compare_tied_to_twin(T, I, O, seed, device=cfg.device)
+            T2 = _final(results[run_id("tied_rerun", 1.0, seed)])[0]
+            m = compare_tied_to_twin(T, I, O, seed, device=cfg.device, T2=T2, spectral=True)
+            if run_id(CONTROL, 1.0, seed) in results:  # the shared-start control: the same T, its other twin
+                Ic, Oc = _final(results[run_id(CONTROL, 1.0, seed)])
+                control = compare_tied_to_twin(T, Ic, Oc, seed, device=cfg.device, spectral=True)
+                m.update({f"{k} ({SHARED})": v for k, v in control.items() if "T'" not in k})
+            if "lens" not in cfg.skip:
+                m.update(self.seed_lens(seed, corpus_file))
             log = results[run_id("tied", 1.0, seed)].log
             share = output_share(log["step"], log["grad_input_norm"], log["grad_output_norm"], early_steps=cfg.early())
             proxy = output_share(log["step"], log["grad_input_proxy_norm"], log["grad_output_norm"],
                                  early_steps=cfg.early())
             m["output share early"], m["output share overall"] = share["early"], share["overall"]
             m["output share early (proxy input)"] = proxy["early"]
-            for rid in [run_id("untied", 1.0, seed)] + tied_runs:
+            for rid in [run_id("untied", 1.0, seed)] + tied_runs + [run_id("tied_rerun", 1.0, seed)]:
                 m[f"eval loss {rid.split('/')[0]}"] = float(results[rid].eval_loss)
             metrics += [{"seed": seed, "metric": k, "value": v} for k, v in m.items()]
         return {

@@ -38,7 +38,13 @@ def test_demo_summary_reproduces_the_papers_directions(demo, capsys):
     code, out, _ = _run(capsys, "summary", demo / "demo.duckdb", "--json")
     assert code == 0
     s = json.loads(out)
-    assert s["kind"] == "toylab"
+    assert s["kind"] == "toylab" and s["twins"] == "independent"
+    # the ceiling T' and the per-seed lens and map figures, for every seed; every claim says over how many runs
+    for metric in ("T'->T linear in-sample", "overlap@10 T~T'", "spectral T~T'", "spectral T~O", "CKA T~T'",
+                   "tuned-lens KL early tied", "tuned-lens KL early untied"):
+        assert set(s["seed_values"][metric]) == {"0", "1"}, metric
+    assert {s["claims"][k]["n_runs"] for k in ("alignment", "overlap", "map", "lens")} == {2}
+    assert {r["variant"] for r in s["runs"].values()} >= {"tied", "untied", "tied_scaled", "tied_rerun"}
     lin = s["alignment"]
     assert lin["O->T"]["linear"]["held_out"] > lin["I->T"]["linear"]["held_out"]
     assert s["overlap_at_10"]["T~O"] > s["overlap_at_10"]["T~I"]
@@ -48,7 +54,10 @@ def test_demo_summary_reproduces_the_papers_directions(demo, capsys):
     # Table 2: all three tied runs of both seeds, against I and O
     runs = s["table2"]["identity"]
     assert set(runs) == {f"{r}/seed{i}" for r in ("tied", "tied_scaled_x2", "tied_scaled_x5") for i in (0, 1)}
-    assert all(0 < runs[r]["I"] <= 1 and 0 < runs[r]["O"] <= 1 for r in runs)
+    assert all(-1 <= runs[r]["I"] <= 1 and -1 <= runs[r]["O"] <= 1 for r in runs)
+    # independent twins share no coordinates: unmapped rows of T and of the untied twin's matrices sit near 0
+    raw = s["table2"]["identity (raw rows)"]
+    assert all(abs(raw[r]["I"]) < 0.3 and abs(raw[r]["O"]) < 0.3 for r in raw)
     # frequencies were counted on the corpus (norm vs frequency)
     con = open_cache(demo / "demo.duckdb")
     try:

@@ -229,8 +229,10 @@ def test_end_to_end_rows_curves_claims_and_resume(corpus, tmp_path, capsys, monk
     curve = _rows(cache, "mechanism_curve")
     assert len(curve) == 8 * 3 and sorted(set(curve["step"]))[0] == 0  # 3 snapshots, the start among them
     start = curve[curve["step"] == 0]
-    # at step 0 T, I and O are one matrix: both maps are exact and the bias is zero
-    np.testing.assert_allclose(start[["linear_o_t_in", "linear_i_t_in"]], 1.0, atol=1e-4)
+    # at step 0 the untied twin's O is a copy of its I, drawn apart from T (independent twins): both maps
+    # score alike, well below 1, and the bias is zero
+    np.testing.assert_allclose(start["linear_o_t_in"], start["linear_i_t_in"], atol=1e-4)
+    assert (start["linear_o_t_in"] < 0.9).all()
     np.testing.assert_allclose(start["bias"], 0.0, atol=1e-4)
     assert main(["summary", str(cache), "--json"]) == 0
     s = json.loads(capsys.readouterr().out)

@@ -144,9 +144,10 @@ def test_folded_options_and_dependent_defaults():
 
 
 def test_the_shipped_caches_stay_valid_for_the_default_commands():
-    """`demo --seeds 3` gives the parameters the shipped demo's stages were recorded with, so a
-    rerun reuses them (nothing about the options changed a hash); the README's sweep rebuild
-    command gives the shipped sweep's recorded values."""
+    """`demo --seeds 3 --control` gives the parameters the shipped demo's stages were recorded with,
+    so a rerun reuses them (nothing about the options changed a hash); the README's sweep rebuild
+    command (with `--shared-start`: the shipped sweep's twins shared their start) gives the shipped
+    sweep's recorded values, and without it (independent twins) others: a rerun trains anew."""
     import duckdb
 
     from precompute.sweep import cell_params
@@ -166,18 +167,20 @@ def test_the_shipped_caches_stay_valid_for_the_default_commands():
         return options.build(COMMANDS[args.pop("command")].config, args)
 
     training = recorded("demo.duckdb", "training")
-    demo = parsed(["demo", "--seeds", "3"])
+    demo = parsed(["demo", "--seeds", "3", "--control"])
     assert isinstance(demo, DemoConfig)
     assert DemoRun(demo).training_params(training["corpus_sha256"]) == training
     cell = recorded("sweep.duckdb", "sweep:d32:v4096:s0")
     # the shipped sweep is the README's rebuild command (issue 29, protocol 3): that command gives
     # exactly the parameters its cells were recorded with, so a rerun of it trains nothing again
-    sweep = parsed(["sweep", "--force", "--max-chars", "2100000", "--tokens", "330000",
-                    "--lr-grid", "1e-3,3e-3,1e-2,3e-2,1e-1"])
+    rebuild = ["sweep", "--force", "--max-chars", "2100000", "--tokens", "330000", "--lr-grid", "1e-3,3e-3,1e-2,3e-2,1e-1"]
+    sweep = parsed([*rebuild, "--shared-start"])
     assert isinstance(sweep, SweepConfig)
     now = cell_params(sweep, Cell(32, 4096, 0), cell["corpus_sha256"])
     assert now == cell and now["protocol"] == 3
-    assert "--lr-grid 1e-3,3e-3,1e-2,3e-2,1e-1" in (ROOT / "README.md").read_text(encoding="utf-8")
+    independent = cell_params(parsed(rebuild), Cell(32, 4096, 0), cell["corpus_sha256"])
+    assert independent != cell and independent["shared_start"] is False
+    assert "--lr-grid 1e-3,3e-3,1e-2,3e-2,1e-1 --shared-start" in (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def test_markdown_tables_mark_required_options():
