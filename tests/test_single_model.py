@@ -160,4 +160,5 @@ def test_the_tour_lens_step_sets_the_real_model_beside_the_toy(single):
     table = tour.guesses(frame)  # 2 blocks: hidden states 0, 1, 2 (a third, two thirds, five sixths round there)
     assert list(table.index) == ["tuned lens", "logit lens"] and list(table.columns) == [0, 1, 2]
     assert table.loc["logit lens", 2] == answer
-    assert tour.model_label({"source": "/x/SmolLM2-135M-Instruct.Q4_1.gguf"}) == "SmolLM2-135M-Instruct"
+    assert tour.model_label({"source": "/x/SmolLM2-135M-Instruct.Q4_1.gguf", "dtype": "Q8_0"}) == \
+        "SmolLM2-135M-Instruct, 4-bit GGUF (Q4_1 blocks, Q8_0 embedding)"

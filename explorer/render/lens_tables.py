@@ -26,6 +26,17 @@ def lens_text_note(s: Summary) -> str:
     return text
 
 
+def budget_notes(s: Summary) -> list[str]:
+    """Per model whose tuned lens trained on less than the tuned-lens library's default budget, how
+    briefly, and that its KL is an upper bound (:func:`tying.lens.upper_bound_note`)."""
+    from tying.lens import budget_for, upper_bound_note
+
+    params = (s.stages.get("lens") or {}).get("params") or {}
+    budget = params.get("budget") or {}
+    notes = [upper_bound_note(budget_for(budget, role), role) for role in ("tied", "untied") if role in s.models]
+    return [n for n in notes if n]
+
+
 def top_k(t: pd.DataFrame, layer: int) -> pd.DataFrame:
     """A trajectory's top-k predictions at one hidden state: a row per input position, headed by
     its number and (visible) token, e.g. '3: path', and a column per rank ('top 1', 'top 2', ...):

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from explorer.render import identity, read
-from tying.cache.summary_types import Summary, stored_as
+from tying.cache.summary_types import Summary, model_label, stored_as
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -97,7 +97,7 @@ def stage_params(stages: dict, wanted: tuple[str, ...] | None) -> str:
 def _where_from(s: Summary) -> str:
     """The models of a cache (source@revision), or the published data it was built from."""
     models = s.models
-    named = [f"{role} {m['source']}" + (f"@{m['revision']}" if m.get("revision") else "")
+    named = [f"{role} {model_label(m)}" + (f"@{m['revision']}" if m.get("revision") else "")
              for role, m in models.items() if m and m.get("source")]
     if named:
         return "models: " + ", ".join(named)
@@ -146,7 +146,7 @@ def models_table(s: Summary) -> pd.DataFrame:
         m = models.get(role)
         if not m:
             continue
-        rows.append({"role": role, "model": m["source"], "revision": m.get("revision") or "",
+        rows.append({"role": role, "model": model_label(m), "revision": m.get("revision") or "",
                      "commit": (m.get("commit_sha") or "")[:12], "type": m.get("model_type"),
                      "tied in weights": "yes" if m.get("tied_in_weights") else "no", "d": m.get("d_model"),
                      "vocab": m.get("n_vocab"), "parameters": f"{m.get('n_params', 0):,}",

@@ -20,6 +20,7 @@ import pandas as pd
 from explorer.render import figures, identity, read
 from explorer.render.tour_notes import NOTES, Notes
 from tying.cache import claims as claims_mod
+from tying.cache import summary_types
 from tying.cache.summary_types import Summary
 from tying.cache.verdicts import NO_DATA
 
@@ -259,9 +260,4 @@ def guesses(frame: pd.DataFrame) -> pd.DataFrame:
     return wide.reindex([x for x in ("tuned lens", "logit lens") if x in wide.index])
 
 
-def model_label(model: dict) -> str:
-    """'SmolLM2-135M-Instruct' from a model row of the summary (its GGUF file or folder name)."""
-    source = str(model.get("source") or "a tied model")
-    name = source.rstrip("/").rsplit("/", 1)[-1]
-    name = name[:-5] if name.lower().endswith(".gguf") else name
-    return name.split(".")[0] if name.startswith("SmolLM2") else name
+model_label = summary_types.model_label  # the model as every page names it

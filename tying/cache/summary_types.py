@@ -130,6 +130,7 @@ class Summary:
     mechanism_settings: dict[str, Any] | None = None
     paper: PaperReference | None = None
     scale: dict[str, Any] | None = None  # a toy lab's size against the paper's ("line", "n_params", ...)
+    twins: str | None = None  # how trained twins were started: "independent" or "shared start" (None: not trained here)
     overlap_context: dict[str, Any] | None = None  # why a toy lab's overlap@k sits below the paper's
     sources: list[dict[str, Any]] | None = None  # where a published cache's files come from
 
@@ -174,6 +175,26 @@ def _check_keys(cls: type, d: dict[str, Any], what: str) -> None:
 
 QUANTISED = ("Q", "IQ", "TQ")
 """GGUF's quantised storage types start so (Q8_0, Q4_1, IQ4_XS, TQ1_0); F16, BF16 and F32 do not."""
+
+
+def model_label(model: dict) -> str:
+    """A model as the pages name it, from its row of the summary: a hub id as it is; a local folder
+    by its name; a GGUF file by its model name and how it is stored, "SmolLM2-135M-Instruct, 4-bit
+    GGUF (Q4_1 blocks, Q8_0 embedding)" (the blocks' type from the file name's
+    ``<model>.<type>.gguf``, the embedding's as read from the file), never the builder's path."""
+    source = str(model.get("source") or "a tied model")
+    name = source.rstrip("/").rsplit("/", 1)[-1] if source.startswith(("/", ".", "~")) or "\\" in source else source
+    if not name.lower().endswith(".gguf"):
+        return name
+    stem = name[:-5]
+    base, _, blocks = stem.rpartition(".")
+    blocks = blocks if base and blocks.upper().startswith(QUANTISED) else ""
+    emb = next((t for f in model.get("files") or [] for k, t in (f.get("gguf_types") or {}).items()
+                if k == model.get("input_key")), None) or model.get("dtype")
+    bits = next((c for c in blocks.upper().lstrip("IQT") if c.isdigit()), "")
+    parts = [p for p in (f"{blocks} blocks" if blocks else "", f"{emb} embedding" if emb else "") if p]
+    kind = f"{bits}-bit GGUF" if bits else "GGUF"
+    return f"{base or stem}, {kind}" + (f" ({', '.join(parts)})" if parts else "")
 
 
 def stored_as(dtype: str | None) -> str:

@@ -42,6 +42,28 @@ but the package itself, and :func:`budget_for` below, stay usable in the torch-f
 
 from __future__ import annotations
 
+LIBRARY_STEPS, LIBRARY_TOKENS_PER_STEP = 250, 2**18
+"""The tuned-lens library's default training budget (its ``train`` command: 250 steps of 2^18
+tokens, 65.5M tokens): what a lens trained with less is set against."""
+
+
+def tokens_seen(budget: dict) -> int:
+    """Tokens a lens's training read: steps x tokens per step (0 where the budget does not say)."""
+    return int(budget.get("steps") or 0) * int(budget.get("tokens_per_step") or 0)
+
+
+def upper_bound_note(budget: dict, role: str) -> str:
+    """'' for a lens trained on the library's budget or more; else one sentence: how briefly the
+    ``role`` model's tuned lens was trained, against the library's default, and that its KL is then
+    an upper bound on what a fully trained lens reads."""
+    seen, full = tokens_seen(budget), LIBRARY_STEPS * LIBRARY_TOKENS_PER_STEP
+    if not seen or seen >= full:
+        return ""
+    return (f"The {role} model's tuned lens trained on {seen:,} tokens ({budget['steps']:,} steps x "
+            f"{budget['tokens_per_step']:,}), {seen / full:.2%} of the tuned-lens library's default budget "
+            f"({LIBRARY_STEPS} steps x {LIBRARY_TOKENS_PER_STEP:,} = {full / 1e6:.1f}M tokens): a briefly trained "
+            "translator reads the layers less well than a fully trained one, so its KL is an upper bound.")
+
 
 def budget_for(budget: dict | None, role: str) -> dict:
     """The tuned-lens training budget a cache's lens stage recorded for model ``role``.
