@@ -1,6 +1,8 @@
 """The generated parts of the docs: the option tables of docs/commands.md, made from the config
 dataclasses (the same source as ``--help``), and the analyses' tables in docs/cache.md, made from
-the registry (tying/registry.py).
+the registry (tying/registry.py), and the blocks of numbers in the docs made from the shipped
+caches (``<!-- numbers: <name> -->`` ... ``<!-- /numbers -->``: no sentence types a number a cache
+holds).
 
 ``python -m precompute.readme --markdown`` prints every command's table; ``--write`` replaces the
 generated blocks of docs/commands.md (``<!-- options: <command> -->`` ... ``<!-- /options -->``)
@@ -64,6 +66,83 @@ def update_cache_doc(text: str) -> str:
     return TABLES_BLOCK.sub(lambda m: f"{m.group(1)}{analysis_tables()}\n{m.group(3)}", text)
 
 
+NUMBERS_BLOCK = re.compile(r"(<!-- numbers: ([\w-]+) -->\n)(.*?)(<!-- /numbers -->)", flags=re.S)
+"""A block of numbers made from a shipped cache (``<!-- numbers: <name> -->``, :data:`NUMBERS`)."""
+
+SHIPPED = DOCS.parents[1] / "cache"
+
+
+def _shipped_summary(name: str):
+    from tying.cache.store import open_cache
+    from tying.cache.summary import summarize
+
+    con = open_cache(SHIPPED / f"{name}.duckdb")
+    try:
+        return summarize(con)
+    finally:
+        con.close()
+
+
+def regime_numbers() -> str:
+    """The shipped demo's regime table: shared start, independent twins, the ceiling (mean [95%
+    interval] over its seeds)."""
+    from tying.cache.regime import regime_table, seeds
+
+    s = _shipped_summary("demo")
+    rows = regime_table(s)
+    if not rows:
+        return "(the shipped demo has no per-seed regime numbers)"
+    heads = list(rows[0])
+    lines = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
+    lines += ["| " + " | ".join(r[h] for h in heads) + " |" for r in rows]
+    return "\n".join(lines) + (f"\n\nMean [95% interval] over the shipped demo's {seeds(s)} seeds "
+                               "(`cache/demo.duckdb`, `seed_metrics`); linear maps fitted on every token (in-sample) "
+                               "or on 80% and scored on the rest (held-out); spectral distance: lower is more alike.")
+
+
+def share_numbers() -> str:
+    """The shipped demo's early output share, with the authors' proxy and with the exact input norm."""
+    from tying.cache.regime import interval
+
+    s = _shipped_summary("demo")
+    proxy, exact = interval(s, "output share early (proxy input)"), interval(s, "output share early")
+    if proxy is None or exact is None:
+        return "(the shipped demo has no output share)"
+    return (f"The shipped demo's early output share: {proxy[0]:.3f} with the authors' input proxy and "
+            f"{exact[0]:.3f} with the exact input norm (means over its {proxy[3]} seeds).")
+
+
+def cka_numbers() -> str:
+    """The shipped demo's CKA of seed 0's matrices, with the ceiling."""
+    s = _shipped_summary("demo")
+    cka = s.analysis("cka") or {}
+    if not cka:
+        return "(the shipped demo has no CKA)"
+    return ("On the shipped toy lab (seed 0's matrices): " +
+            ", ".join(f"{pair} {v['cka']:.3f}" for pair, v in sorted(cka.items())) + ".")
+
+
+NUMBERS = {"demo-regime": regime_numbers, "demo-share": share_numbers, "demo-cka": cka_numbers}
+"""Every generated block of numbers, by name."""
+
+
+def update_numbers(text: str) -> str:
+    """A document with every numbers block made anew from the shipped caches."""
+    made: dict[str, str] = {}
+
+    def fill(m) -> str:
+        name = m.group(2)
+        if name not in made:
+            made[name] = NUMBERS[name]()
+        return f"{m.group(1)}{made[name]}\n{m.group(4)}"
+
+    return NUMBERS_BLOCK.sub(fill, text)
+
+
+NUMBERED_DOCS = (README, *sorted(DOCS.parent.glob("*.md")))
+"""The documents whose numbers blocks ``--write`` refreshes."""
+
+
 def markdown(cls: type) -> str:
     """The option table of a config: | option | default | meaning |."""
     rows = ["| option | default | meaning |", "|---|---|---|"]
@@ -117,6 +196,10 @@ def main(argv: list[str] | None = None) -> int:
         if path.resolve() == DOCS.resolve():
             CACHE_DOCS.write_text(update_cache_doc(CACHE_DOCS.read_text()))
             README.write_text(update_readme_pages(README.read_text()))
+            for doc in NUMBERED_DOCS:
+                text = doc.read_text()
+                if NUMBERS_BLOCK.search(text):
+                    doc.write_text(update_numbers(text))
         covered = {COMMANDS[name].config for name in found}  # `lens` shares `pair`'s options and table
         missing = [name for name, command in COMMANDS.items() if command.config not in covered]
         if missing:

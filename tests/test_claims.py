@@ -365,8 +365,8 @@ def test_the_regime_table_sets_shared_start_beside_independent_beside_the_ceilin
               "O->T linear in-sample": per_seed(0.53, 0.54, 0.52), "I->T linear in-sample": per_seed(0.29, 0.30, 0.28),
               "T'->T linear in-sample": per_seed(0.56, 0.56, 0.56), "overlap@10 T~T'": per_seed(0.06, 0.06, 0.06)}
     rows = regime_table(S({"kind": "toylab", "twins": "independent", "seed_values": values}))
-    assert [r["what T is compared with"].split(" ")[0] for r in rows] == ["O", "O", "T'"]
-    assert "shared start" in rows[0]["what T is compared with"] and "the ceiling" in rows[2]["what T is compared with"]
+    assert [r["what T is compared with"].split(",")[0] for r in rows] == ["O", "O", "T'"]
+    assert "shared start" in rows[0]["what T is compared with"] and "ceiling" in rows[2]["what T is compared with"]
     # mean [95% t-interval]: 0.53 +- 4.303 * 0.01 / sqrt(3)
     assert rows[1]["→T linear in-sample"] == "0.530 [0.505, 0.555]"
     assert rows[0]["→T linear in-sample"] == "0.870 [0.845, 0.895]"

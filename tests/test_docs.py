@@ -107,6 +107,22 @@ def test_readme_tables_are_the_generated_ones():
     assert readme.readme_blocks(README) == {}
 
 
+def test_numbers_in_the_docs_are_made_from_the_shipped_caches():
+    """Every numbers block (<!-- numbers: NAME -->) is what `python -m precompute.readme --write` makes from
+    cache/*.duckdb now, and the regime table is in docs/training.md."""
+    found = set()
+    for doc in readme.NUMBERED_DOCS:
+        text = doc.read_text()
+        found |= {m.group(2) for m in readme.NUMBERS_BLOCK.finditer(text)}
+        assert readme.update_numbers(text) == text, \
+            f"{doc.name}'s numbers are stale: run python -m precompute.readme --write"
+    assert found == set(readme.NUMBERS), found
+    training = (DOCS / "training.md").read_text()
+    assert "<!-- numbers: demo-regime -->" in training
+    table = readme.regime_numbers()
+    assert "shared start" in table and "ceiling" in table and "[" in table  # intervals over seeds
+
+
 def test_ci_runs_the_readme_test_command():
     ci = (ROOT / ".ci" / "run").read_text()
     commands = re.findall(r"```bash\n(.*?)\n```", README, flags=re.S)

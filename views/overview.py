@@ -44,7 +44,8 @@ if not regime.empty:
                 "coordinates too, which inflates how alike T and O look; a second independent tied run T' is the "
                 "ceiling, how alike two runs of T are. **Read O→T against T'→T, not against 1.**")
     frame.table(regime, height=style.fit_height(regime))
-    st.caption("Mean [95% interval] over the seeds; spectral distance: lower is more alike.")
+    st.caption("Mean [95% interval] over the seeds; raw rows: no map at all. Held-out maps and spectral distances: "
+               "docs/training.md.")
 
 if s.kind == "published":
     st.subheader("Alignment (the paper's Table 1)")

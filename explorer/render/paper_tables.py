@@ -90,9 +90,11 @@ def table5(s: Summary) -> pd.DataFrame:
 def regime(s: Summary) -> pd.DataFrame:
     """A toy lab's regime table (:func:`tying.cache.regime.regime_table`): empty for other caches
     and for one trained before the ceiling."""
-    from tying.cache.regime import regime_table
+    from tying.cache.regime import BRIEF, regime_table
 
-    return pd.DataFrame(regime_table(s))
+    short = {"what T is compared with": "T against", "→T linear in-sample": "→T linear", "I→T linear in-sample":
+             "I→T linear", "overlap@10 with T": "overlap@10", "CKA with T": "CKA"}
+    return pd.DataFrame(regime_table(s, BRIEF)).rename(columns=short)
 
 
 @identity.per_object

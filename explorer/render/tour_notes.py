@@ -8,6 +8,8 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 
+from tying.cache.reference import OUTPUT_SHARE, TABLE2
+
 
 @dataclass(frozen=True)
 class Notes:
@@ -27,7 +29,8 @@ NOTES: dict[str, Notes] = {
         "subtraction."),
     "alignment": Notes(
         "Fit a linear map from one matrix to another and score each token's row: O maps onto T much better than "
-        "I does. The verdict counts the seeds or models where that holds.",
+        "I does. Read both against the ceiling T'->T, a second run of T itself: the most any matrix could share "
+        "with T. The verdict is decided over the seeds: one run decides nothing.",
         "Why a map? Two separately trained matrices are arbitrary up to a rotation; only a fitted map makes rows "
         "comparable. The in-sample fit is the paper's protocol; the held-out one is the honest variant.",
         "A linear map with as many parameters as dimensions fits a lot: compare the two arrows with each other, "
@@ -49,7 +52,8 @@ NOTES: dict[str, Notes] = {
         "side only to the rows of the tokens in the batch. Early on the output side carries most of the "
         "gradient's norm.",
         "Why early? The first steps set the matrix's structure while it moves fastest; later the two sides "
-        "come closer. The paper reports 70.3% over OLMo-1B's first 1,000 steps.",
+        f"come closer. The paper reports {OUTPUT_SHARE['early']:.1%} over OLMo-1B's first "
+        f"{OUTPUT_SHARE['early_steps']:,} steps.",
         "A share of norms says which side is larger, not which one shapes the matrix: the next step tests "
         "that."),
     "why": Notes(
@@ -64,8 +68,8 @@ NOTES: dict[str, Notes] = {
         "the direction the explanation predicts.",
         "Then why not always scale it up? In the paper it costs output quality (perplexity 35.7 to 36.6) with "
         "no gain on downstream benchmarks.",
-        "The paper's moves are small (OLMo-1B's T to I: cosine 0.216 without scaling, 0.222 at x5): read the "
-        "direction, not the size."),
+        f"The paper's moves are small (OLMo-1B's T to I: cosine {TABLE2[1.0]['I']:.3f} without scaling, "
+        f"{TABLE2[5.0]['I']:.3f} at x5): read the direction, not the size."),
     "lens": Notes(
         "A consequence: read each layer through a tuned lens; the tied model's early layers sit further from "
         "its output (higher KL): they contribute less usefully to the residual stream.",

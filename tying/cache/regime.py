@@ -25,9 +25,9 @@ class Row:
 
 
 ROWS = (
-    Row("O of an untied twin with T's start and batches (shared start: the control)", "O", SHARED, True),
-    Row("O of an independent untied twin (its own start and batches: the paper's regime)", "O", "", True),
-    Row("T' of a second, independent tied run (the ceiling)", "T'", "", False),
+    Row("O, shared start (control)", "O", SHARED, True),
+    Row("O, independent (paper's regime)", "O", "", True),
+    Row("T', second tied run (ceiling)", "T'", "", False),
 )
 
 COLUMNS = (
@@ -44,6 +44,9 @@ COLUMNS = (
 """(header, per-seed metric): ``{x}`` is the row's matrix (O or T'), set against T; the I columns are the
 untied twin's input matrix (none for the ceiling)."""
 
+BRIEF = ("→T linear in-sample", "I→T linear in-sample", "→T raw rows", "overlap@10 with T", "CKA with T")
+"""The columns a page shows (the docs' table has them all)."""
+
 
 def interval(s: Summary, metric: str) -> tuple[float, float, float, int] | None:
     """(mean, lo, hi, seeds) of a per-seed metric (lo = hi = mean with one seed); None where absent."""
@@ -56,9 +59,10 @@ def interval(s: Summary, metric: str) -> tuple[float, float, float, int] | None:
     return mean, lo, hi, len(values)
 
 
-def regime_table(s: Summary) -> list[dict[str, str]]:
+def regime_table(s: Summary, columns=None) -> list[dict[str, str]]:
     """One dict per row of :data:`ROWS` the cache has: {"what T is compared with": label, header:
-    "0.534 [0.520, 0.548]"} ('-' where the row has no such number)."""
+    "0.534 [0.520, 0.548]"} ('-' where the row has no such number), for the headers ``columns``
+    (default: every one of :data:`COLUMNS`)."""
     out = []
     rows = ROWS
     if s.twins == "shared start":  # the cache's own twins shared the start: its plain metrics are the control's
@@ -69,6 +73,8 @@ def regime_table(s: Summary) -> list[dict[str, str]]:
             continue
         cells = {"what T is compared with": row.label}
         for header, metric in COLUMNS:
+            if columns is not None and header not in columns:
+                continue
             if "{x}" not in metric and not row.with_input:
                 cells[header] = "-"
                 continue
