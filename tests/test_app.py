@@ -580,3 +580,12 @@ def test_side_by_side_fraction_and_lens_text_are_labelled(monkeypatch):
     at = _app(root, monkeypatch, "lens")
     assert not at.exception, [e.value for e in at.exception]
     assert any("WikiText-103" in c.value and "WikiText-2" in c.value for c in at.caption)
+
+
+def test_the_smollm2_lens_page_says_its_lens_is_brief_and_its_kl_an_upper_bound(monkeypatch):
+    at = _shipped(monkeypatch, "lens", pair="smollm2")
+    assert not at.exception
+    notes = [c.value for c in at.caption if "upper bound" in c.value]
+    assert len(notes) == 1 and "of the tuned-lens library's default budget" in notes[0]
+    # and the demo, a toy lab whose twins are read alike, does not call its KL so
+    assert not any("upper bound" in c.value for c in _shipped(monkeypatch, "lens", pair="demo").caption)
