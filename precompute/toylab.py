@@ -334,10 +334,11 @@ class DemoRun:
                                 for method, value in scaling_cosines(T, M, fit, ev, device=cfg.device).items()]
             T = _final(results[run_id("tied", 1.0, seed)])[0]
             T2 = _final(results[run_id("tied_rerun", 1.0, seed)])[0]
-            m = compare_tied_to_twin(T, I, O, seed, device=cfg.device, T2=T2, spectral=True)
+            spectral = "spectral" not in cfg.skip
+            m = compare_tied_to_twin(T, I, O, seed, device=cfg.device, T2=T2, spectral=spectral)
             if run_id(CONTROL, 1.0, seed) in results:  # the shared-start control: the same T, its other twin
                 Ic, Oc = _final(results[run_id(CONTROL, 1.0, seed)])
-                control = compare_tied_to_twin(T, Ic, Oc, seed, device=cfg.device, spectral=True)
+                control = compare_tied_to_twin(T, Ic, Oc, seed, device=cfg.device, spectral=spectral)
                 m.update({f"{k} ({SHARED})": v for k, v in control.items() if "T'" not in k})
             if "lens" not in cfg.skip:
                 m.update(self.seed_lens(seed, corpus_file))
