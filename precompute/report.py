@@ -15,7 +15,7 @@ from tying.cache import claims, reference
 from tying.cache.schema import MATRIX_PAIRS, METHOD_LABELS, TABLE1_COMPARISONS, TABLE1_METHODS, pair_label
 from tying.cache.sentences import coverage_text, match_text, paper_label, plus_minus, spectral_scope
 from tying.cache.store import CACHE_SUFFIX, CacheError, open_cache
-from tying.cache.summary import share_beside_paper, summarize
+from tying.cache.summary import share_beside_paper, summarize_cache
 from tying.cache.summary_types import EARLY_LAYERS, PaperReference, Summary, stored_as
 from tying.cache.verdicts import NO_DATA
 from tying.errors import UserError
@@ -46,7 +46,9 @@ def print_summary(path: Path, *, as_json: bool) -> None:
         hint = f"; rebuild with: {exc.rebuild}" if exc.rebuild else ""
         raise UserError(exc.message + hint) from None
     try:
-        s = summarize(con)
+        s = summarize_cache(con, path)
+    except CacheError as exc:
+        raise UserError(exc.message) from None
     finally:
         con.close()
     if as_json:

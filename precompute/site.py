@@ -28,6 +28,7 @@ import math
 import os
 import re
 import shutil
+import sys
 import time
 from dataclasses import dataclass, field
 from datetime import date
@@ -40,7 +41,7 @@ from precompute.report import resolve_cache
 from precompute.site_assets import KIND_LABELS, js_data
 from tying.cache.summary_types import Summary
 from tying.cache.verdicts import NO_DATA
-from tying.errors import UserError
+from tying.errors import UserError, first_line
 
 SEARCH_MAX_TOKENS = 10_000  # a cache with more tokens gets no token search (its data file would be large)
 SEARCH_K = 10  # neighbours per matrix in the token search
@@ -99,8 +100,16 @@ def open_caches(caches: list[str], cache_dir: str) -> list:
     """The caches as the app's CacheRefs, each checked to open; a UserError names the first that does not."""
     from explorer.render import pack
 
-    refs = [pack.open_ref(resolve_cache(c, cache_dir), f" (give a cache file or a name in --cache-dir '{cache_dir}')")
-            for c in caches]
+    refs, skipped = [], []
+    for c in caches:
+        try:
+            refs.append(pack.open_ref(resolve_cache(c, cache_dir),
+                                      f" (give a cache file or a name in --cache-dir '{cache_dir}')"))
+        except UserError as exc:  # one bad cache is left out, with its reason; the others make the site
+            skipped.append(exc)
+            print(f"skipped: {first_line(exc)}", file=sys.stderr, flush=True)
+    if not refs:
+        raise skipped[0]
     folders = [folder_name(r.name) for r in refs]
     for f in set(folders):
         if folders.count(f) > 1:

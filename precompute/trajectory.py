@@ -16,6 +16,7 @@ import pandas as pd
 
 from precompute.options import cache_dir_option, check_positive, device_option, option
 from tying.cache.store import CacheError, finished_stages, open_cache, stage_params
+from tying.cache.summary import summarize_cache
 from tying.errors import UserError
 from tying.lens import budget_for
 from tying.loading.localmodels import lens_files, model_dirs
@@ -55,7 +56,10 @@ def _stage_params(cache_path: Path) -> tuple[dict, dict]:
     except CacheError as exc:
         raise UserError(exc.message) from None
     try:
+        summarize_cache(con, cache_path)  # a damaged cache says so (its name, its reason), not "no lens"
         stages = finished_stages(con)
+    except CacheError as exc:
+        raise UserError(exc.message) from None
     finally:
         con.close()
     return stage_params(stages, "load"), stage_params(stages, "lens")

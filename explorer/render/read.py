@@ -39,7 +39,7 @@ from tying.cache.store import (
     stage_params,
     table_exists,
 )
-from tying.cache.summary import summarize
+from tying.cache.summary import summarize_cache
 from tying.cache.summary_types import Summary
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,8 +90,21 @@ class CacheListing:
 
 
 def caches(directory: str) -> list[CacheListing]:
-    """Every cache in ``directory`` with its error, if it cannot be opened."""
-    return [CacheListing(c.name, str(c.path), c.error, c.rebuild) for c in list_caches(directory)]
+    """Every cache in ``directory`` with its error, if it cannot be opened or its summary cannot be
+    read (a damaged file opens, then fails on its first read): every reader that keeps the caches
+    without an error never meets a broken one."""
+    out = []
+    for c in list_caches(directory):
+        error, rebuild = c.error, c.rebuild
+        if error is None:
+            try:
+                summary(CacheRef.of(Path(c.path)))
+            except CacheError as exc:
+                error, rebuild = exc.message, exc.rebuild or rebuild
+            except FileNotFoundError:
+                error = "the cache file disappeared"
+        out.append(CacheListing(c.name, str(c.path), error, rebuild))
+    return out
 
 
 @memo(32)
@@ -119,9 +132,10 @@ def has_rows(ref: CacheRef, table: str) -> bool:
 
 @memo(64)
 def summary(ref: CacheRef) -> Summary:
+    """The cache's summary; CacheError (naming the file) for one that opens but cannot be read."""
     cur = connect(ref).cursor()
     try:
-        return summarize(cur)
+        return summarize_cache(cur, ref.path)
     finally:
         cur.close()
 
@@ -405,8 +419,10 @@ def per_run(ref: CacheRef, name: str) -> dict[str, pd.DataFrame]:
 
 
 def open_error(ref: CacheRef) -> CacheError | None:
+    """Why the cache cannot be used (it does not open, or its summary cannot be read), or None."""
     try:
         connect(ref)
+        summary(ref)
     except CacheError as exc:
         return exc
     return None

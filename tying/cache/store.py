@@ -62,13 +62,40 @@ def default_name(tied: str, untied: str) -> str:
 def cache_path(cache_dir: str | os.PathLike, name: str) -> Path:
     return Path(cache_dir) / f"{name}{CACHE_SUFFIX}"
 
+NO_EXTENSIONS = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+"""Every connection's settings: DuckDB never installs or loads an extension on its own (a file
+posing as a cache, a SQLite database say, would otherwise make it download a scanner)."""
+
+DUCKDB_MAGIC = b"DUCK"
+"""A DuckDB database file holds these bytes at offset 8 (its header's magic)."""
+
+
+def connect(path: str | os.PathLike, *, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection to a cache file with :data:`NO_EXTENSIONS` (every open of a cache, to
+    read or to write, goes through here)."""
+    return duckdb.connect(str(path), read_only=read_only, config=dict(NO_EXTENSIONS))
+
+
+def is_duckdb_file(path: str | os.PathLike) -> bool:
+    """Whether the file's header is a DuckDB database's (checked before DuckDB opens it)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(12)
+    except OSError:
+        return False
+    return len(head) == 12 and head[8:12] == DUCKDB_MAGIC
+
+
 def schema_version(con: duckdb.DuckDBPyConnection) -> int | None:
-    """The cache's schema version (its meta table's), None when it has none."""
+    """The cache's schema version (its meta table's), None when it has none or it is no number."""
     try:
         row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     except duckdb.Error:
         return None
-    return int(row[0]) if row else None
+    try:
+        return int(row[0]) if row else None
+    except (TypeError, ValueError):
+        return None
 
 
 def rebuild_command(name: str) -> str:
@@ -83,8 +110,10 @@ def open_cache(path: str | os.PathLike) -> duckdb.DuckDBPyConnection:
     name = path.name.removesuffix(CACHE_SUFFIX)
     if not path.is_file():
         raise CacheError(f"no cache at '{path}'", rebuild_command(name))
+    if not is_duckdb_file(path):
+        raise CacheError(f"'{path}' is not a DuckDB database (its header is another file's)", rebuild_command(name))
     try:
-        con = duckdb.connect(str(path), read_only=True)
+        con = connect(path, read_only=True)
     except duckdb.Error as exc:
         raise CacheError(f"'{path}' is not a readable cache ({first_line(exc)})", rebuild_command(name)) from None
     version = schema_version(con)

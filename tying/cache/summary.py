@@ -20,8 +20,17 @@ from tying.analysis.share import DEFAULT_EARLY_STEPS, output_share
 from tying.analysis.sweep import by_cell
 from tying.cache import reference
 from tying.cache.reference import OVERLAP_K
-from tying.cache.store import finished_stages, has_column, query_df, read_meta, stage_params, table_exists
+from tying.cache.store import (
+    CacheError,
+    finished_stages,
+    has_column,
+    query_df,
+    read_meta,
+    stage_params,
+    table_exists,
+)
 from tying.cache.summary_types import EARLY_LAYERS, Summary, paper_reference
+from tying.errors import first_line
 
 
 def _num(x: Any) -> float | None:
@@ -47,6 +56,17 @@ def _clean(x: Any) -> Any:
 def summarize(con: duckdb.DuckDBPyConnection) -> Summary:
     """Every headline number of the cache (strict JSON values: no NaN)."""
     return Summary.from_json(_clean(_summarize(con)))
+
+
+def summarize_cache(con: duckdb.DuckDBPyConnection, path) -> Summary:
+    """:func:`summarize`, a cache that opens but cannot be read (a damaged block, a value of the
+    wrong type in a table) raised as a CacheError naming the file: one bad file is listed with its
+    reason and skipped, never a traceback that takes the others down."""
+    try:
+        return summarize(con)
+    except Exception as exc:  # whatever a damaged file raises: duckdb's IOException, ValueError, KeyError...
+        raise CacheError(f"'{path}' cannot be read ({type(exc).__name__}: {first_line(exc)})",
+                         read_meta(con).get("command")) from None
 
 
 def _summarize(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:

@@ -24,7 +24,7 @@ import duckdb
 import pandas as pd
 
 from tying.cache.schema import MIGRATIONS, READABLE_VERSIONS, SCHEMA_VERSION, STAGE_TABLES, TABLES
-from tying.cache.store import params_hash, schema_version
+from tying.cache.store import connect, is_duckdb_file, params_hash, schema_version
 from tying.errors import UserError
 
 
@@ -189,10 +189,10 @@ class CacheWriter:
 
     def _finished_stages(self) -> dict[str, str]:
         """stage -> params_hash of the existing cache; empty if none or unusable."""
-        if not self.path.exists():
+        if not self.path.exists() or not is_duckdb_file(self.path):
             return {}
         try:
-            con = duckdb.connect(str(self.path), read_only=True)
+            con = connect(self.path, read_only=True)
         except duckdb.Error:
             return {}
         try:
@@ -281,7 +281,7 @@ class CacheWriter:
             # older readable schema is migrated.
             if not self._start_empty and self.path.exists() and self._usable():
                 shutil.copyfile(self.path, tmp)
-            con = duckdb.connect(str(tmp))
+            con = connect(tmp, read_only=False)
             try:
                 _create_tables(con)
                 _migrate(con)
@@ -312,8 +312,10 @@ class CacheWriter:
 
     def _usable(self) -> bool:
         """Whether the current file is a cache of a readable schema (else a stage starts from empty)."""
+        if not is_duckdb_file(self.path):
+            return False
         try:
-            con = duckdb.connect(str(self.path), read_only=True)
+            con = connect(self.path, read_only=True)
         except duckdb.Error:
             return False
         try:
