@@ -48,6 +48,7 @@ class EvolutionConfig:
     revisions: list[str] = option(help="comma-separated revisions, the first is the reference")
     name: str | None = option(None, shown="`<model>-evolution`", help="cache name")
     cache_dir: str = cache_dir_option()
+    force: bool = option(False, help="replace a cache of another kind that has this name")
     trust_remote_code: bool = option(False, help="allow a hub model's own code to run (off by default)")
     command: str | None = internal(None)
 
@@ -90,7 +91,7 @@ def run_evolution(cfg: EvolutionConfig) -> Path:
     revisions = cfg.revisions
     name = check_name(cfg.name or short_name(cfg.model) + "-evolution")
     path = cache_path(cfg.cache_dir, name)
-    writer = CacheWriter(path, force=True, meta={"name": name, "kind": "evolution", "command": cfg.command,
+    writer = CacheWriter(path, force=True, replace=cfg.force, meta={"name": name, "kind": "evolution", "command": cfg.command,
                                                   "model": cfg.model, "revisions": revisions})
     t0 = time.perf_counter()
     rows, first, prev, files = [], None, None, []
@@ -130,6 +131,7 @@ class GradsConfig:
     name: str = option(help="cache name")
     run: str | None = option(None, shown="the file name", help="run label")
     cache_dir: str = cache_dir_option()
+    force: bool = option(False, help="replace a cache of another kind that has this name")
     step_column: str = option(DEFAULT_COLUMNS["step"], help="column of the step")
     input_column: str = option(DEFAULT_COLUMNS["input"], help="column of the input-side norm; its `_effective` "
                                "twin is read when present")
@@ -149,7 +151,7 @@ class GradsConfig:
 def run_grads(cfg: GradsConfig) -> Path:
     name = check_name(cfg.name)
     path = cache_path(cfg.cache_dir, name)
-    writer = CacheWriter(path, force=True, meta={"name": name, "kind": "provenance", "command": cfg.command,
+    writer = CacheWriter(path, force=True, replace=cfg.force, meta={"name": name, "kind": "provenance", "command": cfg.command,
                                                   "csv": str(cfg.csv)})
     t0 = time.perf_counter()
     log, how = read_provenance_csv(cfg.csv, step_column=cfg.step_column, input_column=cfg.input_column,

@@ -154,6 +154,7 @@ class EvolutionJsonConfig:
     json: list[str] = option(repeat=True, help="an evolution file; repeat for several models")
     name: str = option(help="cache name")
     cache_dir: str = cache_dir_option()
+    force: bool = option(False, help="replace a cache of another kind that has this name")
     command: str | None = internal(None)
 
     def __post_init__(self) -> None:
@@ -165,7 +166,7 @@ def import_evolution(cfg: EvolutionJsonConfig) -> Path:
     name = check_name(cfg.name)
     tables = evolution_tables(cfg.json)  # every file is checked before anything is written
     path = cache_path(cfg.cache_dir, name)
-    writer = CacheWriter(path, force=True, meta={"name": name, "kind": "evolution", "command": cfg.command,
+    writer = CacheWriter(path, force=True, replace=cfg.force, meta={"name": name, "kind": "evolution", "command": cfg.command,
                                                   "sources": [source_of(Path(p)) for p in cfg.json]})
     writer.write_stage("training", {"files": [str(p) for p in cfg.json]}, tables, seconds=0.0)
     return path
@@ -182,6 +183,7 @@ class PaperConfig:
                            help="folder of the published files")
     name: str = option("paper", help="cache name")
     cache_dir: str = cache_dir_option()
+    force: bool = option(False, help="replace a cache of another kind that has this name")
     early_steps: int = option(DEFAULT_EARLY_STEPS, help="the early output share is over logged steps <= this")
     command: str | None = internal(None)
     files: dict = internal(default_factory=lambda: dict(FILES))
@@ -235,7 +237,7 @@ def build_paper(cfg: PaperConfig) -> Path:
     meta = {"name": name, "kind": "published", "preset": "olmo", "command": cfg.command or
             "python -m precompute paper", "sources": sources,
             "about": "published measurements of the paper's authors (real models), and the paper's tables"}
-    writer = CacheWriter(path, force=True, meta=meta)
+    writer = CacheWriter(path, force=True, replace=cfg.force, meta=meta)
     writer.write_stage("training", {"data_dir": cfg.data_dir, "early_steps": cfg.early_steps}, training,
                        seconds=time.perf_counter() - t0)
     writer.write_stage("lens", {"source": "paper"}, lens, seconds=0.0)

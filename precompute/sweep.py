@@ -201,7 +201,7 @@ class SweepRun:
         if stale:
             log(f"{self.path} was written by an earlier protocol (no widened matched arm, no stored probes): "
                 "starting it afresh")
-        writer = CacheWriter(self.path, force=cfg.force or stale, meta={"kind": "sweep", "name": self.name,
+        writer = CacheWriter(self.path, force=cfg.force or stale, replace=cfg.force, meta={"kind": "sweep", "name": self.name,
                                                                 "command": cfg.command, "sweep": asdict(cfg)})
         text = load_corpus(cfg.corpus, cfg.max_chars)
         digest = hashlib.sha256(text.encode()).hexdigest()

@@ -206,7 +206,7 @@ class DemoRun:
         t_start = time.perf_counter()
         log = lambda msg: tqdm.write(msg, file=sys.stderr)
         # checks the cache location before any work, and knows the finished stages
-        cached = CacheWriter(self.path, force=cfg.force)
+        cached = CacheWriter(self.path, force=cfg.force, meta={"kind": "toylab"})
         text = load_corpus(cfg.corpus, cfg.max_chars)
         digest = hashlib.sha256(text.encode()).hexdigest()
         self.work.mkdir(parents=True, exist_ok=True)

@@ -138,3 +138,47 @@ def test_the_app_picking_a_bad_cache_says_why_in_one_line(folder, monkeypatch, n
     assert not at.exception, (name, at.exception)
     errors = [e.value for e in at.error]
     assert any(e.startswith(f"Cannot open the cache '{name}'") and f"{name}.duckdb" in e for e in errors), errors
+
+
+# -- a cache of another kind is never replaced without --force --------------------------------------
+
+def _fingerprint(path: Path) -> tuple[int, bytes]:
+    return path.stat().st_mtime_ns, path.read_bytes()
+
+
+@pytest.mark.parametrize("argv", [
+    ["grads", "--csv", str(ROOT / "published" / "olmo-1b-tied-gradient-provenance.csv"), "--name", "demo"],
+    ["evolution-json", "--json", str(ROOT / "published" / "evolution_pythia-1b.json"), "--name", "demo"],
+    ["paper", "--name", "demo"],
+])
+def test_a_writer_refuses_a_cache_of_another_kind_without_force(tmp_path, capsys, argv):
+    """`grads --name sweep` once emptied the sweep (exit 0); now: one line, exit 2, the cache
+    untouched; with --force the user asks for the replacement and gets it."""
+    shutil.copyfile(ROOT / "cache" / "demo.duckdb", tmp_path / "demo.duckdb")
+    before = _fingerprint(tmp_path / "demo.duckdb")
+    assert main([*argv, "--cache-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "another kind (toylab" in err and "--force" in err and "\n" not in err
+    assert _fingerprint(tmp_path / "demo.duckdb") == before
+    assert main([*argv, "--cache-dir", str(tmp_path), "--force"]) == 0
+    capsys.readouterr()
+    con = store.open_cache(tmp_path / "demo.duckdb")
+    try:
+        assert store.read_meta(con)["kind"] != "toylab"
+    finally:
+        con.close()
+
+
+@pytest.mark.slow
+def test_pair_and_demo_refuse_a_cache_of_another_kind(tmp_path, capsys, tiny_model):
+    from tying.cache.fixtures import build_sweep_cache
+
+    build_sweep_cache(tmp_path, {32: [0.3, 0.31, 0.29]})
+    sweep = tmp_path / "sweep.duckdb"
+    before = _fingerprint(sweep)
+    tied = tiny_model("llama", True, seed=1)
+    assert main(["pair", "--tied", str(tied), "--name", "sweep", "--cache-dir", str(tmp_path), "--skip", "umap,lens"]) == 2
+    assert "another kind (sweep, not model)" in capsys.readouterr().err
+    assert main(["demo", "--name", "sweep", "--cache-dir", str(tmp_path), "--steps", "13", "--seeds", "1"]) == 2
+    assert "another kind (sweep, not toylab)" in capsys.readouterr().err
+    assert _fingerprint(sweep) == before

@@ -158,11 +158,15 @@ class CacheWriter:
     runs UMAP) both keep their stages. A second writer waits, with a message.
     """
 
-    def __init__(self, path: str | os.PathLike, *, force: bool = False, meta: dict[str, Any] | None = None):
+    def __init__(self, path: str | os.PathLike, *, force: bool = False, meta: dict[str, Any] | None = None,
+                 replace: bool | None = None):
+        """``force``: start the stages anew; ``replace``: the user's ``--force``, which alone lets a
+        cache of another kind (``meta["kind"]``) be replaced (default: ``force``)."""
         self.path = Path(path)
         self.force = force
         self.meta = dict(meta or {})
         self._check_writable()
+        self._check_kind(force if replace is None else replace)
         self._remove_stale_temporaries()
         self._done = {} if force else self._finished_stages()
         self._start_empty = force  # a forced rebuild's first stage starts from an empty file
@@ -179,6 +183,27 @@ class CacheWriter:
             raise UserError(f"cannot write the cache at '{self.path}': {exc.strerror or exc}") from None
         if self.path.exists() and not self.path.is_file():
             raise UserError(f"cannot write the cache at '{self.path}': it is not a file")
+
+    def _check_kind(self, replace: bool) -> None:
+        """UserError (nothing touched) when the file holds a cache of another kind than the one this
+        writer writes, unless the user asked to replace it: ``grads --name sweep`` must not turn an
+        85-minute sweep into an empty log."""
+        kind = self.meta.get("kind")
+        if replace or not kind or not self.path.is_file() or not is_duckdb_file(self.path):
+            return
+        try:
+            con = connect(self.path, read_only=True)
+        except duckdb.Error:
+            return
+        try:
+            held = dict(con.execute("SELECT key, value FROM meta WHERE key IN ('kind', 'name')").fetchall())
+        except duckdb.Error:
+            return
+        finally:
+            con.close()
+        if held.get("kind") and held["kind"] != kind:
+            raise UserError(f"'{self.path}' holds a cache of another kind ({held['kind']}, not {kind}): choose another "
+                            "--name, or pass --force to replace it")
 
     def _remove_stale_temporaries(self) -> None:
         """Delete temporaries left by writers that were killed (their process is gone)."""
