@@ -31,7 +31,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from precompute.options import internal, option
-from tying.errors import UserError
+from tying.errors import UserError, first_line
 
 EVAL_FRACTION = 0.2
 
@@ -85,9 +85,17 @@ class LensOptions:
         if self.from_dir:  # checked before any stage runs; whether it fits the models, at the lens stage
             from precompute.lens_io import ROLES, lens_folder
 
-            if not any(lens_folder(self.from_dir, role) for role in ROLES):
+            folders = [f for f in (lens_folder(self.from_dir, role) for role in ROLES) if f is not None]
+            if not folders:
                 raise UserError(f"--lens-from {self.from_dir}: not a tuned-lens folder (no config.json and params.pt "
                                 "in it or in its tied/ and untied/)")
+            from tying.lens.interop import check_folder  # torch: only when a lens folder is given
+
+            for folder in folders:  # types, dtypes, shapes, NaN and Inf, before any stage writes anything
+                try:
+                    check_folder(folder)
+                except UserError as exc:
+                    raise UserError(f"--lens-from: {first_line(exc)}") from None
 
     def params(self) -> dict:
         out = dict(self.__dict__)

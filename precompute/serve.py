@@ -39,7 +39,7 @@ from typing import TextIO
 
 from precompute.options import cache_dir_option, check_positive, device_option, option
 from precompute.report import resolve_cache
-from precompute.trajectory import MAX_TEXT_CHARS, Tracer
+from precompute.trajectory import Tracer, check_text
 from tying.errors import UserError, first_line
 
 
@@ -64,10 +64,7 @@ def check_request(req: object) -> tuple[object, str, int, int]:
     if not isinstance(req, dict):
         raise UserError("a request is a JSON object with a text")
     text, top_k, max_tokens = req.get("text"), req.get("top_k", 5), req.get("max_tokens", 32)
-    if not isinstance(text, str) or not text.strip():
-        raise UserError("no text: at least one visible character, please")
-    if len(text) > MAX_TEXT_CHARS:
-        raise UserError(f"the text has {len(text):,} characters; at most {MAX_TEXT_CHARS:,}")
+    check_text(text, "at least one visible character, please")
     if type(top_k) is not int or top_k < 1:
         raise UserError(f"top_k must be a positive integer, got {top_k!r}")
     if type(max_tokens) is not int or not 1 <= max_tokens <= 256:

@@ -107,9 +107,10 @@ def open_caches(caches: list[str], cache_dir: str) -> list:
                                       f" (give a cache file or a name in --cache-dir '{cache_dir}')"))
         except UserError as exc:  # one bad cache is left out, with its reason; the others make the site
             skipped.append(exc)
-            print(f"skipped: {first_line(exc)}", file=sys.stderr, flush=True)
     if not refs:
         raise skipped[0]
+    for exc in skipped:
+        print(f"skipped: {first_line(exc)}", file=sys.stderr, flush=True)
     folders = [folder_name(r.name) for r in refs]
     for f in set(folders):
         if folders.count(f) > 1:

@@ -4,19 +4,37 @@ from the cache that holds its data, its speaker notes for the presenter view, an
 
 from __future__ import annotations
 
+import re
 import time
 from urllib.parse import urlsplit
 
 from tying.errors import UserError
 
+HOST = re.compile(r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+                  r"(?::\d{1,5})?|\[[0-9A-Fa-f:.]+\](?::\d{1,5})?")
+"""A plain host: DNS labels (or an IPv6 literal in brackets), an optional port; no spaces, no
+control characters, no user:password@."""
+
 
 def check_base_url(url: str) -> str:
-    """``url`` without a trailing slash; UserError (one line) unless it is an http(s) address with a host."""
-    parts = urlsplit(url.strip())
-    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
-        raise UserError(f"--base-url must be the site's http(s) address, like https://example.org/tour-site, "
-                        f"got {url!r}")
-    return url.strip().rstrip("/")
+    """``url`` without a trailing slash; UserError (one line), before anything is built, unless it is
+    an http(s) address with a plain host and no query, fragment, space or control character, short
+    enough that a QR code holds every step's address."""
+    from explorer.render import qr
+
+    text = url.strip()
+    parts = urlsplit(text)
+    plain = not any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in text)
+    if (parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment or not plain
+            or not HOST.fullmatch(parts.netloc)):
+        raise UserError(f"--base-url must be the site's http(s) address with a plain host, like "
+                        f"https://example.org/tour-site, got {url!r}"[:300])
+    base = text.rstrip("/")
+    longest = step_url(base, 99)
+    if not qr.fits(longest):
+        raise UserError(f"--base-url is too long for a QR code: a step's address would have {len(longest):,} "
+                        f"characters, at most {qr.MAX_URL:,} fit")
+    return base
 
 
 def step_url(base_url: str, number: int) -> str:

@@ -24,6 +24,21 @@ from tying.loading.localmodels import lens_files, model_dirs
 MAX_TEXT_CHARS = 2000
 
 
+def check_text(text: object, visible: str = "give --text with at least one visible character") -> str:
+    """The text to trace, or UserError (one line): empty, too long, or not valid UTF-8 (a byte no
+    encoding gives arrives from the command line as a lone surrogate, as does one in JSON)."""
+    if not isinstance(text, str) or not text.strip():
+        raise UserError(f"no text: {visible}")
+    if len(text) > MAX_TEXT_CHARS:
+        raise UserError(f"the text has {len(text):,} characters; at most {MAX_TEXT_CHARS:,}")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise UserError(f"the text is not valid UTF-8: character {exc.start + 1} is a byte or a lone surrogate "
+                        "that no character encodes") from None
+    return text
+
+
 @dataclass
 class TrajectoryConfig:
     """What `precompute trajectory` does; checked when built."""
@@ -40,10 +55,7 @@ class TrajectoryConfig:
     def __post_init__(self) -> None:
         if self.text == []:  # argparse took the text '--' (--text=--) for its separator and left nothing
             self.text = "--"
-        if not isinstance(self.text, str) or not self.text.strip():
-            raise UserError("no text: give --text with at least one visible character")
-        if len(self.text) > MAX_TEXT_CHARS:
-            raise UserError(f"the text has {len(self.text):,} characters; at most {MAX_TEXT_CHARS:,}")
+        check_text(self.text)
         if not 1 <= self.max_tokens <= 256:
             raise UserError(f"--max-tokens must be between 1 and 256, got {self.max_tokens}")
         check_positive(self, "top_k")

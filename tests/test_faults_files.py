@@ -182,3 +182,92 @@ def test_pair_and_demo_refuse_a_cache_of_another_kind(tmp_path, capsys, tiny_mod
     assert main(["demo", "--name", "sweep", "--cache-dir", str(tmp_path), "--steps", "13", "--seeds", "1"]) == 2
     assert "another kind (sweep, not toylab)" in capsys.readouterr().err
     assert _fingerprint(sweep) == before
+
+
+# -- bad inputs: one line, exit 2, checked before anything is written --------------------------------
+
+def _one_line(capsys, argv) -> str:
+    assert main([str(a) for a in argv]) == 2, argv
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "\n" not in err and "Traceback" not in err, err
+    return err
+
+
+@pytest.mark.parametrize("text", ["caf\udce9", "lone \ud800 surrogate"])
+def test_a_text_that_is_not_utf8_is_one_line(capsys, text):
+    """Bytes that are not UTF-8 reach argv as lone surrogates (Python's surrogateescape)."""
+    err = _one_line(capsys, ["trajectory", str(ROOT / "cache" / "demo.duckdb"), "--text", text])
+    assert "not valid UTF-8" in err
+    from precompute.serve import check_request
+    from tying.errors import UserError
+
+    with pytest.raises(UserError, match="not valid UTF-8"):
+        check_request({"text": text})
+
+
+@pytest.fixture(scope="module")
+def lens_folder(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("lens") / "demo-lens"
+    assert main(["export-lens", str(ROOT / "cache" / "demo.duckdb"), "--out", str(out)]) == 0
+    return out
+
+
+def _bad_lens(src: Path, dst: Path, params=None, config=None) -> Path:
+    import json
+
+    import torch
+
+    shutil.copytree(src, dst)
+    for role in ("tied", "untied"):
+        if config is not None:
+            c = json.loads((dst / role / "config.json").read_text()) | config
+            (dst / role / "config.json").write_text(json.dumps(c))
+        if params is not None:
+            state = torch.load(dst / role / "params.pt", weights_only=True)
+            torch.save(params(state), dst / role / "params.pt")
+    return dst
+
+
+def _nan(state):
+    state["0.weight"][0, 0] = float("nan")
+    return state
+
+
+def _complex(state):
+    return {k: v.to(__import__("torch").complex64) for k, v in state.items()}
+
+
+def _lists(state):
+    return {k: v.tolist() for k, v in state.items()}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case, params, config, says", [
+    ("nan", _nan, None, "NaN or infinite"),
+    ("complex", _complex, None, "real floating point"),
+    ("lists", _lists, None, "not tensors"),
+    ("hash", None, {"unembed_hash": 12345}, "unembed_hash is a int"),
+])
+def test_lens_from_a_bad_folder_is_one_line_and_writes_nothing(lens_folder, tmp_path, capsys, case, params, config,
+                                                               says):
+    folder = _bad_lens(lens_folder, tmp_path / case, params, config)
+    err = _one_line(capsys, ["pair", "--tied", ROOT / "cache" / "toylab" / "demo" / "tied-seed0", "--untied",
+                             ROOT / "cache" / "toylab" / "demo" / "untied-seed0", "--name", "x",
+                             "--cache-dir", tmp_path / "out", "--lens-from", folder])
+    assert says in err and "--lens-from" in err
+    assert not (tmp_path / "out" / "x.duckdb").exists()
+
+
+@pytest.mark.parametrize("url, says", [
+    ("https://exa mple.org/tour", "plain host"),
+    ("https://example.org\x07/tour", "plain host"),
+    ("https://example.org/my tour", "plain host"),
+    ("http://user:secret@example.org/tour", "plain host"),
+    ("ftp://example.org/tour", "plain host"),
+    ("https://example.org/" + "p" * 5000, "too long for a QR code"),
+])
+def test_a_bad_base_url_is_one_line_before_the_build(tmp_path, capsys, url, says):
+    err = _one_line(capsys, ["site", "paper", "--cache-dir", ROOT / "cache", "--out", tmp_path / "site",
+                             "--formats", "svg", "--base-url", url])
+    assert says in err and "--base-url" in err
+    assert not (tmp_path / "site").exists()

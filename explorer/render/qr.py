@@ -15,6 +15,21 @@ def is_public(url: str) -> bool:
     return parts.scheme in ("http", "https") and bool(parts.hostname) and parts.hostname not in LOCAL_HOSTS
 
 
+MAX_URL = 2331
+"""The longest address (bytes) a QR code holds at error correction M (version 40, byte mode)."""
+
+
+def fits(url: str) -> bool:
+    """Whether a QR code at error correction M holds ``url`` (segno decides: it knows every mode)."""
+    import segno
+
+    try:
+        segno.make(url, error="m", micro=False)
+    except segno.DataOverflowError:
+        return False
+    return True
+
+
 @functools.lru_cache(maxsize=32)
 def qr_svg(url: str, scale: int = 5) -> str:
     """An inline SVG QR code of ``url`` (error correction M: still read from the back of a room

@@ -90,9 +90,46 @@ def read_config(folder: Path) -> dict:
         kind = config.get("lens_type") if isinstance(config, dict) else type(config).__name__
         raise UserError(f"{folder} holds a lens of type {kind!r}; only {LENS_TYPE!r} is read")
     for key in ("d_model", "num_hidden_layers"):
-        if not isinstance(config.get(key), int) or config[key] < 1:
+        if type(config.get(key)) is not int or config[key] < 1:
             raise UserError(f"{folder / CONFIG} has no valid {key!r}")
+    if config.get("unembed_hash") is not None and not isinstance(config["unembed_hash"], str):
+        raise UserError(f"{folder / CONFIG}: unembed_hash is a {type(config['unembed_hash']).__name__}, not a string")
     return config
+
+
+def read_params(folder: Path, config: dict) -> dict[str, torch.Tensor]:
+    """The translators of a library lens folder, checked without a model: ``{i}.weight`` (d, d) and
+    ``{i}.bias`` (d,) for every hidden state, real floating-point tensors with finite values only
+    (UserError, one line, for anything else: a NaN translator would read as a false zero KL)."""
+    folder = Path(folder)
+    d, layers = config["d_model"], config["num_hidden_layers"]
+    try:
+        state = torch.load(folder / PARAMS, map_location="cpu", weights_only=True)
+    except Exception as exc:  # a pickle with code, a truncated file: refused, never run
+        raise UserError(f"{folder / PARAMS} is not a tensor file torch.load(weights_only=True) reads: "
+                        f"{str(exc).splitlines()[0][:160]}") from None
+    expected = {f"{i}.{k}" for i in range(layers) for k in ("weight", "bias")}
+    if not isinstance(state, dict) or set(state) != expected:
+        got = sorted(map(str, state))[:4] if isinstance(state, dict) else type(state).__name__
+        raise UserError(f"{folder / PARAMS} does not hold the translators 0..{layers - 1} (weight, bias): {got}")
+    for i in range(layers):
+        w, b = state[f"{i}.weight"], state[f"{i}.bias"]
+        if not isinstance(w, torch.Tensor) or not isinstance(b, torch.Tensor):
+            raise UserError(f"{folder / PARAMS}: translator {i} holds a {type(w).__name__} and a "
+                            f"{type(b).__name__}, not tensors")
+        if not (w.dtype.is_floating_point and b.dtype.is_floating_point):
+            raise UserError(f"{folder / PARAMS}: translator {i} is {w.dtype}/{b.dtype}; a lens is real floating point")
+        if tuple(w.shape) != (d, d) or tuple(b.shape) != (d,):
+            raise UserError(f"{folder / PARAMS}: translator {i} has shapes {tuple(w.shape)} and "
+                            f"{tuple(b.shape)}, not ({d}, {d}) and ({d},)")
+        if not (torch.isfinite(w).all() and torch.isfinite(b).all()):
+            raise UserError(f"{folder / PARAMS}: translator {i} holds NaN or infinite values")
+    return state
+
+
+def check_folder(folder: Path) -> None:
+    """A library lens folder read and checked without its model (before any stage runs)."""
+    read_params(folder, read_config(folder))
 
 
 def read_folder(folder: Path, parts: LensParts, model_name: str = "the model") -> TunedLens:
@@ -112,22 +149,11 @@ def read_folder(folder: Path, parts: LensParts, model_name: str = "the model") -
     if want and want != have:
         raise UserError(f"the lens in {folder} was trained for another unembedding: its hash {want[:12]}, "
                         f"{model_name}'s {have[:12]}")
-    try:
-        state = torch.load(folder / PARAMS, map_location="cpu", weights_only=True)
-    except Exception as exc:  # a pickle with code, a truncated file: refused, never run
-        raise UserError(f"{folder / PARAMS} is not a tensor file torch.load(weights_only=True) reads: "
-                        f"{str(exc).splitlines()[0][:160]}") from None
-    expected = {f"{i}.{k}" for i in range(layers) for k in ("weight", "bias")}
-    if not isinstance(state, dict) or set(state) != expected:
-        got = sorted(state)[:4] if isinstance(state, dict) else type(state).__name__
-        raise UserError(f"{folder / PARAMS} does not hold the translators 0..{layers - 1} (weight, bias): {got}")
+    state = read_params(folder, config)
     lens = TunedLens(parts.n_hidden, parts.d_model)
     with torch.no_grad():
         for i in range(layers):
             w, b = state[f"{i}.weight"], state[f"{i}.bias"]
-            if tuple(w.shape) != (d, d) or tuple(b.shape) != (d,):
-                raise UserError(f"{folder / PARAMS}: translator {i} has shapes {tuple(w.shape)} and "
-                                f"{tuple(b.shape)}, not ({d}, {d}) and ({d},)")
             lens.translators[i].weight.copy_(w.to(torch.float32))
             lens.translators[i].bias.copy_(b.to(torch.float32))
     lens.eval()
