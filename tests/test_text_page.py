@@ -92,6 +92,33 @@ def test_the_javascript_tokenizer_encodes_and_decodes_as_tokenizers_does(twins):
     assert got["decoded"] == [hf.decode([i]) for i in ids]
 
 
+NODE_LONG_WORD = f"""
+const T = require({json.dumps(str(TWINS_JS))});
+const p = JSON.parse(require("fs").readFileSync(0, "utf8"));
+const tok = new T.Tokenizer(p.spec);
+const t0 = Date.now();
+const ids = tok.encode(p.text, 65);
+console.log(JSON.stringify({{ids: ids, ms: Date.now() - t0}}));
+"""
+
+
+@needs_node
+def test_a_300000_letter_word_is_cut_before_it_is_tokenised(twins):
+    """encode(text, limit) stops at ``limit`` ids and reads a word's first 2,048 bytes: the 300,000
+    letters that once overflowed the stack (a spread of every id) cost what a short word does, and
+    the ids it gives are the first ones the whole text gives."""
+    import random
+
+    from tokenizers import Tokenizer
+
+    path = twins["tied"][0] / "tokenizer.json"
+    rng = random.Random(0)
+    word = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(300_000))
+    got = _node(NODE_LONG_WORD, {"spec": text_page.tokenizer_spec(path), "text": "say " + word + " end"})
+    assert got["ids"] == Tokenizer.from_file(str(path)).encode("say " + word).ids[:65]
+    assert got["ms"] < 5000, got["ms"]
+
+
 NODE_TRACE = f"""
 const fs = require("fs");
 const T = require({json.dumps(str(TWINS_JS))});
@@ -181,8 +208,13 @@ def test_the_text_page_gives_the_rows_python_prints_from_file_with_nothing_sent(
         box.send_keys("word " * 80)
         driver.execute_script("document.body.removeAttribute('data-computed')")
         _computed(driver)
-        assert "the twins read at most 64" in driver.find_element("id", "note").text
+        assert "The twins read at most 64 tokens" in driver.find_element("id", "note").text
         assert driver.execute_script("return decodeURIComponent(location.hash)").startswith("#text=word word")
+        # a 300,000-letter word: a bounded prefix is read, never the whole word, and the page answers
+        driver.execute_script("document.body.removeAttribute('data-computed')")
+        driver.execute_script("location.hash = '#text=' + 'abcdefghij'.repeat(30000)")
+        _computed(driver)
+        assert "The twins read at most 64 tokens" in driver.find_element("id", "note").text
         box.clear()
         box.send_keys(" ")
         import time

@@ -114,27 +114,36 @@
     }
     note.textContent = "Running both twins…";
     setTimeout(function () {
-      var t0 = performance.now(), m = load(), ids = m.tokenizer.encode(text), cut = "";
-      if (S.context && ids.length > S.context) {
-        cut = " The text has " + ids.length + " tokens; the twins read at most " + S.context + ": the first "
-          + S.context + " are shown.";
-        ids = ids.slice(0, S.context);
+      try { compute(text); } catch (e) {  // never left on "Running both twins…": the reason, in one line
+        note.textContent = "The twins could not read this text: " + String((e && e.message) || e).split("\n")[0];
+        last = null; json.textContent = "[]"; draw();
       }
-      var rows = [], kl = [];
-      Object.keys(m.roles).forEach(function (role) {
-        var r = T.trajectory(role, m.roles[role].model, m.tokenizer, m.roles[role].lens, ids, TOP_K);
-        rows = rows.concat(r.rows); kl = kl.concat(r.kl);
-      });
-      last = { rows: rows, kl: kl, n: ids.length };
-      json.textContent = JSON.stringify(rows);
-      var seconds = (performance.now() - t0) / 1000;
-      note.textContent = ids.length + " tokens, computed here in " + seconds.toFixed(2) + " s." + cut;
-      document.body.setAttribute("data-computed", String(seconds));
-      if (!document.body.hasAttribute("data-first")) {  // since the page was asked for: loading included
-        document.body.setAttribute("data-first", String(performance.now() / 1000));
-      }
-      draw();
     }, 0);
+  }
+
+  var PREFIX = 4 * 2048;  // characters read: a bounded prefix, far more than the twins' context needs
+
+  function compute(text) {
+    var t0 = performance.now(), m = load(), limit = (S.context || 64) + 1, cut = "";
+    var ids = m.tokenizer.encode(text.slice(0, PREFIX), limit);
+    if (ids.length > limit - 1) {
+      cut = " The twins read at most " + (limit - 1) + " tokens: the first " + (limit - 1) + " are shown.";
+      ids = ids.slice(0, limit - 1);
+    }
+    var rows = [], kl = [];
+    Object.keys(m.roles).forEach(function (role) {
+      var r = T.trajectory(role, m.roles[role].model, m.tokenizer, m.roles[role].lens, ids, TOP_K);
+      rows = rows.concat(r.rows); kl = kl.concat(r.kl);
+    });
+    last = { rows: rows, kl: kl, n: ids.length };
+    json.textContent = JSON.stringify(rows);
+    var seconds = (performance.now() - t0) / 1000;
+    note.textContent = ids.length + " tokens, computed here in " + seconds.toFixed(2) + " s." + cut;
+    document.body.setAttribute("data-computed", String(seconds));
+    if (!document.body.hasAttribute("data-first")) {  // since the page was asked for: loading included
+      document.body.setAttribute("data-first", String(performance.now() / 1000));
+    }
+    draw();
   }
 
   box.addEventListener("input", function () { clearTimeout(timer); timer = setTimeout(run, 400); });

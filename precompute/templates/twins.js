@@ -82,8 +82,12 @@
     this.cache.set(word, ids);
     return ids;
   };
-  Tokenizer.prototype.encode = function (text) {
+  const WORD_CAP = 2048;  // a longer word is cut: its first 2,048 bytes give more tokens than the twins read
+  // encode(text): every id; encode(text, limit): the first `limit` ids, each word cut to WORD_CAP bytes,
+  // so that a 300,000-letter word costs what a short one does (BPE is quadratic in a word's length).
+  Tokenizer.prototype.encode = function (text, limit) {
     const out = [];
+    const max = limit || Infinity;
     const specials = Object.keys(this.special);
     let rest = text;
     while (rest.length) {
@@ -94,11 +98,17 @@
       }
       const plain = at < 0 ? rest : rest.slice(0, at);
       for (const m of plain.matchAll(PRETOKEN)) {
-        const mapped = Array.from(new TextEncoder().encode(m[0]), (b) => this.chars[b]).join("");
-        out.push(...this.bpe(mapped));
+        let bytes = new TextEncoder().encode(m[0]);
+        if (limit && bytes.length > WORD_CAP) bytes = bytes.subarray(0, WORD_CAP);
+        const mapped = Array.from(bytes, (b) => this.chars[b]).join("");
+        for (const id of this.bpe(mapped)) {  // one at a time: a spread of a long word's ids overflows the stack
+          out.push(id);
+          if (out.length >= max) return out;
+        }
       }
       if (at < 0) break;
       out.push(this.special[which]);
+      if (out.length >= max) return out;
       rest = rest.slice(at + which.length);
     }
     return out;
