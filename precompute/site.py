@@ -41,6 +41,7 @@ from precompute.report import resolve_cache
 from precompute.site_assets import KIND_LABELS, js_data
 from tying.cache.summary_types import Summary
 from tying.cache.verdicts import NO_DATA
+from tying.cache.writer import remove_dead_leftovers
 from tying.errors import UserError, first_line
 
 SEARCH_MAX_TOKENS = 10_000  # a cache with more tokens gets no token search (its data file would be large)
@@ -146,6 +147,7 @@ def write_site(refs: list, out: Path, *, title: str = "Weight-tying explorer",
             raise UserError(f"--out '{out}' holds files that are not a site written by '{GENERATOR}': give a new "
                             "or empty folder")
     out.parent.mkdir(parents=True, exist_ok=True)
+    remove_dead_leftovers(out.parent, out.name)  # a killed build's .partial-<pid> and .old-<pid>
     tmp = out.parent / f".{out.name}.partial-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()

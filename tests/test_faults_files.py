@@ -271,3 +271,67 @@ def test_a_bad_base_url_is_one_line_before_the_build(tmp_path, capsys, url, says
                              "--formats", "svg", "--base-url", url])
     assert says in err and "--base-url" in err
     assert not (tmp_path / "site").exists()
+
+
+# -- leftovers ----------------------------------------------------------------------------------------
+
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def _umask() -> int:
+    import os
+
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_a_folder_is_written_0755_and_a_killed_writers_leftovers_are_removed(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    from tying.cache.writer import folder_written
+
+    dead, alive = _dead_pid(), os.getppid()
+    for what in ("tmp", "old", "partial"):
+        (tmp_path / f".lens.{what}-{dead}").mkdir()
+    (tmp_path / f".lens.tmp-{alive}").mkdir()  # a live writer's: left alone
+    with folder_written(tmp_path / "lens") as tmp:
+        (tmp / "tied").mkdir()
+        (tmp / "tied" / "params.pt").write_bytes(b"x")
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == [f".lens.tmp-{alive}", "lens"], left
+    want = 0o777 & ~_umask()
+    assert (tmp_path / "lens").stat().st_mode & 0o777 == want and (tmp_path / "lens" / "tied").stat().st_mode & 0o777 == want
+    # a folder that cannot be moved (a mount point): refused, the folder as it was, nothing left beside it
+    real = os.replace
+
+    def busy(src, dst):
+        if Path(src) == tmp_path / "lens":
+            raise OSError(errno.EBUSY, "Device or resource busy", str(src))
+        return real(src, dst)
+
+    monkeypatch.setattr(os, "replace", busy)
+    with pytest.raises(OSError), folder_written(tmp_path / "lens") as tmp:
+        (tmp / "new").write_text("x")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f".lens.tmp-{alive}", "lens"]
+    assert (tmp_path / "lens" / "tied" / "params.pt").read_bytes() == b"x"
+
+
+@pytest.mark.slow
+def test_a_killed_site_builds_partial_folder_is_removed_by_the_next_build(tmp_path, capsys):
+    dead = _dead_pid()
+    stale = tmp_path / f".site.partial-{dead}"
+    stale.mkdir()
+    (stale / "index.html").write_text("half")
+    assert main(["site", "paper", "--cache-dir", str(ROOT / "cache"), "--out", str(tmp_path / "site"),
+                 "--formats", "svg"]) == 0
+    capsys.readouterr()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]
+    assert (tmp_path / "site").stat().st_mode & 0o777 == 0o777 & ~_umask()

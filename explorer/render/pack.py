@@ -29,10 +29,7 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import shutil
 import threading
-import uuid
 import zipfile
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -119,24 +116,13 @@ def write_pack(ref: read.CacheRef, out: Path, formats=FORMATS, scale: float = 2.
     temporary folder beside ``out`` and renamed into place, replacing an earlier pack there:
     ``out`` is never half-written (a failure leaves it as it was). A folder that holds other
     files (no manifest) is refused."""
+    from tying.cache.writer import folder_written  # whole or not at all; a killed run's leftovers removed
+
     out = Path(out)
     _check_out(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.parent / f".{out.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp"
-    tmp.mkdir()
-    try:
+    with folder_written(out) as tmp:
         manifest = build_pack(ref, lambda name, body: (tmp / name).write_bytes(body), formats=formats, scale=scale,
                               presentation=presentation, progress=progress)
-        old = None
-        if out.exists():
-            old = out.parent / f".{out.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.old"
-            os.rename(out, old)
-        os.rename(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
     return manifest
 
 

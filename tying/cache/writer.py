@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import glob
 import json
 import os
 import shutil
@@ -76,26 +77,45 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Path], None], *, tmp:
     return path
 
 
+def remove_dead_leftovers(folder: str | os.PathLike, name: str) -> None:
+    """Delete what killed writers of ``name`` left in ``folder``: ``.<name>.<what>-<pid>`` files and
+    folders (a site's ``.partial-<pid>``, a folder's ``.tmp-<pid>`` and ``.old-<pid>``) whose process
+    is gone. A live writer's are left alone."""
+    for p in Path(folder).glob(f".{glob.escape(name)}.*-*"):
+        pid = p.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                p.unlink(missing_ok=True)
+
+
 @contextlib.contextmanager
 def folder_written(path: str | os.PathLike):
     """Write the folder ``path`` whole or not at all: the ``with`` body fills the temporary
-    folder it is given, beside ``path``, which then takes ``path``'s place (an earlier folder
+    folder it is given, beside ``path`` (``.<name>.tmp-<pid>``, made with the permissions of any
+    new folder: 0755 under the usual umask), which then takes ``path``'s place (an earlier folder
     there is moved aside, then removed). On any failure, also an interrupt, the temporary is
-    removed and ``path`` is left as it was."""
+    removed and ``path`` is left as it was; leftovers of killed writers are removed first."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    remove_dead_leftovers(path.parent, path.name)
+    tmp, old = path.parent / f".{path.name}.tmp-{os.getpid()}", None
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
     try:
         yield tmp
         if path.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".old", dir=path.parent))
-            os.replace(path, old / path.name)
+            old = path.parent / f".{path.name}.old-{os.getpid()}"
+            os.replace(path, old)  # a mount point cannot move: refused here, nothing left behind
             os.replace(tmp, path)
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(tmp, path)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None and old.exists() and not path.exists():
+            os.replace(old, path)  # the earlier folder back in its place
         raise
 
 
