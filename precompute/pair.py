@@ -27,7 +27,7 @@ from tying.analysis.umap_fit import EPOCHS as UMAP_EPOCHS
 from tying.cache import reference
 from tying.cache.schema import CEILING
 from tying.cache.store import cache_path, check_name, default_name, params_hash, short_name
-from tying.cache.writer import CacheWriter
+from tying.cache.writer import CacheWriter, forced_path, publish
 from tying.errors import UserError
 from tying.loading.model_matrices import file_sha256
 from tying.loading.vocab import common_vocabulary
@@ -156,6 +156,7 @@ class PairRun:
         self.path = cache_path(cfg.cache_dir, self.name)
         self.log = log or (lambda msg: tqdm.write(msg, file=sys.stderr))
         self._knn: dict[tuple[str, int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self.write_path: Path | None = None  # a caller's staged file to write into (and publish itself)
 
     # -- stage: load -----------------------------------------------------------------
     def load(self):
@@ -271,7 +272,12 @@ class PairRun:
                                "identical": self.vocab.identical, "match": self.vocab.match,
                                "same_string": self.vocab.same_string},
             }
-            writer = CacheWriter(self.path, force=cfg.force, meta=meta)
+            # --force writes beside the cache and renames over it when every stage is done: a killed
+            # rebuild leaves the previous cache whole (a caller that goes on writing, the demo, publishes)
+            staged = self.write_path or (forced_path(self.path) if cfg.force else self.path)
+            if staged != self.path:
+                CacheWriter(self.path, meta={"kind": meta["kind"]}, replace=cfg.force)  # checks the kind there
+            writer = CacheWriter(staged, force=cfg.force, meta=meta)
             for stage in todo:
                 params = self.stage_params(stage)
                 phash = params_hash(params)
@@ -291,6 +297,8 @@ class PairRun:
                 peak = peak_memory(reset=True)
                 self.log(f"stage {stage}: {seconds:.1f} s" + (f", peak memory {peak / 2**30:.2f} GB" if peak else ""))
                 bar.update(1)
+            if staged != self.path and self.write_path is None:
+                publish(staged, self.path)
         finally:
             bar.close()
         return self.path

@@ -32,7 +32,7 @@ from tying.cache.reference import TABLE2_METHOD
 from tying.cache.store import cache_path, check_name, params_hash
 from tying.cache.summary import SHARED_START as SHARED
 from tying.cache.summary_types import EARLY_LAYERS
-from tying.cache.writer import CacheWriter
+from tying.cache.writer import CacheWriter, forced_path, publish
 from tying.errors import UserError
 from tying.loading.corpus import load_corpus
 from tying.toylab.tokenizer import encode_corpus, train_bpe
@@ -207,6 +207,8 @@ class DemoRun:
         log = lambda msg: tqdm.write(msg, file=sys.stderr)
         # checks the cache location before any work, and knows the finished stages
         cached = CacheWriter(self.path, force=cfg.force, meta={"kind": "toylab"})
+        # --force builds the new cache beside the old one and renames it over when complete
+        self.staged = forced_path(self.path) if cfg.force else self.path
         text = load_corpus(cfg.corpus, cfg.max_chars)
         digest = hashlib.sha256(text.encode()).hexdigest()
         self.work.mkdir(parents=True, exist_ok=True)
@@ -260,23 +262,28 @@ class DemoRun:
 
         t0 = time.perf_counter()
         tables = self.training_tables(results, scales, corpus_file)
-        writer = CacheWriter(self.path, meta={"kind": "toylab", "toylab": asdict(cfg),
-                                              "corpus_chars": len(text), "corpus_tokens": int(len(tokens))})
+        writer = CacheWriter(self.staged, meta={"kind": "toylab", "toylab": asdict(cfg),
+                                                "corpus_chars": len(text), "corpus_tokens": int(len(tokens))})
         writer.write_stage("training", self.training_params(digest), tables,
                            seconds=time.perf_counter() - t0 + sum(r.seconds for r in results.values()))
+        if self.staged != self.path:
+            publish(self.staged, self.path)
         log(f"demo finished in {time.perf_counter() - t_start:.0f} s")
         return self.path
 
     def run_pair(self, corpus_file: Path) -> None:
         """The pair analyses on seed 0's twins and its T' (the ceiling), with token frequencies from the corpus."""
         cfg = self.cfg
-        PairRun(PairConfig(
+        run = PairRun(PairConfig(
             tied=str(self.model_dir("tied", 1.0, 0)), untied=str(self.model_dir("untied", 1.0, 0)), name=cfg.name,
             ceiling=str(self.model_dir("tied_rerun", 1.0, 0)),
             cache_dir=cfg.cache_dir, text=str(corpus_file), skip=list(cfg.skip), force=cfg.force,
             device=cfg.device, kind="toylab", command=cfg.command,
             lens=self.lens_options(corpus_file),
-        )).run()
+        ))
+        if getattr(self, "staged", self.path) != self.path:
+            run.write_path = self.staged  # the training stage follows into the same file, then it is published
+        run.run()
 
     def lens_options(self, corpus_file: Path):
         """The tuned lens of every seed's twins: the demo's own corpus at its context."""

@@ -335,3 +335,45 @@ def test_a_killed_site_builds_partial_folder_is_removed_by_the_next_build(tmp_pa
     capsys.readouterr()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]
     assert (tmp_path / "site").stat().st_mode & 0o777 == 0o777 & ~_umask()
+
+
+# -- a --force rebuild stopped on the way leaves the previous cache whole --------------------------------
+
+@pytest.mark.slow
+def test_a_stopped_force_rebuild_leaves_the_previous_cache_whole(tiny_model, tmp_path, capsys, monkeypatch):
+    """`pair --force` once started from an empty file at its first stage: stopped after it, the cache
+    had lost every other stage. Now the rebuild is written beside the cache and renamed over it
+    when complete; a stopped one leaves the cache as it was, and its file is removed by the next
+    writer once its process is gone."""
+    import os
+
+    import precompute.stages
+    from tying.cache.writer import CacheWriter
+
+    tied, untied = tiny_model("llama", True, seed=1), tiny_model("llama", False, seed=2)
+    argv = ["pair", "--tied", tied, "--untied", untied, "--cache-dir", tmp_path, "--name", "p", "--skip", "umap,lens",
+            "--spectral-components", "8", "--neighbours-k", "10"]
+    assert main([str(a) for a in argv]) == 0
+    capsys.readouterr()
+    path = tmp_path / "p.duckdb"
+    before = path.read_bytes()
+
+    def stopped(run, progress):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(precompute.stages, "neighbours_tables", stopped)  # after load and alignment
+    assert main([str(a) for a in [*argv, "--force"]]) == 130
+    capsys.readouterr()
+    assert path.read_bytes() == before  # every stage of the previous cache, untouched
+    staged = sorted(p for p in tmp_path.iterdir() if ".tmp-forced-" in p.name)
+    assert [p.name.endswith(".lock") for p in staged] == [True, False]  # the stopped rebuild's file and lock
+    pid = _dead_pid()  # as if its process were gone
+    dead = [p.rename(p.with_name(p.name.replace(f"forced-{os.getpid()}", f"forced-{pid}"))) for p in staged]
+    CacheWriter(path)
+    assert not any(p.exists() for p in dead)
+    # a rebuild that completes replaces the cache
+    monkeypatch.undo()
+    assert main([str(a) for a in [*argv, "--force", "--neighbours-k", "12"]]) == 0
+    capsys.readouterr()
+    assert path.read_bytes() != before and not [p for p in tmp_path.iterdir() if ".tmp-forced-" in p.name]
+    assert store.read_meta(store.open_cache(path))["kind"] == "pair"

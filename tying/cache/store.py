@@ -111,7 +111,8 @@ def open_cache(path: str | os.PathLike) -> duckdb.DuckDBPyConnection:
     if not path.is_file():
         raise CacheError(f"no cache at '{path}'", rebuild_command(name))
     if not is_duckdb_file(path):
-        raise CacheError(f"'{path}' is not a DuckDB database (its header is another file's)", rebuild_command(name))
+        raise CacheError(f"'{path}' is not a readable cache: not a DuckDB database (its header is another file's)",
+                         rebuild_command(name))
     try:
         con = connect(path, read_only=True)
     except duckdb.Error as exc:

@@ -127,6 +127,24 @@ def _remove_with_wal(path: Path) -> None:
             pass
 
 
+def forced_path(path: str | os.PathLike) -> Path:
+    """Where a ``--force`` rebuild writes its stages: a hidden file beside the cache
+    (``.<name>.duckdb.tmp-forced-<pid>``), renamed over it by :func:`publish` once the rebuild is
+    complete. A rebuild killed on the way leaves the previous cache whole; the next writer of the
+    cache removes the dead one's file (:meth:`CacheWriter._remove_stale_temporaries`)."""
+    path = Path(path)
+    return path.with_name(f".{path.name}.tmp-forced-{os.getpid()}")
+
+
+def publish(staged: str | os.PathLike, path: str | os.PathLike) -> None:
+    """Rename a complete forced rebuild (:func:`forced_path`) over the cache at ``path``, under the
+    cache's writer lock, then sync the folder."""
+    staged, path = Path(staged), Path(path)
+    with writer_lock(path):
+        atomic_write(path, lambda tmp: os.replace(staged, tmp), tmp=path.with_name(f".{path.name}.tmp-{os.getpid()}"))
+    lock_path(staged).unlink(missing_ok=True)
+
+
 def lock_path(path: str | os.PathLike) -> Path:
     """The lock file of a cache: ``.<name>.duckdb.lock`` beside it (writers only; readers never touch it)."""
     path = Path(path)
@@ -227,7 +245,8 @@ class CacheWriter:
 
     def _remove_stale_temporaries(self) -> None:
         """Delete temporaries left by writers that were killed (their process is gone)."""
-        for tmp in self.path.parent.glob(f".{self.path.name}.tmp-*"):
+        for tmp in [*self.path.parent.glob(f".{glob.escape(self.path.name)}.tmp-*"),
+                    *self.path.parent.glob(f"..{glob.escape(self.path.name)}.tmp-forced-*.lock")]:
             pid = tmp.name.rsplit("-", 1)[-1].split(".")[0]
             if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
                 self._remove(tmp)
