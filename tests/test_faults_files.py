@@ -1,7 +1,7 @@
 """Fault cases (issue 50): one bad file never takes the explorer down.
 
 Each case is a file or an input a careless or hostile user could hand the explorer; each test
-checks the promise docs/deployment.md lists for it ("What a bad file gets"): one line and exit 2
+checks the promise docs/commands.md lists for it ("What a bad file or a careless command gets"): one line and exit 2
 for a command, a listed reason for the app, nothing written, nothing fetched.
 """
 
