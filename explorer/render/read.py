@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import copy as copying
 import functools
-import html
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from explorer.render import convergence, identity
+from explorer.render.shown import escape_markdown, visible_token  # noqa: F401  (readers' names for pages)
 from tying.analysis.overlap import overlap_at_k
 from tying.cache.schema import CACHE_DIR_ENV, MATRICES, pair_label, pairs_among
 from tying.cache.store import (
@@ -90,20 +90,16 @@ class CacheListing:
 
 
 def caches(directory: str) -> list[CacheListing]:
-    """Every cache in ``directory`` with its error, if it cannot be opened or its summary cannot be
-    read (a damaged file opens, then fails on its first read): every reader that keeps the caches
-    without an error never meets a broken one."""
+    """Every cache in ``directory`` with its error, if it does not open or its summary cannot be
+    read (:func:`open_error`): whoever keeps the caches without an error never meets a broken one."""
     out = []
     for c in list_caches(directory):
-        error, rebuild = c.error, c.rebuild
-        if error is None:
-            try:
-                summary(CacheRef.of(Path(c.path)))
-            except CacheError as exc:
-                error, rebuild = exc.message, exc.rebuild or rebuild
-            except FileNotFoundError:
-                error = "the cache file disappeared"
-        out.append(CacheListing(c.name, str(c.path), error, rebuild))
+        try:
+            err = None if c.error else open_error(CacheRef.of(Path(c.path)))
+        except FileNotFoundError:
+            err = CacheError("the cache file disappeared")
+        out.append(CacheListing(c.name, str(c.path), err.message if err else c.error,
+                                (err.rebuild if err else None) or c.rebuild))
     return out
 
 
@@ -426,37 +422,3 @@ def open_error(ref: CacheRef) -> CacheError | None:
     except CacheError as exc:
         return exc
     return None
-
-
-# -- showing tokens ---------------------------------------------------------------------
-
-_CONTROL = {"\n": "↵", "\t": "⇥", "\r": "␍"}
-
-
-def visible_token(text: str | None, raw: str | None = None) -> str:
-    """A token as a person can read it: leading/trailing spaces as '␣', controls as symbols,
-    undecodable bytes as their raw token (e.g. 'Ã¢' or '<0xE2>'). Plain text, not markup."""
-    if text is None:
-        text = raw or ""
-    if "\ufffd" in text and raw:
-        return f"⟨{raw}⟩"
-    out = "".join(_CONTROL.get(c, c if c.isprintable() or c == " " else f"\\x{ord(c):02x}") for c in text)
-    stripped = out.strip(" ")
-    lead = len(out) - len(out.lstrip(" "))
-    trail = len(out) - len(out.rstrip(" "))
-    if not stripped:
-        return "␣" * len(out) if out else "∅"
-    return "␣" * lead + stripped + "␣" * trail
-
-
-def escape_markdown(text: str, *, entities: bool = True) -> str:
-    """Escape a string for st.markdown: HTML entities and every markdown control character.
-
-    ``entities=False`` for st.table cells, which show raw HTML as text but do not decode
-    entities (an apostrophe would read '&#x27;'): markdown characters and '<', '&' escaped
-    by backslash only."""
-
-    if entities:
-        text = html.escape(text, quote=True)
-        return "".join("\\" + c if c in "\\`*_{}[]()#+-.!|~>$" else c for c in text)
-    return "".join("\\" + c if c in "\\`*_{}[]()#+-.!|~>$<&" else c for c in text)

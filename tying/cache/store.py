@@ -71,9 +71,18 @@ DUCKDB_MAGIC = b"DUCK"
 
 
 def connect(path: str | os.PathLike, *, read_only: bool) -> duckdb.DuckDBPyConnection:
-    """A DuckDB connection to a cache file with :data:`NO_EXTENSIONS` (every open of a cache, to
-    read or to write, goes through here)."""
-    return duckdb.connect(str(path), read_only=read_only, config=dict(NO_EXTENSIONS))
+    """A DuckDB connection to a cache file with :data:`NO_EXTENSIONS` set on it before any query
+    (every open of a cache, to read or to write, goes through here). Set, not passed as the
+    connection's configuration: DuckDB refuses a second connection to one file with another
+    configuration, and a reader elsewhere in the process (a test, a notebook) may hold one."""
+    con = duckdb.connect(str(path), read_only=read_only)
+    try:
+        for key, value in NO_EXTENSIONS.items():
+            con.execute(f"SET {key} = {'true' if value else 'false'}")
+    except BaseException:
+        con.close()
+        raise
+    return con
 
 
 def is_duckdb_file(path: str | os.PathLike) -> bool:
