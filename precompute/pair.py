@@ -26,7 +26,15 @@ from tying.analysis.placement import PLACE_K
 from tying.analysis.umap_fit import EPOCHS as UMAP_EPOCHS
 from tying.cache import reference
 from tying.cache.schema import CEILING
-from tying.cache.store import cache_path, check_name, default_name, params_hash, short_name
+from tying.cache.store import (
+    cache_path,
+    check_name,
+    default_name,
+    held_sources,
+    params_hash,
+    same_source,
+    short_name,
+)
 from tying.cache.writer import CacheWriter, forced_path, publish
 from tying.errors import UserError
 from tying.loading.model_matrices import file_sha256
@@ -212,6 +220,27 @@ class PairRun:
         self._knn[(key, k, subset)] = (ids, scores)
         return ids, scores
 
+    def check_lens_from(self) -> None:
+        """UserError (one line) when a ``--lens-from`` lens has another width or number of hidden
+        states than its model (read from the model's config.json, where it has one)."""
+        import json
+
+        from precompute.lens_io import lens_folder
+        from tying.lens.interop import read_config
+
+        for role, m in self.models.items():
+            folder = lens_folder(self.cfg.lens.from_dir, role)
+            config = Path(m.local_dir or "") / "config.json"
+            if folder is None or not m.local_dir or not config.is_file():
+                continue
+            model = json.loads(config.read_text())
+            model = model.get("text_config", model)
+            lens = read_config(folder)
+            want = (model.get("num_hidden_layers"), model.get("hidden_size"))
+            if None not in want and (lens["num_hidden_layers"], lens["d_model"]) != want:
+                raise UserError(f"--lens-from: the lens in {folder} has {lens['num_hidden_layers']} translators of "
+                                f"width {lens['d_model']}; the {role} model needs {want[0]} of width {want[1]}")
+
     def requested_lens_budget(self) -> dict:
         """The lens options' budget on this run's device before any model's context is known.
 
@@ -256,6 +285,8 @@ class PairRun:
             bar.set_postfix_str("loading matrices")
             peak_memory(reset=True)
             self.load()
+            if "lens" in todo and cfg.lens.from_dir:
+                self.check_lens_from()  # against the models' shapes, before any stage writes anything
             if "neighbours" in todo and cfg.neighbours_k >= self.n:
                 raise UserError(f"--neighbours-k {cfg.neighbours_k} is not smaller than the {self.n} common tokens")
             bar.update(1)
@@ -275,6 +306,12 @@ class PairRun:
             # --force writes beside the cache and renames over it when every stage is done: a killed
             # rebuild leaves the previous cache whole (a caller that goes on writing, the demo, publishes)
             staged = self.write_path or (forced_path(self.path) if cfg.force else self.path)
+            held = {} if cfg.force or self.write_path else held_sources(self.path)
+            mine = {role: m.source for role, m in self.models.items()}
+            if held and (set(held) != set(mine) or not all(same_source(held[r], mine[r]) for r in mine)):
+                was = ", ".join(f"{r} {held[r]}" for r in sorted(held))
+                raise UserError(f"'{self.path}' holds another run ({was}): choose another --name, or pass --force "
+                                "to replace it")
             if staged != self.path:
                 CacheWriter(self.path, meta={"kind": meta["kind"]}, replace=cfg.force)  # checks the kind there
             writer = CacheWriter(staged, force=cfg.force, meta=meta)

@@ -377,3 +377,32 @@ def test_a_stopped_force_rebuild_leaves_the_previous_cache_whole(tiny_model, tmp
     capsys.readouterr()
     assert path.read_bytes() != before and not [p for p in tmp_path.iterdir() if ".tmp-forced-" in p.name]
     assert store.read_meta(store.open_cache(path))["kind"] == "pair"
+
+
+@pytest.mark.slow
+def test_pair_refuses_to_replace_another_run_of_its_name_without_force(tiny_model, tmp_path, capsys):
+    a, b = tiny_model("llama", True, seed=1), tiny_model("llama", False, seed=2)
+    other = tiny_model("llama", False, seed=5)
+    argv = ["pair", "--tied", a, "--untied", b, "--cache-dir", tmp_path, "--name", "p", "--skip", "umap,lens,spectral"]
+    assert main([str(x) for x in argv]) == 0
+    assert main([str(x) for x in argv]) == 0  # the same run again: its stages are reused
+    capsys.readouterr()
+    path = tmp_path / "p.duckdb"
+    before = _fingerprint(path)
+    again = [str(x) for x in argv]
+    again[again.index(str(b))] = str(other)
+    assert main(again) == 2
+    err = capsys.readouterr().err.strip()
+    assert "holds another run" in err and str(b) in err and "--force" in err and "\n" not in err
+    assert _fingerprint(path) == before
+    assert main([*again, "--force"]) == 0
+
+
+@pytest.mark.slow
+def test_lens_from_a_lens_of_another_model_is_refused_before_any_stage_is_written(lens_folder, tiny_model, tmp_path,
+                                                                                  capsys):
+    tied, untied = tiny_model("llama", True, seed=1), tiny_model("llama", False, seed=2)
+    err = _one_line(capsys, ["pair", "--tied", tied, "--untied", untied, "--name", "x", "--cache-dir", tmp_path,
+                             "--lens-from", lens_folder])
+    assert "--lens-from: the lens in" in err and "the tied model needs" in err
+    assert not (tmp_path / "x.duckdb").exists()

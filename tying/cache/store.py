@@ -137,6 +137,31 @@ def open_cache(path: str | os.PathLike) -> duckdb.DuckDBPyConnection:
     return con
 
 
+def held_sources(path: str | os.PathLike) -> dict[str, str]:
+    """``{role: model source}`` of the cache at ``path`` (its models table), empty when there is no
+    readable cache there: what run a writer would replace."""
+    try:
+        con = open_cache(path)
+    except CacheError:
+        return {}
+    try:
+        return dict(con.execute("SELECT role, source FROM models").fetchall()) if table_exists(con, "models") else {}
+    except duckdb.Error:
+        return {}
+    finally:
+        con.close()
+
+
+def same_source(a: str | None, b: str | None) -> bool:
+    """Whether two model sources name one model: equal, or one local path."""
+    if a == b:
+        return True
+    if a is None or b is None:
+        return False
+    pa, pb = Path(a).expanduser(), Path(b).expanduser()
+    return pa.exists() and pb.exists() and pa.resolve() == pb.resolve()
+
+
 def read_meta(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     try:
         return dict(con.execute("SELECT key, value FROM meta").fetchall())
