@@ -35,7 +35,7 @@ from tying.cache.store import (
     same_source,
     short_name,
 )
-from tying.cache.writer import CacheWriter, forced_path, publish
+from tying.cache.writer import CacheWriter, forced_path, publish, remove_stale_temporaries
 from tying.errors import UserError
 from tying.loading.model_matrices import file_sha256
 from tying.loading.vocab import common_vocabulary
@@ -312,8 +312,8 @@ class PairRun:
                 was = ", ".join(f"{r} {held[r]}" for r in sorted(held))
                 raise UserError(f"'{self.path}' holds another run ({was}): choose another --name, or pass --force "
                                 "to replace it")
-            if staged != self.path:
-                CacheWriter(self.path, meta={"kind": meta["kind"]}, replace=cfg.force)  # checks the kind there
+            if staged != self.path:  # with --force: what a stopped earlier rebuild left beside the cache goes
+                remove_stale_temporaries(self.path)
             writer = CacheWriter(staged, force=cfg.force, meta=meta)
             for stage in todo:
                 params = self.stage_params(stage)

@@ -15,6 +15,7 @@ makes. (The module keeps its name from when the tables lived in the README.)
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 import sys
 from pathlib import Path
@@ -72,6 +73,7 @@ NUMBERS_BLOCK = re.compile(r"(<!-- numbers: ([\w-]+) -->\n)(.*?)(<!-- /numbers -
 SHIPPED = DOCS.parents[1] / "cache"
 
 
+@functools.lru_cache(maxsize=8)  # one summary per shipped cache for every block of every document
 def _shipped_summary(name: str):
     from tying.cache.store import open_cache
     from tying.cache.summary import summarize

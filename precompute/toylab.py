@@ -30,8 +30,7 @@ from tying.analysis.share import TOYLAB_EARLY_FRACTION, early_steps_for, output_
 from tying.analysis.twins import compare_tied_to_twin
 from tying.cache.reference import TABLE2_METHOD
 from tying.cache.store import cache_path, check_name, params_hash
-from tying.cache.summary import SHARED_START as SHARED
-from tying.cache.summary_types import EARLY_LAYERS
+from tying.cache.summary_types import EARLY_LAYERS, SHARED_START
 from tying.cache.writer import CacheWriter, forced_path, publish
 from tying.errors import UserError
 from tying.loading.corpus import load_corpus
@@ -98,6 +97,12 @@ class DemoConfig(TwinSettings):
             self.skip = [*self.skip, "lens"]
         self.check()
 
+    @property
+    def trains_control(self) -> bool:
+        """Whether a shared-start control twin is trained beside the independent one (with
+        ``--shared-start`` the untied twin is that control already)."""
+        return self.control and not self.shared_start
+
     def early(self) -> int:
         return self.early_steps or early_steps_for(self.steps)
 
@@ -145,7 +150,7 @@ def run_id(variant: str, scale: float, seed: int) -> str:
 def planned_runs(cfg, scales: list[float]) -> list[str]:
     """Every run the demo trains, in training order: per seed T, the untied twin, the scaled T's,
     T' and, with ``--control`` (and independent twins), the shared-start control."""
-    control = [CONTROL] if cfg.control and not cfg.shared_start else []
+    control = [CONTROL] if cfg.trains_control else []
     return [run_id(v, f, s) for s in range(cfg.seeds) for v, f in
             [("tied", 1.0), ("untied", 1.0)] + [("tied_scaled", f) for f in scales] + [("tied_rerun", 1.0)]
             + [(c, 1.0) for c in control]]
@@ -185,6 +190,8 @@ class DemoRun:
         self.cfg = cfg
         self.path = cache_path(cfg.cache_dir, cfg.name)
         self.work = Path(cfg.work_dir or Path(cfg.cache_dir) / "toylab" / cfg.name)
+        # --force builds the new cache beside the old one and renames it over when complete
+        self.staged = forced_path(self.path) if cfg.force else self.path
 
     def training_params(self, corpus_digest: str) -> dict:
         c = asdict(self.cfg)
@@ -199,7 +206,6 @@ class DemoRun:
         return self.run_dir(run_id(variant, scale, seed))
 
     def run(self) -> Path:
-        from tying.toylab.model import variant_seeds
         from tying.toylab.train import save_model, train_twins
 
         cfg = self.cfg
@@ -207,8 +213,6 @@ class DemoRun:
         log = lambda msg: tqdm.write(msg, file=sys.stderr)
         # checks the cache location before any work, and knows the finished stages
         cached = CacheWriter(self.path, force=cfg.force, meta={"kind": "toylab"})
-        # --force builds the new cache beside the old one and renames it over when complete
-        self.staged = forced_path(self.path) if cfg.force else self.path
         text = load_corpus(cfg.corpus, cfg.max_chars)
         digest = hashlib.sha256(text.encode()).hexdigest()
         self.work.mkdir(parents=True, exist_ok=True)
@@ -240,8 +244,6 @@ class DemoRun:
                           n_heads=cfg.n_heads, context=cfg.context, batch_size=cfg.batch_size, steps=cfg.steps,
                           lr=cfg.lr, checkpoint_steps=cfg.checkpoints, progress=progress, device=cfg.device)
             for seed in range(cfg.seeds):
-                # T' is independent of T even with --shared-start: two runs of one start are one run
-                rerun = {"tied_rerun": variant_seeds(seed, ("tied_rerun",))["tied_rerun"]}
                 first = train_twins(tokens, variants=("tied", "untied", "tied_scaled"),
                                     input_grad_scale=scales[0], seed=seed, shared_start=cfg.shared_start, **common)
                 for variant, res in first.items():
@@ -250,9 +252,10 @@ class DemoRun:
                     res = train_twins(tokens, variants=("tied_scaled",), input_grad_scale=f, seed=seed,
                                       **common)["tied_scaled"]
                     results[run_id("tied_scaled", f, seed)] = res
+                # T' from its own seed even with --shared-start: two runs of one start are one run
                 results[run_id("tied_rerun", 1.0, seed)] = train_twins(
-                    tokens, variants=("tied_rerun",), seed=seed, seeds=rerun, **common)["tied_rerun"]
-                if CONTROL in {r.split("/")[0] for r in runs}:
+                    tokens, variants=("tied_rerun",), seed=seed, **common)["tied_rerun"]
+                if cfg.trains_control:
                     results[run_id(CONTROL, 1.0, seed)] = train_twins(
                         tokens, variants=("untied",), seed=seed, shared_start=True, **common)["untied"]
         for rid, res in results.items():
@@ -281,7 +284,7 @@ class DemoRun:
             device=cfg.device, kind="toylab", command=cfg.command,
             lens=self.lens_options(corpus_file),
         ))
-        if getattr(self, "staged", self.path) != self.path:
+        if self.staged != self.path:
             run.write_path = self.staged  # the training stage follows into the same file, then it is published
         run.run()
 
@@ -317,7 +320,7 @@ class DemoRun:
         runs, logs, evo, scaling, metrics = [], [], [], [], []
         for rid, res in results.items():
             seed = res.settings.get("seed", 0)
-            shown = rid.split("/")[0].startswith(DYNAMICS_VARIANTS) and not rid.startswith(("tied_rerun", CONTROL))
+            shown = res.variant in DYNAMICS_VARIANTS and not rid.startswith(CONTROL)  # T' and the control: not
             runs.append({"run": rid, "variant": res.variant, "seed": seed, "input_grad_scale": res.input_grad_scale,
                          "steps": int(res.settings.get("steps", cfg.steps)),
                          "final_loss": float(res.log["loss"].iloc[-1]), "eval_loss": float(res.eval_loss),
@@ -346,7 +349,7 @@ class DemoRun:
             if run_id(CONTROL, 1.0, seed) in results:  # the shared-start control: the same T, its other twin
                 Ic, Oc = _final(results[run_id(CONTROL, 1.0, seed)])
                 control = compare_tied_to_twin(T, Ic, Oc, seed, device=cfg.device, spectral=spectral)
-                m.update({f"{k} ({SHARED})": v for k, v in control.items() if "T'" not in k})
+                m.update({f"{k} ({SHARED_START})": v for k, v in control.items() if "T'" not in k})
             if "lens" not in cfg.skip:
                 m.update(self.seed_lens(seed, corpus_file))
             log = results[run_id("tied", 1.0, seed)].log

@@ -260,14 +260,16 @@ def test_sweep_gap_known_answers_and_the_loss_gap_decides_it(gap, verdict):
     assert "parameter-matched" in c.ours and "above the smoothed bigram" in c.note
 
 
-def _rewritten_sweep(tmp_path, sql: str) -> dict:
-    path = tmp_path / "sweep.duckdb"
-    shutil.copyfile(ROOT / "cache" / "sweep.duckdb", path)
-    con = duckdb.connect(str(path))
-    try:
-        con.execute(sql)
-    finally:
-        con.close()
+def _rewritten(tmp_path, sql: str | None, name: str = "sweep") -> Path:
+    """A copy of the shipped cache ``name`` with ``sql`` run on it (None: as shipped)."""
+    path = tmp_path / f"{name}.duckdb"
+    shutil.copyfile(ROOT / "cache" / f"{name}.duckdb", path)
+    if sql:
+        con = duckdb.connect(str(path))
+        try:
+            con.execute(sql)
+        finally:
+            con.close()
     return path
 
 
@@ -282,7 +284,7 @@ def _rewritten_sweep(tmp_path, sql: str) -> dict:
     ("UPDATE sweep SET eval_loss_tied_matched = eval_loss_untied + 0.02 * (seed - 1)", "sweep_gap", V.NO_CLAIM),
 ])
 def test_summary_json_reads_rewritten_copies_of_the_shipped_sweep(tmp_path, capsys, sql, key, verdict):
-    path = _rewritten_sweep(tmp_path, sql)
+    path = _rewritten(tmp_path, sql)
     assert main(["summary", str(path), "--json"]) == 0
     got = json.loads(capsys.readouterr().out)["claims"]
     assert set(got) == set(C.IDS)
@@ -312,15 +314,7 @@ def test_summary_json_of_the_demo_decides_every_claim_over_its_seeds(tmp_path, c
     """The shipped demo's per-seed rows, rewritten: reversed reads "does not hold", straddling zero
     "no claim", one seed "no claim"; each claim carries its n_runs."""
     def claim(sql: str | None) -> dict:
-        path = tmp_path / "demo.duckdb"
-        shutil.copyfile(ROOT / "cache" / "demo.duckdb", path)
-        if sql:
-            con = duckdb.connect(str(path))
-            try:
-                con.execute(sql)
-            finally:
-                con.close()
-        assert main(["summary", str(path), "--json"]) == 0
+        assert main(["summary", str(_rewritten(tmp_path, sql, "demo")), "--json"]) == 0
         return json.loads(capsys.readouterr().out)["claims"][key]
 
     shipped = claim(None)

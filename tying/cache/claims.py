@@ -21,8 +21,7 @@ import numpy as np
 from tying.cache import mechanism_claims, reference
 from tying.cache.claim_types import Claim
 from tying.cache.regime import CEILING_NOTE, against, ceiling_mean
-from tying.cache.summary import SHARED_START
-from tying.cache.summary_types import EARLY_LAYERS, Summary
+from tying.cache.summary_types import EARLY_LAYERS, SHARED_START, Summary
 from tying.cache.verdicts import FAILS, HOLDS, MIXED, NO_DATA, REPORTED, combine, decide
 
 IDS = ("alignment", "overlap", "map", "gradient", *mechanism_claims.IDS, "scaling", "lens", "published", "sweep_bias",

@@ -24,7 +24,7 @@ import pandas as pd
 
 from tying.analysis import mechanism as M
 from tying.cache.claim_types import Claim
-from tying.cache.summary_types import Summary
+from tying.cache.summary_types import SHARED_START, Summary
 from tying.cache.verdicts import NO_DATA, combine, decide
 
 IDS = ("mechanism_size", "mechanism_reach", "mechanism_optimizer")
@@ -57,7 +57,7 @@ def scale_line(s: Summary) -> str:
         tokens = c["steps"] * c["batch_size"] * c["context"]
     except (KeyError, TypeError):
         return "toy mechanism lab"
-    shared = ", shared start" if s.twins == "shared start" else ""
+    shared = f", {SHARED_START}" if s.twins == SHARED_START else ""
     return f"toy mechanism lab ({n / 1e6:.2f}M parameters, {tokens / 1e6:.2f}M training tokens per run{shared})"
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tying.analysis.sweep import t_interval
-from tying.cache.summary_types import Summary
+from tying.cache.summary_types import SHARED_START, Summary
 
 SHARED = " (shared start)"
 """The suffix of the shared-start control's per-seed metrics ("O->T linear in-sample (shared start)")."""
@@ -65,7 +65,7 @@ def regime_table(s: Summary, columns=None) -> list[dict[str, str]]:
     (default: every one of :data:`COLUMNS`)."""
     out = []
     rows = ROWS
-    if s.twins == "shared start":  # the cache's own twins shared the start: its plain metrics are the control's
+    if s.twins == SHARED_START:  # the cache's own twins shared the start: its plain metrics are the control's
         rows = (Row(ROWS[0].label, "O", "", True), ROWS[2])
     for row in rows:
         first = interval(s, COLUMNS[0][1].format(x=row.other) + row.suffix)

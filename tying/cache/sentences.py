@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from tying.cache.reference import OVERLAP_K
-from tying.cache.summary_types import PaperReference, Summary
+from tying.cache.summary_types import INDEPENDENT, SHARED_START, PaperReference, Summary
 
 
 def overlap_context_text(c: dict[str, Any]) -> str:
@@ -130,9 +130,9 @@ def _mean_of(placement: dict[str, Any], part: str, measure: str) -> float | None
 def twins_text(s) -> str:
     """How a trained cache's twins were started, as a clause to end a page's line: shared start (the
     control, not the paper's regime) or independent; '' for a cache not trained here."""
-    if s.twins == "shared start":
+    if s.twins == SHARED_START:
         return ("; shared start: each untied twin began from its tied twin's initial weights and read the same "
                 "batches (the control, not the paper's independently trained regime)")
-    if s.twins == "independent":
+    if s.twins == INDEPENDENT:
         return "; independent twins: each model its own initial weights and batch order"
     return ""

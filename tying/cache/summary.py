@@ -29,7 +29,7 @@ from tying.cache.store import (
     stage_params,
     table_exists,
 )
-from tying.cache.summary_types import EARLY_LAYERS, Summary, paper_reference
+from tying.cache.summary_types import EARLY_LAYERS, INDEPENDENT, SHARED_START, Summary, paper_reference
 from tying.errors import first_line
 
 
@@ -141,22 +141,19 @@ def _summarize(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     return out
 
 
-SHARED_START, INDEPENDENT = "shared start", "independent"
-"""How a toy lab's, sweep's or mechanism lab's untied twin was trained: from the tied model's
-initial weights and batch order, or from its own (the paper's regime)."""
-
-TWIN_SETTINGS = {"toylab": "toylab", "sweep": "sweep", "mechanism": "mechanism"}
-"""The meta key holding each trained kind's settings."""
+TRAINED_KINDS = ("toylab", "sweep", "mechanism")
+"""The kinds of cache whose twins were trained here; each keeps its settings under the meta key of
+its kind."""
 
 
 def twins_regime(meta: dict[str, str]) -> str | None:
     """SHARED_START or INDEPENDENT for a cache whose twins were trained here; None otherwise. A
     cache written before the twins had seeds of their own (no ``shared_start`` setting) shared
     the start."""
-    key = TWIN_SETTINGS.get(meta.get("kind") or "")
-    if key is None or not meta.get(key):
+    kind = meta.get("kind")
+    if kind not in TRAINED_KINDS or not meta.get(kind):
         return None
-    return SHARED_START if json.loads(meta[key]).get("shared_start", True) else INDEPENDENT
+    return SHARED_START if json.loads(meta[kind]).get("shared_start", True) else INDEPENDENT
 
 
 def toylab_scale(s: dict[str, Any], meta: dict[str, str]) -> dict[str, Any]:

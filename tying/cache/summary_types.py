@@ -167,6 +167,11 @@ class Summary:
         return cls(**kw, analyses={k: v for k, v in d.items() if k in analyses})
 
 
+SHARED_START, INDEPENDENT = "shared start", "independent"
+""":attr:`Summary.twins`: how a toy lab's, sweep's or mechanism lab's untied twin was trained, from
+the tied model's initial weights and batch order, or from its own (the paper's regime)."""
+
+
 def _check_keys(cls: type, d: dict[str, Any], what: str) -> None:
     unknown = sorted(set(d) - {f.name for f in fields(cls)})
     if unknown:

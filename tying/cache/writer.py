@@ -80,9 +80,9 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Path], None], *, tmp:
 def remove_dead_leftovers(folder: str | os.PathLike, name: str) -> None:
     """Delete what killed writers of ``name`` left in ``folder``: ``.<name>.<what>-<pid>`` files and
     folders (a site's ``.partial-<pid>``, a folder's ``.tmp-<pid>`` and ``.old-<pid>``) whose process
-    is gone. A live writer's are left alone."""
+    is gone, and their ``.wal`` or ``.lock`` beside them. A live writer's are left alone."""
     for p in Path(folder).glob(f".{glob.escape(name)}.*-*"):
-        pid = p.name.rsplit("-", 1)[-1]
+        pid = p.name.rsplit("-", 1)[-1].split(".")[0]
         if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
             if p.is_dir() and not p.is_symlink():
                 shutil.rmtree(p, ignore_errors=True)
@@ -131,9 +131,18 @@ def forced_path(path: str | os.PathLike) -> Path:
     """Where a ``--force`` rebuild writes its stages: a hidden file beside the cache
     (``.<name>.duckdb.tmp-forced-<pid>``), renamed over it by :func:`publish` once the rebuild is
     complete. A rebuild killed on the way leaves the previous cache whole; the next writer of the
-    cache removes the dead one's file (:meth:`CacheWriter._remove_stale_temporaries`)."""
+    cache removes the dead one's file (:func:`remove_stale_temporaries`)."""
     path = Path(path)
     return path.with_name(f".{path.name}.tmp-forced-{os.getpid()}")
+
+
+def remove_stale_temporaries(path: str | os.PathLike) -> None:
+    """Delete what writers of the cache at ``path`` left when they were killed (their process is
+    gone): stage temporaries (``.<name>.duckdb.tmp-<pid>`` and their ``.wal``), a stopped forced
+    rebuild (``.<name>.duckdb.tmp-forced-<pid>``) and that rebuild's own lock file."""
+    path = Path(path)
+    remove_dead_leftovers(path.parent, path.name)
+    remove_dead_leftovers(path.parent, "." + path.name)  # ``..<name>.duckdb.tmp-forced-<pid>.lock``
 
 
 def publish(staged: str | os.PathLike, path: str | os.PathLike) -> None:
@@ -205,7 +214,7 @@ class CacheWriter:
         self.meta = dict(meta or {})
         self._check_writable()
         self._check_kind(force if replace is None else replace)
-        self._remove_stale_temporaries()
+        remove_stale_temporaries(self.path)
         self._done = {} if force else self._finished_stages()
         self._start_empty = force  # a forced rebuild's first stage starts from an empty file
 
@@ -242,14 +251,6 @@ class CacheWriter:
         if held.get("kind") and held["kind"] != kind:
             raise UserError(f"'{self.path}' holds a cache of another kind ({held['kind']}, not {kind}): choose another "
                             "--name, or pass --force to replace it")
-
-    def _remove_stale_temporaries(self) -> None:
-        """Delete temporaries left by writers that were killed (their process is gone)."""
-        for tmp in [*self.path.parent.glob(f".{glob.escape(self.path.name)}.tmp-*"),
-                    *self.path.parent.glob(f"..{glob.escape(self.path.name)}.tmp-forced-*.lock")]:
-            pid = tmp.name.rsplit("-", 1)[-1].split(".")[0]
-            if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
-                self._remove(tmp)
 
     def _finished_stages(self) -> dict[str, str]:
         """stage -> params_hash of the existing cache; empty if none or unusable."""
@@ -386,10 +387,6 @@ class CacheWriter:
             return schema_version(con) in READABLE_VERSIONS
         finally:
             con.close()
-
-    @staticmethod
-    def _remove(path: Path) -> None:
-        _remove_with_wal(path)
 
 
 def _insert(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame) -> None:
