@@ -1,7 +1,7 @@
 """`precompute sweep`: tied and untied twins over a grid of widths, vocabulary sizes and seeds.
 
-The toy lab's code path (same corpus, tokenizer training, twins with one shared
-initialisation and one batch order, same held-out text) in every cell, and the headline
+The toy lab's code path (same corpus, tokenizer training, independent twins each from its own
+seed unless ``--shared-start``, same held-out text) in every cell, and the headline
 numbers of each cell written to ``cache/<name>.duckdb`` (kind ``sweep``) as soon as the
 cell is done: a killed sweep restarts where it stopped. ``--shard i/n`` trains every n-th
 cell (for a job array); ``precompute sweep-merge`` joins the shard caches into one.
@@ -36,7 +36,9 @@ from tying.toylab.tokenizer import encode_corpus, train_bpe
 ARMS = {"tied": "tied", "untied": "untied", "tied_matched": "tied"}
 """The models trained in every cell (arm -> the toy lab's variant): the twins, and a tied model of
 their depth and width whose feed-forward layers are widened to the untied twin's parameter count
-(:func:`S.matched_d_ff`)."""
+(:func:`S.matched_d_ff`). The matched model starts from the tied twin's own draw (its seed, every
+tensor they share equal; the widened feed-forward's new units drawn alike and its output scaled to
+the twin's: :func:`tying.toylab.model.widen_feed_forward`) and reads the tied twin's batches."""
 
 
 def cell_params(cfg: SweepConfig, cell: S.Cell, corpus_digest: str) -> dict:
@@ -58,6 +60,7 @@ def cell_row(cell: S.Cell, results: dict, cfg: SweepConfig, steps: int | None = 
     from tying.toylab.train import mean_row_cosine
 
     m = compare_tied_to_twin(T, I, O, cell.seed, device=cfg.device)
+    flops = lambda d_ff: S.train_flops_per_token(cell.vocab_size, cell.d_model, cfg.n_layers, cfg.context, d_ff=d_ff)
     I0 = untied.checkpoints[0][0]
     early = early_steps_for(steps)
     log = tied.log
@@ -73,14 +76,15 @@ def cell_row(cell: S.Cell, results: dict, cfg: SweepConfig, steps: int | None = 
            "output_share_early": share["early"], "output_share_early_proxy": proxy["early"],
            "eval_loss_tied": float(tied.eval_loss), "eval_loss_untied": float(untied.eval_loss),
            "params_tied": n_tied, "params_untied": n_untied, "embedding_share_tied": rows / n_tied,
-           "embedding_share_untied": 2 * rows / n_untied,
+           "embedding_share_untied": 2 * rows / n_untied, "identity_raw_o_t": mean_row_cosine(T, O),
+           "flops_tied": flops(tied.settings["d_ff"]), "flops_untied": flops(untied.settings["d_ff"]),
            "seconds": float(sum(r.seconds for r in results.values()))}
     matched = results.get("tied_matched")
     if matched is not None:
         row |= {"params_tied_matched": count_params(matched.model),
                 "n_layers_matched": int(matched.settings["n_layers"]),
                 "d_ff_matched": int(matched.settings["d_ff"] or 4 * cell.d_model),
-                "eval_loss_tied_matched": float(matched.eval_loss)}
+                "eval_loss_tied_matched": float(matched.eval_loss), "flops_tied_matched": flops(matched.settings["d_ff"])}
     return row | dict(extra or {})
 
 
@@ -113,7 +117,7 @@ class SweepRun:
                            n_heads=cfg.n_heads, d_ff=d_ff, context=cfg.context, batch_size=cfg.batch_size,
                            steps=steps, lr=lr, seed=seed, checkpoint_steps=[steps], device=cfg.device,
                            order="epochs", num_threads=cfg.threads, shared_start=cfg.shared_start,
-                           progress=progress)[ARMS[arm]]
+                           draw_d_ff=4 * d if arm == "tied_matched" else None, progress=progress)[ARMS[arm]]
 
     def probe_steps(self, steps: int) -> int:
         return max(2, round(self.cfg.lr_probe * steps))

@@ -17,12 +17,14 @@ from tying.errors import UserError
 QUICK = {"widths": [32, 64, 128], "seeds": 2, "steps": 100, "lr_grid": [3e-3]}
 FULL = {"widths": [32, 64, 128, 256], "seeds": 3, "steps": TwinSettings.steps, "lr_grid": [1e-3, 3e-3, 1e-2]}
 
-PROTOCOL = 3
+PROTOCOL = 4
 """The sweep's protocol: 2 added the matched arm, baselines, the budget, epochs and the learning-rate
 choice (issue 20); 3 widens the matched arm's feed-forward layers instead of deepening it, stores
 every learning-rate probe (``lr_probe``), scores the probes on the validation split, and records
 the in-sample linear map, the untied input matrix's cosine to its start and the bigram's training
-tokens (issue 29). A cell of another protocol is trained again."""
+tokens (issue 29); 4 starts the matched arm from the tied twin's draw, widened, and records every
+arm's FLOPs per token and T's raw-row cosine with O (issue 48). A cell of another protocol is
+trained again."""
 
 
 def _by_quick(key: str) -> str:

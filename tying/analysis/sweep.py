@@ -30,6 +30,10 @@ EXTRA_METRICS = ("params_tied_matched", "n_layers_matched", "eval_loss_tied_matc
 THIRD_METRICS = ("d_ff", "d_ff_matched", "linear_o_t_in", "linear_i_t_in", "cos_start_input_untied",
                  "bigram_train_tokens")
 
+# per-cell numbers of the fourth protocol (issue 48): the raw-row cosine of T with O (1: T and O
+# share coordinates; near 0 for independent twins), every arm's training FLOPs per token
+FOURTH_METRICS = ("identity_raw_o_t", "flops_tied", "flops_untied", "flops_tied_matched")
+
 MATCH_TOLERANCE = 0.02
 """How far the parameter-matched tied model's count may be from the untied twin's (relative)."""
 
@@ -117,6 +121,18 @@ def llama_params(vocab_size: int, d_model: int, n_layers: int, *, d_ff: int | No
     (3 d d_ff) and two RMSNorm weights (2 d); a final norm (d); one V x d matrix, two untied."""
     d, f = int(d_model), int(d_ff or 4 * d_model)
     return (1 if tied else 2) * vocab_size * d + n_layers * (4 * d * d + 3 * d * f + 2 * d) + d
+
+
+def train_flops_per_token(vocab_size: int, d_model: int, n_layers: int, context: int, *, d_ff: int | None = None) -> int:
+    """Floating-point operations of one training step per token of the toy lab's Llama: three
+    times the forward pass's matrix products (the backward pass computes two products per forward
+    one). Forward, per token: 2 FLOPs per weight of every projection (4 d^2 attention, 3 d d_ff
+    SwiGLU per block) and of the unembedding (V d; the input lookup is free, so tied and untied
+    twins cost the same), and 4 ``context`` d per block for the attention scores and their
+    weighted sum over the full window (what the kernels compute before the causal mask)."""
+    d, f = int(d_model), int(d_ff or 4 * d_model)
+    forward = 2 * (n_layers * (4 * d * d + 3 * d * f) + vocab_size * d) + 4 * n_layers * int(context) * d
+    return 3 * forward
 
 
 def matched_d_ff(vocab_size: int, d_model: int, n_layers: int) -> int:
@@ -222,7 +238,7 @@ def by_cell(rows: pd.DataFrame) -> pd.DataFrame:
     if "linear_o_t_in" in d:
         d["bias_linear_in"] = d["linear_o_t_in"] - d["linear_i_t_in"]
     cols = [c for c in ("bias_linear", "bias_linear_in", "bias_overlap", "loss_gap", "loss_gap_matched", *METRICS,
-                        *EXTRA_METRICS, *THIRD_METRICS) if c in d]
+                        *EXTRA_METRICS, *THIRD_METRICS, *FOURTH_METRICS) if c in d]
     d = d.assign(**{c: pd.to_numeric(d[c], errors="coerce").astype(float) for c in cols})  # NULL counts: NaN
     g = d.groupby(["vocab_size", "d_model"], sort=True)[cols]
     mean, std, n = g.mean(), g.std(ddof=1), g.size()

@@ -20,7 +20,7 @@ from tying.analysis.align_protocol import CEILING
 CACHE_DIR_ENV = "TYING_CACHE_DIR"
 """The environment variable naming the folder of the caches (the app's and every command's default)."""
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     # 3 (issue 19): the umap table holds every common token, fitted or placed; a version-2
@@ -30,6 +30,11 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     4: tuple(f"ALTER TABLE sweep ADD COLUMN IF NOT EXISTS {col} {kind}" for col, kind in (
         ("d_ff", "INTEGER"), ("d_ff_matched", "INTEGER"), ("linear_o_t_in", "DOUBLE"), ("linear_i_t_in", "DOUBLE"),
         ("cos_start_input_untied", "DOUBLE"), ("bigram_train_tokens", "BIGINT"))),
+    # 5 (issue 48): the sweep's fourth protocol and the mechanism lab's second
+    5: tuple(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {col} {kind}" for table, col, kind in (
+        ("sweep", "identity_raw_o_t", "DOUBLE"), ("sweep", "flops_tied", "BIGINT"), ("sweep", "flops_untied", "BIGINT"),
+        ("sweep", "flops_tied_matched", "BIGINT"), ("mechanism", "identity_raw_o_t", "DOUBLE"),
+        ("mechanism", "unigram_loss", "DOUBLE"), ("mechanism", "update_norm_gap", "DOUBLE"))),
 }
 """Version reached -> the SQL that brings a cache of the version before to it (added columns only)."""
 
@@ -92,6 +97,9 @@ TABLES: dict[str, str] = {
     # layers; n_layers_matched equals n_layers), linear_*_in (the linear map fitted and scored on
     # every token: the paper's protocol), cos_start_input_untied (mean cosine of the untied input
     # rows to their initialisation), bigram_train_tokens (the tokens the baselines were fitted on).
+    # From the fourth (issue 48): identity_raw_o_t (mean cosine of row i of T with row i of O, no
+    # map: near 1 where the twins share their start, near 0 for independent twins) and each arm's
+    # training FLOPs per token (tying.analysis.sweep.train_flops_per_token).
     "sweep": """
         d_model INTEGER,
         vocab_size INTEGER,
@@ -127,7 +135,11 @@ TABLES: dict[str, str] = {
         linear_o_t_in DOUBLE,
         linear_i_t_in DOUBLE,
         cos_start_input_untied DOUBLE,
-        bigram_train_tokens BIGINT
+        bigram_train_tokens BIGINT,
+        identity_raw_o_t DOUBLE,
+        flops_tied BIGINT,
+        flops_untied BIGINT,
+        flops_tied_matched BIGINT
     """,
     # the sweep's learning-rate probes (third protocol, issue 29): one row per probe run of an
     # arm (tied | untied | tied_matched) at a rate of --lr-grid, trained on the training tokens
@@ -145,7 +157,11 @@ TABLES: dict[str, str] = {
     # the mechanism lab (`precompute mechanism`, issue 33): one row per run, an arm of
     # tying.analysis.mechanism.ARMS or the untied twin ('untied'), per seed, measured against the
     # untied twin of its seed; stage "mechanism:<arm>:s<seed>", written atomically with the run's
-    # curve rows: a killed run resumes without retraining finished arms
+    # curve rows: a killed run resumes without retraining finished arms. The SGD arm is measured
+    # against the untied twin trained by SGD ('untied_sgd'). From issue 48: identity_raw_o_t (raw-row
+    # cosine of T with its twin's O), unigram_loss (the add-one unigram on the evaluation windows:
+    # what the run must beat), update_norm_gap (the update-balanced arm: the largest relative
+    # difference between its input-side and output-side update norms over the steps; 0: equal)
     "mechanism": """
         arm VARCHAR,
         seed INTEGER,
@@ -166,7 +182,10 @@ TABLES: dict[str, str] = {
         cos_start_tied DOUBLE,
         cos_start_input_untied DOUBLE,
         eval_loss DOUBLE,
-        seconds DOUBLE
+        seconds DOUBLE,
+        identity_raw_o_t DOUBLE,
+        unigram_loss DOUBLE,
+        update_norm_gap DOUBLE
     """,
     # the bias over training: T at each snapshot against the untied twin's I and O at that step
     "mechanism_curve": """

@@ -10,6 +10,8 @@ as the paper compares; one seed for all is the shared-start control.
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Sequence
 
 import torch
@@ -78,7 +80,8 @@ def toy_config(
     )
 
 
-def build_twins(config_kwargs: dict, seed: int, variants=("tied", "untied")) -> dict[str, torch.nn.Module]:
+def build_twins(config_kwargs: dict, seed: int, variants=("tied", "untied"),
+                draw_d_ff: int | None = None) -> dict[str, torch.nn.Module]:
     """Build one ``LlamaForCausalLM`` per variant, all with the same initial weights.
 
     Initialisation: with ``torch.manual_seed(seed)`` one untied model is built by the
@@ -94,6 +97,9 @@ def build_twins(config_kwargs: dict, seed: int, variants=("tied", "untied")) -> 
         config_kwargs: keyword arguments of :func:`toy_config` other than ``tied``.
         seed: seed of the shared initialisation.
         variants: names from :data:`VARIANTS`.
+        draw_d_ff: the feed-forward width the initial weights are drawn at (default the
+            model's): a wider model (the sweep's parameter-matched arm) then starts from the
+            very draw of the twins of width ``draw_d_ff`` (:func:`widen_feed_forward`).
 
     Returns:
         ``{variant: model}``, models on the CPU in training mode.
@@ -103,7 +109,8 @@ def build_twins(config_kwargs: dict, seed: int, variants=("tied", "untied")) -> 
     kwargs = {k: v for k, v in config_kwargs.items() if k != "tied"}
     tied_flags = {name: check_variant(name) for name in variants}
     torch.manual_seed(seed)
-    source = LlamaForCausalLM(toy_config(tied=False, **kwargs))
+    drawn = dict(kwargs, d_ff=draw_d_ff) if draw_d_ff else kwargs
+    source = LlamaForCausalLM(toy_config(tied=False, **drawn))
     w0 = source.get_input_embeddings().weight.detach().clone()
     body = {
         name: p.detach()
@@ -124,10 +131,33 @@ def build_twins(config_kwargs: dict, seed: int, variants=("tied", "untied")) -> 
             for pname, p in model.named_parameters():
                 if p is inp or p is out:
                     continue
-                p.copy_(body[pname])
+                p.copy_(body[pname] if body[pname].shape == p.shape else
+                        widen_feed_forward(pname, body[pname], p.shape, seed))
         model.train()
         models[name] = model
     return models
+
+
+def widen_feed_forward(name: str, drawn: torch.Tensor, shape, seed: int) -> torch.Tensor:
+    """A feed-forward weight of a wider model made from one drawn at a narrower width: the drawn
+    units first, unchanged, then new units drawn like them (normal, std 0.02, from ``seed``).
+
+    ``gate_proj``/``up_proj`` (d_ff x d) gain rows; ``down_proj`` (d x d_ff) gains columns and is
+    then scaled by sqrt(drawn d_ff / wider d_ff): the output sums over the hidden units, so its
+    variance at step 0 is the narrow model's. A tensor of another kind raises ValueError."""
+    shape = tuple(shape)
+    down = name.endswith("down_proj.weight")
+    axis = 1 if down else 0
+    if not name.endswith(("gate_proj.weight", "up_proj.weight", "down_proj.weight")) or \
+            shape[1 - axis] != drawn.shape[1 - axis] or shape[axis] < drawn.shape[axis]:
+        raise ValueError(f"{name}: cannot widen {tuple(drawn.shape)} to {shape}")
+    gen = torch.Generator().manual_seed(int(seed) + sum(map(ord, name)))  # a stream per tensor, fixed by name
+    extra = list(shape)
+    extra[axis] = shape[axis] - drawn.shape[axis]
+    out = torch.cat([drawn.detach().cpu().float(), torch.randn(extra, generator=gen) * 0.02], dim=axis)
+    if down:
+        out = out * math.sqrt(drawn.shape[1] / shape[1])
+    return out.to(drawn.dtype)
 
 
 def embedding_matrices(model) -> tuple[torch.Tensor, torch.Tensor]:

@@ -283,6 +283,7 @@ def train_twins(
     surgery=None,
     shared_start: bool = False,
     seeds: dict[str, int] | None = None,
+    draw_d_ff: int | None = None,
 ) -> dict[str, TrainResult]:
     """Train each variant from the initial weights and on the batches of its own seed.
 
@@ -306,13 +307,13 @@ def train_twins(
         seed, shared_start: each variant's start and batch order come from
             ``variant_seeds(seed, variants, shared_start)``.
         seeds: ``{variant: seed}`` overriding those (``tied_rerun`` on T's seed reproduces T).
+        draw_d_ff: start from the draw of a model of this feed-forward width, widened
+            (:func:`tying.toylab.model.widen_feed_forward`; the sweep's matched arm).
         checkpoint_steps: number of log-spaced snapshots (default 12), or the steps
             themselves (0 and ``steps`` always added).
         progress: called as ``progress(variant, step, steps, loss)`` after every update.
         device: torch device; default the GPU when present, else the CPU.
-        num_threads: CPU threads for torch during training (restored afterwards); None
-            keeps torch's default. On a CPU shared with other busy processes, 1 thread can
-            be several times faster than oversubscribed cores.
+        num_threads: CPU threads for torch while training (restored after; None: torch's).
         order: "random" (each sequence starts at a uniformly drawn position,
             :func:`batch_offsets`) or "epochs" (non-overlapping windows, every one once per
             epoch, :func:`epoch_offsets`; ``settings["epochs"]`` says how many were read).
@@ -365,14 +366,14 @@ def train_twins(
                optimizer=optimizer, momentum=momentum)
     settings = dict(model_kwargs, **opt, steps=steps, batch_size=batch_size, eval_fraction=eval_fraction, seed=seed,
                     n_train_tokens=len(train_tokens), n_eval_tokens=len(eval_tokens), device=str(device), order=order,
-                    tokens_seen=steps * batch_size * context, shared_start=bool(shared_start))
+                    tokens_seen=steps * batch_size * context, shared_start=bool(shared_start), draw_d_ff=draw_d_ff)
     threads_before = torch.get_num_threads()
     if num_threads:
         torch.set_num_threads(int(num_threads))
     try:
         results: dict[str, TrainResult] = {}
         for name in variants:
-            model = build_twins(model_kwargs, own[name], variants=(name,))[name].to(device)
+            model = build_twins(model_kwargs, own[name], (name,), draw_d_ff)[name].to(device)
             s = scale if name == "tied_scaled" else 1.0
             offsets, epochs = orders[own[name]]
             log, checkpoints, seconds = _train_one(model, name, s, train_tokens, offsets, context, snap_steps, opt,
