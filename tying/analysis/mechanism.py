@@ -29,30 +29,46 @@ class Arm:
     reach: bool = False  # the output side masked to the rows of the batch's input tokens
     optimizer: str = "adamw"
     input_grad_scale: float = 1.0
+    rerun: bool = False  # the baseline recipe from another start and batch order (the null arm)
+    update: bool = False  # the output side's AdamW update rescaled to the input side's (UpdateBalance)
 
 
 ARMS: dict[str, Arm] = {a.name: a for a in (
     Arm("baseline", "baseline", "the tied twin as in the demo (AdamW)"),
-    Arm("size", "size balanced", "the output-side gradient rescaled to the input side's norm at every step (reach kept)",
-        size=True),
+    Arm("null", "null (rerun)", "the baseline recipe from another start and batch order: what a rerun alone changes, "
+        "the yardstick every arm's effect is read against", rerun=True),
+    Arm("size", "size balanced (gradient)", "the output-side gradient rescaled to the input side's norm at every step, "
+        "before AdamW normalises each coordinate (reach kept)", size=True),
+    Arm("size_update", "size balanced (update)", "separate AdamW moments for the input-side and output-side parts of "
+        "T's gradient, the output side's update rescaled to the input side's norm at every step (reach kept)",
+        update=True),
     Arm("reach", "reach matched", "the output-side gradient masked to the rows of the batch's input tokens (size on "
         "those rows kept)", reach=True),
     Arm("both", "size and reach", "masked to the batch's rows, then rescaled to the input side's norm", size=True,
         reach=True),
     Arm("sgd", "SGD", "the baseline trained with SGD and momentum 0.9 (no per-coordinate normalisation), its "
-        "learning rate chosen on the validation split", optimizer="sgd"),
+        "learning rate chosen on the validation split, for --sgd-steps, measured against untied twins trained "
+        "by SGD alike", optimizer="sgd"),
     Arm("input_x5", "input x5", "the demo's reference arm: the input-side gradient multiplied by 5 (Table 2)",
         input_grad_scale=5.0),
 )}
 """Every arm, in the page's order."""
 
 UNTIED = "untied"
-"""The run every arm of a seed is measured against (the untied twin, trained once per seed)."""
+"""The run every AdamW arm of a seed is measured against (the untied twin, trained once per seed)."""
+
+UNTIED_SGD = "untied_sgd"
+"""The untied twin trained by SGD (the SGD arm's rate and steps), the SGD arm's twin."""
+
+
+def twin_of(arm: str) -> str:
+    """The untied run an arm is measured against: the SGD twin for the SGD arm, else the AdamW one."""
+    return UNTIED_SGD if ARMS[arm].optimizer == "sgd" else UNTIED
 
 RUN_COLUMNS = ("arm", "seed", "optimizer", "lr", "steps", "linear_o_t_in", "linear_i_t_in", "bias",
                "linear_o_t", "linear_i_t", "overlap_t_o", "overlap_t_i", "bias_overlap", "output_share_early",
                "output_share_early_proxy", "output_share_applied_early", "cos_start_tied", "cos_start_input_untied",
-               "eval_loss", "seconds")
+               "eval_loss", "seconds", "identity_raw_o_t", "unigram_loss", "update_norm_gap")
 """One row per run (arm and seed) of the ``mechanism`` table; the untied twin's rows carry its
 loss and how far its I moved, the measures against itself left empty."""
 

@@ -11,7 +11,6 @@ steps) train three variants in about 2.5 minutes on a 2-core CPU.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ import torch.nn.functional as F
 from tying.analysis.align import rowwise_cosine
 from tying.device import as_device
 from tying.toylab.model import build_twins, check_variant, embedding_matrices, variant_seeds
+from tying.toylab.optim import OPTIMIZERS, lr_factor, make_optimizer
 from tying.toylab.provenance import GradientProvenance, check_scale
 
 LOG_COLUMNS = ("step", "loss", "lr", "grad_input_norm", "grad_output_norm", "grad_total_norm", "output_share",
@@ -145,33 +145,6 @@ def epoch_offsets(n_tokens: int, steps: int, batch_size: int, context: int, seed
     return order.reshape(steps, batch_size), need / n_windows
 
 
-def _lr_factor(step: int, steps: int, warmup: int, min_ratio: float) -> float:
-    """Linear warm-up over ``warmup`` updates, then cosine decay to ``min_ratio`` at ``steps``."""
-    if warmup and step <= warmup:
-        return step / warmup
-    progress = (step - warmup) / max(1, steps - warmup)
-    return min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
-
-
-OPTIMIZERS = ("adamw", "sgd")
-"""``adamw``: the toy lab's optimiser; ``sgd``: SGD with momentum (the mechanism lab's arm without
-per-coordinate normalisation), no weight decay."""
-
-
-def _optimizer(model: torch.nn.Module, lr: float, weight_decay: float, betas, kind: str = "adamw",
-               momentum: float = 0.9) -> torch.optim.Optimizer:
-    """AdamW with weight decay on the hidden weight matrices only (not on embeddings or norms);
-    or (``kind="sgd"``) SGD with ``momentum`` and no weight decay."""
-    if kind == "sgd":
-        return torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
-    embeddings = {id(p) for p in embedding_matrices(model)}
-    decay, no_decay = [], []
-    for p in model.parameters():
-        (decay if p.ndim >= 2 and id(p) not in embeddings else no_decay).append(p)
-    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=1e-8)
-
-
 def _snapshot(model) -> tuple[np.ndarray, np.ndarray]:
     inp, out = embedding_matrices(model)
     a = inp.detach().to("cpu", torch.float32).numpy().copy()
@@ -208,18 +181,20 @@ def _train_one(model, name: str, scale: float, train_tokens: np.ndarray, offsets
                snap_steps: Sequence[int], opt: dict, progress, device, surgery=None) -> tuple[pd.DataFrame, dict, float]:
     """Train one variant in place; return its log, its snapshots and the loop's wall time. A
     ``surgery`` (:class:`tying.toylab.surgery.Surgery`) edits the tied matrix's output-side
-    gradient after each backward pass; the log then adds ``grad_output_applied_norm``."""
+    gradient after each backward pass; the log then adds ``grad_output_applied_norm``. A surgery that
+    ``balances_update`` (:class:`tying.toylab.optim.UpdateBalance`) updates the tied matrix itself;
+    the log adds the two update norms it applied (``update_input_norm``, ``update_output_norm``)."""
     steps = len(offsets)
-    optimizer = _optimizer(model, opt["lr"], opt["weight_decay"], opt["betas"], opt.get("optimizer", "adamw"),
-                           opt.get("momentum", 0.9))
     weight = model.get_input_embeddings().weight
+    balance = getattr(surgery, "balances_update", False)
+    optimizer = make_optimizer(model, embedding_matrices(model), opt["lr"], opt["weight_decay"], opt["betas"],
+                               opt.get("optimizer", "adamw"), opt.get("momentum", 0.9), weight if balance else None)
     schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda t: _lr_factor(t + 1, steps, opt["warmup_steps"], opt["min_lr_ratio"])
-    )
+        optimizer, lambda t: lr_factor(t + 1, steps, opt["warmup_steps"], opt["min_lr_ratio"]))
     window = np.arange(context + 1)[None, :]
     snap_steps = set(snap_steps)
     checkpoints = {0: _snapshot(model)}
-    rows, applied = [], []
+    rows, applied, updates = [], [], []
     start = time.perf_counter()
     with GradientProvenance(model, input_grad_scale=scale) as prov:
         for step in range(1, steps + 1):
@@ -232,10 +207,12 @@ def _train_one(model, name: str, scale: float, train_tokens: np.ndarray, offsets
             loss.backward()
             if surgery is not None:
                 applied.append(surgery.apply(weight, prov.g_in * prov.scale, prov.g_out, chunk[:, :-1]))
-            if opt["grad_clip"]:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), opt["grad_clip"])
+            total = torch.nn.utils.clip_grad_norm_(model.parameters(), opt["grad_clip"]) if opt["grad_clip"] else None
             lr = optimizer.param_groups[0]["lr"]
             optimizer.step()
+            if balance:  # the clipping's factor, as torch computes it
+                updates.append(surgery.step(weight, lr, 1.0 if total is None else
+                                            min(1.0, opt["grad_clip"] / (float(total) + 1e-6))))
             schedule.step()
             norms = prov.norms()
             value = loss.item()
@@ -249,6 +226,8 @@ def _train_one(model, name: str, scale: float, train_tokens: np.ndarray, offsets
     log = pd.DataFrame(rows, columns=list(LOG_COLUMNS))
     if surgery is not None:
         log["grad_output_applied_norm"] = applied
+    if updates:
+        log["update_input_norm"], log["update_output_norm"] = zip(*updates)
     return log, checkpoints, seconds
 
 
