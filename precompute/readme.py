@@ -124,7 +124,80 @@ def cka_numbers() -> str:
             ", ".join(f"{pair} {v['cka']:.3f}" for pair, v in sorted(cka.items())) + ".")
 
 
-NUMBERS = {"demo-regime": regime_numbers, "demo-share": share_numbers, "demo-cka": cka_numbers}
+def _markdown(df) -> str:
+    heads = [str(c) for c in df.columns]
+    rows = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
+    return "\n".join(rows + ["| " + " | ".join(str(v) for v in r) + " |" for r in df.itertuples(index=False)])
+
+
+def _claim_lines(s, keys) -> str:
+    from tying.cache.claims import claims
+
+    got = claims(s)
+    return "\n".join(f"* `{k}` (**{got[k].verdict}**): {got[k].ours}" for k in keys)
+
+
+def mechanism_numbers() -> str:
+    """The shipped mechanism lab: each arm's effect toward I and away from O against the null band,
+    every arm's bias and loss, the twins, and the claims as decided."""
+    from explorer.render import mechanism as R
+    from tying.analysis import mechanism as M
+    from tying.cache.mechanism_claims import IDS
+
+    s = _shipped_summary("mechanism")
+    runs = R.runs(s)
+    if not len(runs):
+        return "(the shipped mechanism lab has no runs)"
+    arms = []
+    for name, arm in M.ARMS.items():
+        g = runs[runs["arm"] == name]
+        if len(g):
+            arms.append({"arm": arm.label, "seeds": len(g), "steps": int(g["steps"].iloc[0]),
+                         "bias O→T − I→T": R._cell(*M.interval(g["bias"])),
+                         "bias T~O − T~I": R._cell(*M.interval(g["bias_overlap"])),
+                         "T·O raw-row cosine": f"{g['identity_raw_o_t'].mean():.3f}"
+                         if g["identity_raw_o_t"].notna().any() else "—",
+                         "eval loss": f"{g['eval_loss'].mean():.3f}"})
+    import pandas as pd
+
+    return ("Each arm's effect against the baseline's T of the same seed (mean [95% interval] over seeds; * beyond "
+            "the null arm's band, the last row):\n\n" + _markdown(R.effects_table(s)) + "\n\nEvery arm:\n\n"
+            + _markdown(pd.DataFrame(arms)) + "\n\n" + R.untied_line(s) + "\n\nThe claims as decided from these "
+            "runs:\n\n" + _claim_lines(s, IDS))
+
+
+def sweep_numbers() -> str:
+    """The shipped sweep: per width the gap against the matched arm, its learning-rate band, the
+    FLOPs per token, T's raw-row cosine with O, and the two claims as decided."""
+    import numpy as np
+    import pandas as pd
+
+    from tying.cache.sweep_claims import IDS, gap_bands, undertrained_widths
+
+    s = _shipped_summary("sweep")
+    if not s.sweep:
+        return "(the shipped sweep has no cells)"
+    bands, slow = gap_bands(s, "tied_matched"), set(undertrained_widths(s.sweep))
+    rows = []
+    for c in s.sweep_cells or []:
+        key = (c["vocab_size"], c["d_model"])
+        gap, half, band = c.get("loss_gap_matched"), c.get("loss_gap_matched_half"), bands.get(key)
+        rows.append({"d_model": c["d_model"], "seeds": c["n"],
+                     "untied − matched": f"{gap:+.3f} ± {half:.3f}" if half is not None else f"{gap:+.3f}",
+                     "with a rate step": f"{gap + band['low']:+.3f} to {gap + band['high']:+.3f}" if band else "—",
+                     "bigram": f"{c['bigram_loss']:.3f}" if c.get("bigram_loss") is not None else "—",
+                     "undertrained": "yes" if key in slow else "no",
+                     "MFLOPs/token twins, matched": (f"{c['flops_tied'] / 1e6:.2f}, {c['flops_tied_matched'] / 1e6:.2f}"
+                                                     if c.get("flops_tied") is not None else "—"),
+                     "T·O raw-row cosine": (f"{c['identity_raw_o_t']:.3f}" if c.get("identity_raw_o_t") is not None
+                                            and np.isfinite(c["identity_raw_o_t"]) else "—")})
+    return ("Per width (mean ± 95% half-width over seeds; the band: the gap moved by one learning-rate step of "
+            "either arm, from the probes):\n\n" + _markdown(pd.DataFrame(rows)) + "\n\nThe claims as decided:\n\n"
+            + _claim_lines(s, IDS))
+
+
+NUMBERS = {"demo-regime": regime_numbers, "demo-share": share_numbers, "demo-cka": cka_numbers,
+           "mechanism": mechanism_numbers, "sweep": sweep_numbers}
 """Every generated block of numbers, by name."""
 
 

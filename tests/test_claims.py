@@ -13,10 +13,12 @@ from pathlib import Path
 
 import duckdb
 import numpy as np
+import pandas as pd
 import pytest
 
 from precompute.cli import main
 from tying.cache import claims as C
+from tying.cache import sweep_claims as SC
 from tying.cache import verdicts as V
 from tying.cache.summary_types import Summary
 
@@ -245,7 +247,7 @@ def _rows(bias: dict[int, list[float]], gap: dict[int, list[float]] | None = Non
     ({32: AROUND_ZERO, 64: AROUND_ZERO}, V.NO_CLAIM), ({32: CLEAR, 64: REVERSED}, V.MIXED),
     ({32: CLEAR, 64: AROUND_ZERO}, V.NO_CLAIM), ({32: SPLIT}, V.MIXED)])
 def test_sweep_bias_known_answers(bias, verdict):
-    c = C.sweep_bias(S({"kind": "sweep", "sweep": _rows(bias)}))
+    c = SC.sweep_bias(S({"kind": "sweep", "sweep": _rows(bias)}))
     assert c.verdict == verdict
     assert c.ours.startswith("toy sweep (0.20M-0.33M parameters, 0.33M training tokens per arm)")
     assert "in-sample" in c.ours and "0.90" in c.note  # how far I moved from its start
@@ -255,9 +257,50 @@ def test_sweep_bias_known_answers(bias, verdict):
     ({32: CLEAR, 64: CLEAR}, V.HOLDS), ({32: REVERSED, 64: REVERSED}, V.FAILS),
     ({32: AROUND_ZERO, 64: AROUND_ZERO}, V.NO_CLAIM), ({32: CLEAR, 64: REVERSED}, V.MIXED)])
 def test_sweep_gap_known_answers_and_the_loss_gap_decides_it(gap, verdict):
-    c = C.sweep_gap(S({"kind": "sweep", "sweep": _rows({32: CLEAR, 64: CLEAR}, gap)}))
+    c = SC.sweep_gap(S({"kind": "sweep", "sweep": _rows({32: CLEAR, 64: CLEAR}, gap)}))
     assert c.verdict == verdict
     assert "parameter-matched" in c.ours and "above the smoothed bigram" in c.note
+
+
+def _probes(d: int, untied: dict[float, float], matched: dict[float, float]) -> list[dict]:
+    return [{"d_model": d, "vocab_size": 4096, "arm": arm, "lr": lr, "seed": 0, "steps": 80, "loss": loss}
+            for arm, losses in (("untied", untied), ("tied_matched", matched)) for lr, loss in losses.items()]
+
+
+def test_sweep_gap_reads_no_claim_where_a_learning_rate_step_could_flip_it():
+    gap = {32: [-0.10, -0.11, -0.12], 64: [-0.10, -0.11, -0.12]}  # untied ahead by 0.11, every seed
+    rows = _rows({32: CLEAR, 64: CLEAR}, {d: [-g for g in v] for d, v in gap.items()})
+    # d=32: moving a rate one step moves the probes' gap by at most 0.02; d=64: by up to +0.3 (flips it)
+    probes = (_probes(32, {1e-3: 5.52, 3e-3: 5.5, 1e-2: 5.51}, {1e-3: 5.62, 3e-3: 5.6, 1e-2: 5.61})
+              + _probes(64, {1e-3: 5.52, 3e-3: 5.5, 1e-2: 5.8}, {1e-3: 5.62, 3e-3: 5.6, 1e-2: 5.7}))
+    c = SC.sweep_gap(S({"kind": "sweep", "sweep": rows, "sweep_probes": probes}))
+    d32, d64 = c.ours.split("; ")
+    assert d32.endswith("holds") and "within the rate's band" not in d32
+    assert "a learning-rate step -0.13 to -0.09" in d32
+    assert "a learning-rate step -0.21 to +0.19: within the rate's band no claim" in d64
+    assert c.verdict == V.NO_CLAIM  # one width undecided: no claim over the sweep
+    # without probes the intervals alone decide
+    assert SC.sweep_gap(S({"kind": "sweep", "sweep": rows})).verdict == V.HOLDS
+
+
+def test_undertrained_widths_are_named_and_no_crossing_comes_from_them():
+    from explorer.render.sweep_tables import sweep_crossings
+
+    rows = _rows({32: CLEAR, 64: CLEAR, 128: CLEAR})
+    for r in rows:  # only d=128's arms are past the bigram
+        r["bigram_loss"] = 5.2 if r["d_model"] == 128 else 4.0
+    assert SC.undertrained_widths(rows) == [(4096, 32), (4096, 64)]
+    assert "Undertrained (an arm of the gap still above the smoothed bigram): d=32, d=64" in SC.sweep_gap(
+        S({"kind": "sweep", "sweep": rows})).note
+    # a gap that changes sign between d=32 and d=64, both intervals clear: named only when both are trained
+    points = pd.DataFrame({"vocab_size": 4096, "d_model": [32, 64, 128], "loss_gap": [0.2, -0.2, -0.3],
+                           "loss_gap_half": 0.05, "eval_loss_untied": [5.0, 5.0, 5.0], "eval_loss_tied": 5.0,
+                           "bigram_loss": [5.5, 5.5, 5.5]})
+    named, lines = sweep_crossings(points, "d_model")
+    assert list(named["x"].round()) == [45]
+    points["bigram_loss"] = [4.0, 4.0, 5.5]
+    named, lines = sweep_crossings(points, "d_model")
+    assert named.empty and "d=32, d=64 undertrained" in lines[0]
 
 
 def _rewritten(tmp_path, sql: str | None, name: str = "sweep") -> Path:
@@ -337,7 +380,7 @@ def test_summary_text_prints_the_claims_as_a_table(capsys):
     assert main(["summary", str(ROOT / "cache" / "demo.duckdb")]) == 0
     out = capsys.readouterr().out
     table = out[out.index("Claims"):]
-    assert "alignment   holds" in table and "no data: mechanism_size, mechanism_reach, mechanism_optimizer, published, sweep_bias, sweep_gap" in table
+    assert "alignment   holds" in table and "no data: mechanism_size, mechanism_update, mechanism_reach, mechanism_optimizer, published, sweep_bias, sweep_gap" in table
 
 
 @pytest.mark.parametrize("verdict", V.VERDICTS)

@@ -144,6 +144,22 @@ def test_in_a_llama_reach_zeroes_absent_rows_and_size_gives_the_input_norm():
             assert torch.linalg.vector_norm(W.grad - prov.g_in).item() == pytest.approx(n_in, rel=1e-4)
 
 
+def test_the_update_balanced_arm_applies_equal_update_norms_at_every_step():
+    from tying.toylab.optim import UpdateBalance, adam_direction
+
+    # AdamW's first step is the gradient's sign (up to eps): a known answer for the direction
+    g = torch.tensor([[0.5, -2.0], [0.0, 3.0]])
+    m, v = 0.1 * g, 0.05 * g * g
+    assert torch.allclose(adam_direction(m, v, 1, (0.9, 0.95)), torch.sign(g), atol=1e-6)
+    res = train_twins(_tokens(), variants=("tied",), surgery=UpdateBalance(), **TINY)["tied"]
+    log = res.log
+    assert len(log) == TINY["steps"] and (log["update_input_norm"] > 0).all()
+    np.testing.assert_allclose(log["update_output_norm"], log["update_input_norm"], rtol=1e-6)
+    # it changes the run (AdamW's own update of T differs), and T is never in the optimiser twice
+    base = train_twins(_tokens(), variants=("tied",), **TINY)["tied"]
+    assert not torch.equal(_weights(res)["model.embed_tokens.weight"], _weights(base)["model.embed_tokens.weight"])
+
+
 def test_sgd_is_an_optimizer_choice_and_a_bad_one_is_refused():
     res = train_twins(_tokens(), variants=("tied",), optimizer="sgd", lr=0.3, **TINY)["tied"]
     assert res.settings["optimizer"] == "sgd" and np.isfinite(res.eval_loss)
@@ -181,7 +197,9 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, extra, message):
 def test_end_to_end_rows_curves_claims_and_resume(corpus, tmp_path, capsys, monkeypatch):  # noqa: F811
     from precompute import mechanism as PM
 
-    args = tiny(corpus, tmp_path, "--seeds", "2", "--arms", "baseline,size,reach,sgd", "--sgd-lr-grid", "0.1,1")
+    args = tiny(corpus, tmp_path, "--seeds", "2", "--arms", "baseline,null,size,size_update,sgd", "--sgd-lr-grid",
+                "0.1,1")
+    twins = ("untied", "untied_sgd")
     calls = []
     real = PM.MechanismRun.measure
 
@@ -195,7 +213,7 @@ def test_end_to_end_rows_curves_claims_and_resume(corpus, tmp_path, capsys, monk
     assert main(args) == 130  # interrupted: the cache keeps every run finished before
     cache = tmp_path / "mechanism.duckdb"
     first = _rows(cache)
-    assert sorted(first.loc[first["arm"] != "untied", "arm"]) == ["baseline", "size"]  # the two finished runs
+    assert sorted(first.loc[~first["arm"].isin(twins), "arm"]) == ["baseline", "null"]  # the two finished runs
     monkeypatch.setattr(PM.MechanismRun, "measure", real)
     trained = []
     real_train = PM.MechanismRun._train
@@ -211,12 +229,21 @@ def test_end_to_end_rows_curves_claims_and_resume(corpus, tmp_path, capsys, monk
     err = capsys.readouterr().err
     assert "2 runs already in" in err and "estimated training time" in err
     # finished arms are not trained again; the untied twin of seed 0 is read back from its snapshots
-    assert ("baseline", 0) not in trained and ("size", 0) not in trained and ("untied", 0) not in trained
-    assert {("reach", 0), ("sgd", 0), ("baseline", 1), ("untied", 1)} <= set(trained)
+    assert ("baseline", 0) not in trained and ("null", 0) not in trained and ("untied", 0) not in trained
+    assert ("untied_sgd", 0) not in trained
+    assert {("size", 0), ("sgd", 0), ("baseline", 1), ("untied", 1), ("untied_sgd", 1)} <= set(trained)
     got = _rows(cache)
-    arms = got[got["arm"] != "untied"]
-    assert len(arms) == 8 and set(zip(arms["arm"], arms["seed"])) == {(a, s) for a in ("baseline", "size", "reach",
-                                                                                        "sgd") for s in (0, 1)}
+    arms = got[~got["arm"].isin(twins)]
+    assert len(arms) == 10 and set(zip(arms["arm"], arms["seed"])) == {
+        (a, s) for a in ("baseline", "null", "size", "size_update", "sgd") for s in (0, 1)}
+    # the SGD arm and its twins take --sgd-steps (twice --steps by default), the others --steps
+    assert set(got.loc[got["arm"].isin(("sgd", "untied_sgd")), "steps"]) == {24}
+    assert set(got.loc[~got["arm"].isin(("sgd", "untied_sgd")), "steps"]) == {12}
+    # the update-balanced arm applied equal update norms at every step; the others record no gap
+    assert (arms.loc[arms["arm"] == "size_update", "update_norm_gap"] < 1e-5).all()
+    assert arms.loc[arms["arm"] != "size_update", "update_norm_gap"].isna().all()
+    # one unigram for every run, better than the uniform distribution over the 400-token vocabulary
+    assert got["unigram_loss"].nunique() == 1 and 0 < got["unigram_loss"].iloc[0] < np.log(400)
     np.testing.assert_allclose(arms["bias"], arms["linear_o_t_in"] - arms["linear_i_t_in"])
     np.testing.assert_allclose(arms["bias_overlap"], arms["overlap_t_o"] - arms["overlap_t_i"])
     # the size arm's applied output share is one half at every step, by construction
@@ -227,7 +254,7 @@ def test_end_to_end_rows_curves_claims_and_resume(corpus, tmp_path, capsys, monk
     assert sorted(probes["lr"]) == [0.1, 1.0]
     assert (arms.loc[arms["arm"] == "sgd", "lr"] == probes.loc[probes["loss"].idxmin(), "lr"]).all()
     curve = _rows(cache, "mechanism_curve")
-    assert len(curve) == 8 * 3 and sorted(set(curve["step"]))[0] == 0  # 3 snapshots, the start among them
+    assert len(curve) == 10 * 3 and sorted(set(curve["step"]))[0] == 0  # 3 snapshots, the start among them
     start = curve[curve["step"] == 0]
     # at step 0 the untied twin's O is a copy of its I, drawn apart from T (independent twins): both maps
     # score alike, well below 1, and the bias is zero
@@ -236,50 +263,97 @@ def test_end_to_end_rows_curves_claims_and_resume(corpus, tmp_path, capsys, monk
     np.testing.assert_allclose(start["bias"], 0.0, atol=1e-4)
     assert main(["summary", str(cache), "--json"]) == 0
     s = json.loads(capsys.readouterr().out)
-    assert s["kind"] == "mechanism" and len(s["mechanism"]) == 10
-    for key in ("mechanism_size", "mechanism_reach", "mechanism_optimizer"):
+    assert s["kind"] == "mechanism" and len(s["mechanism"]) == 14
+    for key in ("mechanism_size", "mechanism_update", "mechanism_optimizer"):
         assert s["claims"][key]["verdict"] in V.VERDICTS and s["claims"][key]["verdict"] != V.NO_DATA, key
 
 
 # -- the claims ------------------------------------------------------------------------------------
 
 
-def _summary(bias: dict[str, list[float]], overlap: dict[str, list[float]] | None = None) -> Summary:
-    overlap = overlap or bias
-    rows = [{"arm": arm, "seed": i, "bias": b, "bias_overlap": overlap[arm][i], "lr": 0.3}
-            for arm, values in bias.items() for i, b in enumerate(values)]
+def _summary(arms: dict[str, dict[str, list[float]]], loss: dict[str, float] | None = None) -> Summary:
+    """A mechanism summary from per-arm, per-seed I->T and O->T (linear; overlap the same values
+    halved unless given as "i_ov"/"o_ov")."""
+    rows = []
+    for arm, v in arms.items():
+        for i, (i_t, o_t) in enumerate(zip(v["i"], v["o"])):
+            i_ov, o_ov = v.get("i_ov", [x / 2 for x in v["i"]])[i], v.get("o_ov", [x / 2 for x in v["o"]])[i]
+            rows.append({"arm": arm, "seed": i, "linear_i_t_in": i_t, "linear_o_t_in": o_t, "bias": o_t - i_t,
+                         "overlap_t_i": i_ov, "overlap_t_o": o_ov, "bias_overlap": o_ov - i_ov, "lr": 0.3,
+                         "steps": 250, "eval_loss": (loss or {}).get(arm, 5.7), "unigram_loss": 6.7})
     return Summary(kind="mechanism", mechanism=rows, mechanism_settings={"d_model": 128, "steps": 250,
                                                                            "batch_size": 16, "context": 64,
                                                                            "vocab_size": 4096, "n_layers": 4})
 
 
-def test_claims_follow_the_intervals():
-    base = [0.30, 0.32, 0.31]
-    # size removes most of the bias, consistently: holds, and what remains is still clear of zero
-    s = _summary({"baseline": base, "size": [0.10, 0.11, 0.12], "reach": [0.31, 0.29, 0.33],
-                  "sgd": [0.2, 0.22, 0.21]})
-    got = C.claims(s)
-    assert got["mechanism_size"].verdict == V.HOLDS and "lowered, not removed" in got["mechanism_size"].ours
-    assert "65% [" in got["mechanism_size"].ours  # (0.31 - 0.11) / 0.31 in the mean
-    assert got["mechanism_size"].ours.startswith("toy mechanism lab (1.57M parameters, 0.26M training tokens per run)")
-    assert got["mechanism_reach"].verdict == V.NO_CLAIM  # differences +-0.02 around zero
-    assert got["mechanism_optimizer"].verdict == V.HOLDS
-    # an arm that raises the bias in every seed: does not hold; an SGD bias below zero: does not hold
-    s = _summary({"baseline": base, "size": [0.40, 0.41, 0.43], "sgd": [-0.2, -0.22, -0.21]})
-    got = C.claims(s)
-    assert got["mechanism_size"].verdict == V.FAILS and got["mechanism_optimizer"].verdict == V.FAILS
-    assert got["mechanism_reach"].verdict == V.NO_DATA and "--arms baseline,reach" in got["mechanism_reach"].note
-    # the readings disagree (linear lowers, overlap raises): mixed, never holds
-    s = _summary({"baseline": base, "size": [0.1, 0.1, 0.1]}, {"baseline": base, "size": [0.5, 0.52, 0.51]})
-    assert C.claims(s)["mechanism_size"].verdict == V.MIXED
-    # removed: the remainder's interval includes zero
-    s = _summary({"baseline": base, "size": [0.01, -0.02, 0.0]})
-    assert "interval includes zero" in C.claims(s)["mechanism_size"].ours
+BASE = {"i": [0.50, 0.52, 0.51], "o": [0.88, 0.87, 0.875]}
+NULL = {"i": [0.505, 0.515, 0.51], "o": [0.878, 0.872, 0.875]}  # a rerun moves each by at most 0.005
+
+
+def test_toward_i_holds_only_beyond_the_null_band():
+    # size raises I->T by about 0.05 in every seed, far beyond the rerun's 0.005: holds on both readings
+    s = _summary({"baseline": BASE, "null": NULL, "size": {"i": [0.55, 0.57, 0.56], "o": [0.85, 0.84, 0.845]}})
+    got = C.claims(s)["mechanism_size"]
+    assert got.verdict == V.HOLDS and "toward I +0.050 [" in got.ours and "a rerun ±0.005" in got.ours
+    assert got.ours.startswith("toy mechanism lab (1.57M parameters, 0.26M training tokens per run)")
+    # the same rise, but a rerun moves I->T by 0.08: the effect does not clear the band, no claim
+    wide = {"i": [0.58, 0.44, 0.51], "o": [0.878, 0.872, 0.875]}
+    s = _summary({"baseline": BASE, "null": wide, "size": {"i": [0.55, 0.57, 0.56], "o": [0.88, 0.87, 0.875]}})
+    assert C.claims(s)["mechanism_size"].verdict == V.NO_CLAIM
+
+
+def test_an_arm_that_only_lowers_o_reads_mixed():
+    # O->T falls by 0.07 in every seed, I->T unchanged: the bias falls because T left O
+    s = _summary({"baseline": BASE, "null": NULL, "reach": {"i": [0.50, 0.52, 0.51], "o": [0.81, 0.80, 0.805]}})
+    got = C.claims(s)["mechanism_reach"]
+    assert got.verdict == V.MIXED and "T left O without coming closer to I" in got.ours
+    assert "lowered, not removed" in got.ours  # the bias fell beyond the band and is still clear of zero
+    # T moves away from I: fails
+    s = _summary({"baseline": BASE, "null": NULL, "reach": {"i": [0.40, 0.41, 0.42], "o": [0.88, 0.87, 0.875]}})
+    assert C.claims(s)["mechanism_reach"].verdict == V.FAILS
+
+
+def test_the_null_arms_effect_includes_zero_and_never_reads_lowered():
+    rng = np.random.default_rng(0)
+    i, o = rng.uniform(0.4, 0.6, 6), rng.uniform(0.8, 0.9, 6)
+    noise = rng.normal(0, 0.01, (2, 6))
+    noise -= noise.mean(axis=1, keepdims=True)  # a symmetric rerun: no systematic change
+    runs = pd.DataFrame([{"arm": a, "seed": k, "linear_i_t_in": i[k] + (a == "null") * noise[0, k],
+                          "linear_o_t_in": o[k] + (a == "null") * noise[1, k], "overlap_t_i": 0.1, "overlap_t_o": 0.3}
+                         for a in ("baseline", "null") for k in range(6)])
+    eff = M.effects(runs)
+    null = eff[eff["arm"] == "null"]
+    assert len(null) == 4 and (null["lo"] <= 0).all() and (null["hi"] >= 0).all() and (null["beyond"] == 0).all()
+    # an arm that raises the bias (reversed effect) is never called "lowered"
+    s = _summary({"baseline": BASE, "null": NULL, "size": {"i": [0.45, 0.46, 0.47], "o": [0.9, 0.9, 0.9]}})
+    got = C.claims(s)["mechanism_size"]
+    assert got.verdict == V.FAILS and "lowered" not in got.ours and "still clear of zero" in got.ours
+
+
+def test_sgd_is_undertrained_unless_it_gets_as_far_below_the_unigram():
+    sgd = {"i": [0.3, 0.31, 0.32], "o": [0.6, 0.62, 0.61]}
+    rows = {"baseline": BASE, "sgd": sgd, "untied_sgd": {"i": [0.0] * 3, "o": [0.0] * 3}}
+    got = C.claims(_summary(rows, loss={"baseline": 5.75, "sgd": 6.43}))["mechanism_optimizer"]
+    assert got.verdict == V.NO_CLAIM and "no claim (undertrained: SGD's eval loss 6.43 nats is 0.27 below" in got.ours
+    got = C.claims(_summary(rows, loss={"baseline": 5.75, "sgd": 5.70}))["mechanism_optimizer"]
+    assert got.verdict == V.HOLDS and "against twins trained by SGD" in got.ours
+    # without SGD twins (the first protocol) the SGD arm is read against AdamW twins: no claim
+    rows.pop("untied_sgd")
+    assert C.claims(_summary(rows, loss={"baseline": 5.75, "sgd": 5.70}))["mechanism_optimizer"].verdict == V.NO_CLAIM
+
+
+def test_remains_follows_the_interval():
+    from tying.cache.mechanism_claims import _remains
+
+    assert _remains(3, 0.1, 0.2, lowered=True) == "still clear of zero: lowered, not removed"
+    assert _remains(3, 0.1, 0.2, lowered=False) == "still clear of zero"
+    assert _remains(3, -0.2, -0.1, lowered=True) == "below zero: reversed"
+    assert "includes zero" in _remains(3, -0.1, 0.1, lowered=True)
 
 
 def test_other_caches_have_no_mechanism_data():
     got = C.claims(Summary(kind="toylab"))
-    for key in ("mechanism_size", "mechanism_reach", "mechanism_optimizer"):
+    for key in ("mechanism_size", "mechanism_update", "mechanism_reach", "mechanism_optimizer"):
         assert got[key].verdict == V.NO_DATA and got[key].needs == "mechanism" and "precompute mechanism" in got[key].note
 
 

@@ -118,6 +118,9 @@ def test_two_cells_two_seeds_end_to_end(corpus, tmp_path, capsys):
     for col in ("linear_o_t_in", "linear_i_t_in", "cos_start_input_untied"):
         assert got[col].between(-1, 1).all() and got[col].notna().all(), col
     assert (got["bigram_train_tokens"] > got["tokens_seen"]).all()
+    # the fourth protocol: FLOPs per token (the twins alike, the matched arm more) and T's raw-row cosine with O
+    assert (got["flops_tied"] == got["flops_untied"]).all() and (got["flops_tied_matched"] > got["flops_tied"]).all()
+    assert got["identity_raw_o_t"].between(-1, 1).all() and got["identity_raw_o_t"].notna().all()
     # every probe stored: 3 rates (the default grid) x 3 arms per width, the chosen rate the probe minimum
     con = duckdb.connect(str(tmp_path / "sweep.duckdb"), read_only=True)
     probes = con.execute("SELECT * FROM lr_probe").df()
@@ -394,3 +397,49 @@ def test_lr_sensitivity_known_answers():
     assert band["gap"] == pytest.approx(-0.2)
     assert band["low"] == pytest.approx(-1.2 + 0.2) and band["high"] == pytest.approx(0.9 + 0.2)
     assert S.lr_sensitivity(probes[probes["lr"] == 2.0]) is None  # one rate: no neighbours
+
+
+def test_the_matched_arm_starts_from_the_twins_draw_with_its_feed_forward_output_kept():
+    import math
+
+    import torch
+
+    from tying.toylab.model import build_twins, widen_feed_forward
+
+    kw = dict(vocab_size=300, d_model=32, n_layers=2, n_heads=4, d_ff=None, context=16)
+    twin = dict(build_twins(kw, 5, ("tied",))["tied"].named_parameters())
+    wide_model = build_twins(dict(kw, d_ff=300), 5, ("tied",), draw_d_ff=128)["tied"]
+    for name, w in wide_model.named_parameters():
+        t = twin[name]
+        if w.shape == t.shape:  # every tensor the two share: the very same draw
+            assert torch.equal(w, t), name
+        elif name.endswith("down_proj.weight"):  # the twin's units first, scaled by sqrt(128 / 300)
+            assert torch.allclose(w[:, :128], t * math.sqrt(128 / 300))
+        else:
+            assert torch.equal(w[:128], t) and w.shape == (300, 32), name
+    # measured: the feed-forward output's size at step 0 is the twin's (within 10% on 512 random inputs)
+    h = torch.randn(512, 32, generator=torch.Generator().manual_seed(0))
+    narrow = build_twins(kw, 5, ("tied",))["tied"]
+    for a, b in zip(narrow.model.layers, wide_model.model.layers):
+        with torch.no_grad():
+            ratio = b.mlp(h).pow(2).mean().sqrt() / a.mlp(h).pow(2).mean().sqrt()
+        assert 0.9 < ratio.item() < 1.1
+    with pytest.raises(ValueError, match="cannot widen"):
+        widen_feed_forward("model.embed_tokens.weight", twin["model.embed_tokens.weight"], (300, 64), 0)
+
+
+def test_train_flops_per_token_agree_with_torchs_flop_counter():
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from tying.toylab.model import build_twins
+
+    for d_ff in (80, 200):
+        model = build_twins(dict(vocab_size=300, d_model=32, n_layers=2, n_heads=4, d_ff=d_ff, context=16), 0,
+                            ("untied",))["untied"]
+        model.config._attn_implementation = "eager"  # matrix products torch's counter sees one by one
+        x = torch.randint(0, 300, (3, 16), generator=torch.Generator().manual_seed(0))
+        with FlopCounterMode(display=False) as counter:
+            logits = model(input_ids=x).logits
+            torch.nn.functional.cross_entropy(logits.reshape(-1, 300), x.reshape(-1)).backward()
+        assert counter.get_total_flops() / x.numel() == S.train_flops_per_token(300, 32, 2, 16, d_ff=d_ff)

@@ -59,7 +59,7 @@ def test_a_step_borrows_the_cache_that_holds_its_data(monkeypatch):
     assert "From the cache 'paper'" in _text(at) and "✓ holds" in _html(at)
     at = _tour(SHIPPED, monkeypatch, pair="demo", step=N["why"])  # the mechanism lab's runs
     assert "From the cache 'mechanism'" in _text(at) and "toy mechanism lab (1.57M parameters" in _html(at)
-    assert _html(at).count("class='tour-also'") == 2  # the reach and optimiser claims under the size claim
+    assert _html(at).count("class='tour-also'") == 3  # the update, reach and optimiser claims under the size claim
     for n in (N["sweep-bias"], N["sweep-gap"]):  # the sweep's two claims, each its own step, verdict and chart
         at = _tour(SHIPPED, monkeypatch, pair="demo", step=n)
         assert "From the cache 'sweep'" in _text(at)

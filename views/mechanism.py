@@ -16,7 +16,9 @@ st.markdown("The paper explains T's output bias by the output-side gradient domi
             "its **reach** (the softmax sends it to every row of T at every step; the input lookup reaches only the "
             "rows of the tokens in the batch). And AdamW normalises every coordinate, which changes what a larger "
             "gradient does. Here the demo's tied twin is trained again with one difference removed at a time, from "
-            "the same initialisation and batches, and measured against the untied twin of the same seed.")
+            "the same initialisation and batches, and measured against an untied twin of the same seed. A **null** "
+            "arm trains the unchanged recipe from another start and batch order: what a rerun alone changes, the "
+            "yardstick every arm is read against.")
 rows = mechanism.runs(s)
 seeds = rows.groupby("arm")["seed"].nunique()
 n_seeds = f"{seeds.min()}" if seeds.min() == seeds.max() else f"{seeds.min()}-{seeds.max()}"
@@ -28,11 +30,23 @@ st.caption(f"{len(rows)} runs: {len(seeds)} arms x {n_seeds} seeds; d={cfg.get('
            "made.")
 
 verdicts = tour.all_claims(s)  # once per summary
-for key in ("mechanism_size", "mechanism_reach", "mechanism_optimizer"):
+for key in mechanism.CLAIM_IDS:
     c = verdicts[key]
     st.html(f"<div style='line-height:1.45;margin-top:0.4rem'>{sections.verdict_badge(c.verdict)} "
             f"<b>{html.escape(c.statement)}</b><br>{html.escape(c.ours)}</div>")
     st.caption(data.escape_markdown(c.note, entities=False))
+
+st.subheader("Toward I, or away from O?")
+st.markdown("T's output bias (O→T minus I→T) falls two ways: T comes **closer to I** (I→T rises) or T **leaves O** "
+            "(O→T falls). Only the first is T turning input-like. For each arm, both changes against the baseline's T "
+            "of the same seed, on the linear map and on overlap@10: dot the mean over seeds, whisker its 95% "
+            "interval; grey, the most a rerun of the baseline changed. An effect counts where its whisker clears the "
+            "grey band.")
+export.show(lambda: mechanism.effects_figure(ref), f"mechanism-effects-{ref.name}", key="mechanism_effects",
+            spec_key=("mechanism-effects", ref))
+frame.table(mechanism.effects_table(s), pin=1)
+st.caption("* beyond what a rerun changes. T·O raw-row cosine: the mean cosine of row i of the arm's T with row i of "
+           "its twin's O, no map (near 1 only where the two share their start).")
 
 st.subheader("T's output bias, arm by arm")
 st.markdown("Each row is an arm; each dot the mean bias over seeds, its whisker the 95% interval: **O→T minus I→T** "

@@ -101,11 +101,22 @@ def sweep_crossings(points: pd.DataFrame, x: str, gap: str = "loss_gap",
     rows, lines = [], []
     if gap not in points:
         return pd.DataFrame(rows, columns=["vocab_size", "x", "label"]), lines
+    arms = [c for c in ("eval_loss_untied", "eval_loss_tied_matched" if gap == "loss_gap_matched" else "eval_loss_tied")
+            if c in points]
     for v, g in points.groupby("vocab_size", sort=True):
         g = g.sort_values(x)
-        c = crossing(g[x], g[gap], g[f"{gap}_half"], log_x=(x == "d_model"))
         where = "width" if x == "d_model" else "embedding share"
         head = f"Vocabulary {int(v):,}" + ("" if against == "tied" else f", untied against {against}")
+        if "bigram_loss" in g and g["bigram_loss"].notna().all():
+            slow = (g[arms].gt(g["bigram_loss"], axis=0)).any(axis=1)
+            if slow.any():
+                shown = ", ".join(f"d={int(d)}" for d in g.loc[slow, "d_model"])
+                lines.append(f"{head}: {shown} undertrained (an arm of the gap still above the smoothed bigram): no "
+                             "crossing is named from them.")
+                g = g[~slow]
+            if len(g) < 2:
+                continue
+        c = crossing(g[x], g[gap], g[f"{gap}_half"], log_x=(x == "d_model"))
         if c["x"] is not None:
             lo, hi = c["between"]
             shown = f"{c['x']:.0f}" if x == "d_model" else f"{c['x']:.1%}"
@@ -138,11 +149,12 @@ def sweep_behind_bigram(points: pd.DataFrame) -> list[str]:
 
 SWEEP_TABLE_PARTS = {
     "bias": ["vocabulary", "d_model", "seeds", "embedding share (tied)", "O→T linear in-sample",
-             "I→T linear in-sample", "T~O overlap", "T~I overlap", "I cosine to start", "output share early (proxy)"],
+             "I→T linear in-sample", "T~O overlap", "T~I overlap", "I cosine to start", "T·O raw-row cosine",
+             "output share early (proxy)"],
     "loss": ["vocabulary", "d_model", "seeds", "eval loss tied", "eval loss untied", "eval loss matched",
              "bigram", "loss gap", "gap vs matched"],
     "budget": ["vocabulary", "d_model", "parameters (tied)", "parameters (untied)", "parameters (matched)",
-               "d_ff (twins / matched)", "lr tied", "lr untied", "lr matched"],
+               "d_ff (twins / matched)", "MFLOPs per token (twins / matched)", "lr tied", "lr untied", "lr matched"],
     "second": ["vocabulary", "d_model", "O→T linear", "I→T linear", "output share early (exact)", "tokens seen",
                "epochs"],
 }
@@ -164,6 +176,9 @@ def sweep_table(cells: list[dict[str, Any]], part: str | None = None) -> pd.Data
         v = c.get(col)
         return "—" if v is None or (isinstance(v, float) and not np.isfinite(v)) else format(v, fmt)
 
+    def mflops(c, col):  # training FLOPs per token, in millions
+        return num({col: None if c.get(col) is None else c[col] / 1e6}, col, ".2f")
+
     out = pd.DataFrame([{"vocabulary": c["vocab_size"], "d_model": c["d_model"], "seeds": c["n"],
                          "parameters (tied)": num(c, "params_tied", ",.0f"),
                          "parameters (untied)": num(c, "params_untied", ",.0f"),
@@ -173,6 +188,9 @@ def sweep_table(cells: list[dict[str, Any]], part: str | None = None) -> pd.Data
                          "O→T linear in-sample": pm(c, "linear_o_t_in"), "I→T linear in-sample": pm(c, "linear_i_t_in"),
                          "I cosine to start": pm(c, "cos_start_input_untied"),
                          "d_ff (twins / matched)": f"{num(c, 'd_ff', '.0f')} / {num(c, 'd_ff_matched', '.0f')}",
+                         "MFLOPs per token (twins / matched)": f"{mflops(c, 'flops_tied')} / "
+                                                               f"{mflops(c, 'flops_tied_matched')}",
+                         "T·O raw-row cosine": pm(c, "identity_raw_o_t"),
                          "T~O overlap": pm(c, "overlap_t_o"), "T~I overlap": pm(c, "overlap_t_i"),
                          "output share early (proxy)": pm(c, "output_share_early_proxy"),  # the paper's
                          "output share early (exact)": pm(c, "output_share_early"),

@@ -57,12 +57,13 @@ NOTES: dict[str, Notes] = {
         "A share of norms says which side is larger, not which one shapes the matrix: the next step tests "
         "that."),
     "why": Notes(
-        "Take the difference apart: train the tied twin again with the gradient's size balanced, or its reach "
-        "limited to the batch's rows, or with SGD. Each lowers T's output bias; none removes it.",
-        "So which is it? Both, and neither alone. In the shipped lab reach accounts for nearly all the neighbour "
-        "bias, size for about a fifth of the linear bias, and half the linear bias is left with both removed.",
-        "One toy size on one corpus; an arm that changes the gradient also changes how well the model trains "
-        "(SGD's loss is far higher), so a lower bias is not the surgery's effect alone."),
+        "Take the difference apart: train the tied twin again with the gradient's size balanced, or the size of "
+        "AdamW's update balanced, or its reach limited to the batch's rows, or with SGD; and once more unchanged "
+        "from another start, to see what a rerun alone moves. Read the verdicts on the slide, not a summary of them.",
+        "The bias fell: did T turn input-like? Only if I→T rose beyond the grey band. Where only O→T fell the "
+        "verdict is mixed: T left O without coming closer to I.",
+        "One toy size on one corpus; an arm that changes the gradient also changes how well the model trains (the "
+        "Why? page lists each arm's loss), and SGD is read only where it trained as far below the unigram as AdamW."),
     "scaling": Notes(
         "A causal test from the paper: multiply the input-side gradient and T moves towards I and away from O, "
         "the direction the explanation predicts.",
@@ -92,8 +93,9 @@ NOTES: dict[str, Notes] = {
     "sweep-gap": Notes(
         "Does untying pay off? The loss gap per width, untied minus tied, and against a tied model with as many "
         "parameters: below zero the untied model is ahead.",
-        "Where does it start paying off? Only where the intervals cross zero can a threshold be named; the "
-        "shading shows how much a learning-rate step would move it.",
+        "Where does it start paying off? A threshold is named only between widths whose intervals sit on either "
+        "side of zero, whose gap is larger than a learning-rate step moves it (the shading), and whose models "
+        "are past the bigram.",
         "Short training at toy widths: a threshold here is a hypothesis for larger runs, not a rule."),
 }
 """Every tour step's notes, by its slug (tests check that every step has them)."""

@@ -135,3 +135,62 @@ def mean_curves(curves: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame(rows, columns=["arm", "label", "step", "n", "mean", "lo", "hi"])
     order = {a: i for i, a in enumerate(ARMS)}
     return out.sort_values(["arm", "step"], key=lambda c: c.map(order) if c.name == "arm" else c, ignore_index=True)
+
+
+# -- each arm's effect against the baseline, read against the null arm ------------------------------
+
+READINGS = {"linear": ("linear_i_t_in", "linear_o_t_in", "linear map, in-sample"),
+            "overlap": ("overlap_t_i", "overlap_t_o", "overlap@10")}
+"""The two readings of where T lies: (its I-side column, its O-side column, the reading's name)."""
+
+DIRECTIONS = {"toward_i": "toward I", "away_from_o": "away from O"}
+"""An arm's two effects, each a paired difference against the baseline's T of the same seed:
+*toward I* = the arm's I->T minus the baseline's; *away from O* = the baseline's O->T minus the
+arm's. Positive: the arm moved T toward input-like structure, or away from output-like structure.
+A bias (O->T minus I->T) can fall by either; only the first is T "turning input-like"."""
+
+EFFECT_COLUMNS = ("arm", "label", "reading", "direction", "n", "mean", "lo", "hi", "band", "beyond")
+
+
+def effect_values(runs: pd.DataFrame, arm: str, reading: str, direction: str) -> dict[int, float]:
+    """{seed: the arm's effect} (:data:`DIRECTIONS`) on ``reading`` over the seeds the arm and the
+    baseline both have."""
+    i_col, o_col, _ = READINGS[reading]
+    if direction == "toward_i":
+        return paired(runs, arm, "baseline", i_col)
+    return paired(runs, "baseline", arm, o_col)
+
+
+def null_band(runs: pd.DataFrame, reading: str, direction: str) -> float:
+    """What a rerun alone changes: the largest |effect| of the null arm over its seeds (nan
+    without null runs). An arm's effect counts only where its interval lies beyond it."""
+    x = [abs(v) for v in effect_values(runs, "null", reading, direction).values()]
+    return max(x) if x else float("nan")
+
+
+def beyond(lo: float, hi: float, band: float) -> int:
+    """+1 where the interval [lo, hi] lies above ``band``, -1 below ``-band``, else 0; a band of nan
+    (no null arm) counts as 0: the interval alone decides."""
+    b = 0.0 if not np.isfinite(band) else band
+    if np.isfinite(lo) and lo > b:
+        return 1
+    if np.isfinite(hi) and hi < -b:
+        return -1
+    return 0
+
+
+def effects(runs: pd.DataFrame) -> pd.DataFrame:
+    """Every arm's effects (:data:`EFFECT_COLUMNS`): per arm measured against the baseline's twin
+    (every AdamW arm but the baseline, the null arm included), reading and direction: the mean
+    [95% interval] over seeds, the null arm's band and whether the interval lies beyond it."""
+    rows = []
+    for name, arm in ARMS.items():
+        if name == "baseline" or arm.optimizer != "adamw" or name not in set(runs["arm"]):
+            continue
+        for reading in READINGS:
+            for direction in DIRECTIONS:
+                n, mean, lo, hi = interval(effect_values(runs, name, reading, direction).values())
+                band = null_band(runs, reading, direction)
+                rows.append({"arm": name, "label": arm.label, "reading": reading, "direction": direction, "n": n,
+                             "mean": mean, "lo": lo, "hi": hi, "band": band, "beyond": beyond(lo, hi, band)})
+    return pd.DataFrame(rows, columns=list(EFFECT_COLUMNS))

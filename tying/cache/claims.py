@@ -18,14 +18,14 @@ from collections.abc import Callable
 
 import numpy as np
 
-from tying.cache import mechanism_claims, reference
+from tying.cache import mechanism_claims, reference, sweep_claims
 from tying.cache.claim_types import Claim
 from tying.cache.regime import CEILING_NOTE, against, ceiling_mean
 from tying.cache.summary_types import EARLY_LAYERS, SHARED_START, Summary
 from tying.cache.verdicts import FAILS, HOLDS, MIXED, NO_DATA, REPORTED, combine, decide
 
-IDS = ("alignment", "overlap", "map", "gradient", *mechanism_claims.IDS, "scaling", "lens", "published", "sweep_bias",
-       "sweep_gap")
+IDS = ("alignment", "overlap", "map", "gradient", *mechanism_claims.IDS, "scaling", "lens", "published",
+       *sweep_claims.IDS)
 """Every claim id, in the tour's order (the keys of ``summary --json``'s ``claims``)."""
 
 
@@ -52,13 +52,7 @@ def _toy_size(s: Summary) -> str:
                  if sc.get("tokens") else ""]
         return "toy (" + ", ".join(p for p in parts if p) + ")" if any(parts) else "toy"
     if s.kind == "sweep":
-        rows = s.sweep or []
-        if rows:
-            lo, hi = min(r["params_tied"] for r in rows), max(r["params_untied"] for r in rows)
-            seen = sorted({r.get("tokens_seen") for r in rows if r.get("tokens_seen")})
-            tok = f", {seen[-1] / 1e6:.2f}M training tokens per arm" if seen else ""
-            return f"toy sweep ({lo / 1e6:.2f}M-{hi / 1e6:.2f}M parameters{tok})"
-        return "toy sweep"
+        return sweep_claims.sweep_size(s)
     return ""
 
 
@@ -95,8 +89,7 @@ STATEMENTS = {
     "scaling": "Scaling up the input-side gradient moves T towards I and away from O.",
     "lens": "Early layers of tied models are harder to read: higher tuned-lens KL.",
     "published": "In real models the output matrix moves away from its start faster than the input matrix.",
-    "sweep_bias": "Beyond the paper: the tied matrix stays output-like at every width.",
-    "sweep_gap": "Beyond the paper: untying pays off at every width, against a tied model with as many parameters.",
+    **sweep_claims.STATEMENTS,
     **mechanism_claims.STATEMENTS,
 }
 
@@ -325,87 +318,10 @@ def published(s: Summary) -> Claim:
                       f"{sum(holds)} of {len(holds)}.", n_runs=len(holds))
 
 
-def _sweep_rows(s: Summary) -> list[dict]:
-    return sorted(s.sweep or [], key=lambda r: (r["vocab_size"], r["d_model"], r["seed"]))
-
-
-def _by_width(rows: list[dict], value: Callable[[dict], float | None]) -> dict[tuple[int, int], list[float]]:
-    out: dict[tuple[int, int], list[float]] = {}
-    for r in rows:
-        v = value(r)
-        if v is not None:
-            out.setdefault((r["vocab_size"], r["d_model"]), []).append(v)
-    return out
-
-
-def _width_label(key: tuple[int, int], vocabs: int) -> str:
-    return f"d={key[1]}" + (f" V={key[0]:,}" if vocabs > 1 else "")
-
-
-def _sweep_claim(s: Summary, key: str, per_width: dict, what: str, note: str, paper_sign: int = 1) -> Claim:
-    """A sweep claim: per width the values ``per_width`` (one per seed) as the line shows them, each
-    width decided on ``paper_sign`` x value (the paper's direction positive), combined over widths."""
-    st = STATEMENTS[key]
-    if not per_width:
-        return Claim(key, st, NO_DATA, note="The width sweep is in the sweep cache.", needs="sweep")
-    vocabs = len({v for v, _ in per_width})
-    parts, verdicts, n = [], [], set()
-    for w, x in per_width.items():
-        d = decide([paper_sign * v for v in x])
-        mean = float(np.mean(x))
-        lo, hi = sorted((paper_sign * d.lo, paper_sign * d.hi)) if d.n > 1 else (math.nan, math.nan)
-        interval = f" [{lo:+.2f}, {hi:+.2f}]" if d.n > 1 else ""
-        parts.append(f"{_width_label(w, vocabs)} {mean:+.2f}{interval} {d.verdict}")
-        verdicts.append(d.verdict)
-        n.add(d.n)
-    seeds = f"{min(n)} seeds" if len(n) == 1 else f"{min(n)}-{max(n)} seeds"
-    return Claim(key, st, combine(verdicts), _toy(s, f"{what}, mean [95% interval] over {seeds}: " + "; ".join(parts)),
-                 note=note, n_runs=min(n))
-
-
-def sweep_bias(s: Summary) -> Claim:
-    rows = _sweep_rows(s)
-    in_sample = bool(rows) and all(r.get("linear_o_t_in") is not None for r in rows)
-    if in_sample:
-        per = _by_width(rows, lambda r: r["linear_o_t_in"] - r["linear_i_t_in"])
-        what = "O→T minus I→T (linear, in-sample)"
-    else:
-        per = _by_width(rows, lambda r: None if r.get("linear_o_t") is None else r["linear_o_t"] - r["linear_i_t"])
-        what = "O→T minus I→T (linear, held-out: this cache has no in-sample map)"
-    moved_i = [r["cos_start_input_untied"] for r in rows if r.get("cos_start_input_untied") is not None]
-    still = (f" The untied I's mean cosine to its start: {min(moved_i):.2f}-{max(moved_i):.2f} (1: not moved)."
-             if moved_i else " This cache does not record how far I moved from its start.")
-    return _sweep_claim(s, "sweep_bias", per, what, "Positive: T output-like. A verdict per width from the 95% "
-                        "t-interval over seeds; the claim holds where it holds at every width." + still)
-
-
-def _above_bigram(rows: list[dict]) -> bool:
-    arms = ("eval_loss_tied", "eval_loss_untied", "eval_loss_tied_matched")
-    have = [r for r in rows if r.get("bigram_loss") is not None]
-    return bool(have) and all(r[a] > r["bigram_loss"] for r in have for a in arms if r.get(a) is not None)
-
-
-def sweep_gap(s: Summary) -> Claim:
-    rows = _sweep_rows(s)
-    matched = bool(rows) and all(r.get("eval_loss_tied_matched") is not None for r in rows)
-    arm = "eval_loss_tied_matched" if matched else "eval_loss_tied"
-    per = _by_width(rows, lambda r: None if r.get(arm) is None else r["eval_loss_untied"] - r[arm])
-    widened = bool(rows) and rows[0].get("d_ff_matched") is not None
-    what = ("untied minus parameter-matched tied eval loss" if matched else
-            "untied minus tied eval loss (this cache has no parameter-matched arm)")
-    how = (" The matched model has the twins' depth and width and wider feed-forward layers." if widened else
-           " The matched model here is deeper than the twins (a cache written before issue 29): its gap also "
-           "measures what depth does in a short run." if matched else "")
-    note = "Negative: untying pays off. A verdict per width from the 95% t-interval over seeds." + how
-    if _above_bigram(rows):
-        note += " Every arm is still above the smoothed bigram: early training, not past bigram statistics."
-    return _sweep_claim(s, "sweep_gap", per, what, note, paper_sign=-1)
-
-
 CLAIMS: dict[str, Callable[[Summary], Claim]] = {
     "alignment": alignment, "overlap": overlap, "map": spectral_map, "gradient": gradient,
-    **mechanism_claims.CLAIMS, "scaling": scaling, "lens": lens, "published": published, "sweep_bias": sweep_bias,
-    "sweep_gap": sweep_gap,
+    **mechanism_claims.CLAIMS, "scaling": scaling, "lens": lens, "published": published,
+    **sweep_claims.CLAIMS,
 }
 assert tuple(CLAIMS) == IDS
 

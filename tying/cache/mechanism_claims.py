@@ -1,41 +1,47 @@
 """The mechanism lab's claims (`precompute mechanism`): why T turns output-like.
 
-Each claim reads the lab's runs (``Summary.mechanism``, one row per arm and seed) and is decided by
-the engine of the paper's claims (:func:`tying.cache.verdicts.decide`, per-seed values oriented so
-that positive is the claim's direction) on both readings of T's output bias: the in-sample
-linear map's O→T minus I→T (the paper's protocol) and overlap@10 T~O minus T~I. The two parts
-are combined (:func:`tying.cache.verdicts.combine`): the claim holds only where both readings
-hold, and no claim is made where either interval includes zero.
+Each arm changes one thing in the baseline's training of T (the same seed's start and batches);
+the null arm trains the baseline recipe again from another start and batch order. Against the
+baseline's T of the same seed every arm has two effects (:data:`tying.analysis.mechanism.DIRECTIONS`):
+*toward I* (I→T rises) and *away from O* (O→T falls), each on two readings (the in-sample linear
+map, the paper's protocol, and overlap@10), each a mean [95% interval] over seeds read against
+the null arm's band (the largest change a rerun alone made: :func:`tying.analysis.mechanism.null_band`).
 
-* ``mechanism_size``: per seed, the baseline's bias minus the size-balanced arm's (positive: the
-  arm lowers the bias);
-* ``mechanism_reach``: the same for the reach-matched arm;
-* ``mechanism_optimizer``: the SGD arm's bias itself (positive: the bias survives SGD).
+* ``mechanism_size``, ``mechanism_update``, ``mechanism_reach``: a reading **holds** where T moves
+  toward I beyond the band; it **fails** where T moves away from I beyond it; it is **mixed** where
+  only O→T falls beyond it ("T left O without coming closer to I"); else **no claim**. The two
+  readings are combined (:func:`tying.cache.verdicts.combine`).
+* ``mechanism_optimizer``: the SGD arm's bias (O→T minus I→T against twins trained by SGD) itself,
+  decided per seed on both readings; **no claim (undertrained)** unless SGD got as far below the
+  unigram as AdamW did.
 
-Each line says how much of the baseline's bias an arm removes and whether what remains is still
-clear of zero: "lowers" is what is decided; "removes" is said only where the remainder's interval
-includes zero, and never as a verdict (an interval that includes zero shows no bias, it does not
-show the absence of one).
+Each line also says what remains of T's bias, "lowered" only where the arm lowered it beyond the
+null band (an interval that includes zero shows no bias, it does not show the absence of one).
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from tying.analysis import mechanism as M
 from tying.cache.claim_types import Claim
 from tying.cache.summary_types import SHARED_START, Summary
-from tying.cache.verdicts import NO_DATA, combine, decide
+from tying.cache.verdicts import FAILS, HOLDS, MIXED, NO_CLAIM, NO_DATA, combine, decide
 
-IDS = ("mechanism_size", "mechanism_reach", "mechanism_optimizer")
+IDS = ("mechanism_size", "mechanism_update", "mechanism_reach", "mechanism_optimizer")
+
+ARM_OF = {"mechanism_size": "size", "mechanism_update": "size_update", "mechanism_reach": "reach"}
 
 STATEMENTS = {
-    "mechanism_size": "Why, size: removing the size difference (the output-side gradient rescaled to the input "
-                      "side's norm) lowers T's output bias.",
-    "mechanism_reach": "Why, reach: removing the reach difference (the output-side gradient kept to the rows of the "
-                       "batch's tokens) lowers T's output bias.",
-    "mechanism_optimizer": "Why, the optimiser: T's output bias survives plain SGD (it is not AdamW's "
-                           "per-coordinate normalisation).",
+    "mechanism_size": "Why, size: rescaling the output-side gradient to the input side's norm moves T toward "
+                      "input-like structure (I→T rises beyond what a rerun changes).",
+    "mechanism_update": "Why, size in the update: rescaling the output side's AdamW update to the input side's norm "
+                        "moves T toward input-like structure (I→T rises beyond what a rerun changes).",
+    "mechanism_reach": "Why, reach: keeping the output-side gradient to the rows of the batch's tokens moves T toward "
+                       "input-like structure (I→T rises beyond what a rerun changes).",
+    "mechanism_optimizer": "Why, the optimiser: T's output bias survives plain SGD, measured against twins trained "
+                           "by SGD.",
 }
 
 NEEDS_NOTE = "The mechanism lab's runs are in the mechanism cache (`python -m precompute mechanism`)."
@@ -66,49 +72,92 @@ def _fmt(n: int, mean: float, lo: float, hi: float, pct: bool = False) -> str:
     return f"{f(mean)} [{f(lo)}, {f(hi)}]" if n > 1 else f"{f(mean)} (one seed)"
 
 
-def _remains(n: int, lo: float, hi: float) -> str:
+def _remains(n: int, lo: float, hi: float, lowered: bool) -> str:
+    """What an interval of an arm's remaining bias says; "lowered" only when the arm lowered it."""
     if n < 2:
         return "one seed: no interval"
     if lo > 0:
-        return "still clear of zero: lowered, not removed"
+        return "still clear of zero" + (": lowered, not removed" if lowered else "")
     if hi < 0:
         return "below zero: reversed"
     return "its interval includes zero: no bias is left that these seeds can tell from none"
 
 
-def _arm_claim(s: Summary, key: str, arm: str) -> Claim:
-    st = STATEMENTS[key]
+def reading_verdict(toward: int, away: int) -> str:
+    """One reading's verdict from whether T moved toward I (``toward``) and away from O (``away``)
+    beyond the null band (+1, -1 or 0 each: :func:`tying.analysis.mechanism.beyond`)."""
+    if toward > 0:
+        return HOLDS
+    if toward < 0:
+        return FAILS
+    return MIXED if away > 0 else NO_CLAIM
+
+
+def _effect_text(e: pd.Series, direction: str) -> str:
+    shown = f"{e['mean']:+.3f} [{e['lo']:+.3f}, {e['hi']:+.3f}]" if e["n"] > 1 else f"{e['mean']:+.3f} (one seed)"
+    band = f", a rerun ±{e['band']:.3f}" if np.isfinite(e["band"]) else ", no null arm"
+    return f"{M.DIRECTIONS[direction]} {shown}{band}"
+
+
+def _arm_claim(s: Summary, key: str) -> Claim:
+    arm, st = ARM_OF[key], STATEMENTS[key]
     runs = runs_of(s)
     have = set(runs["arm"])
     if "baseline" not in have or arm not in have:
         return Claim(key, st, NO_DATA, note=NEEDS_NOTE if s.kind != "mechanism" else
                      f"This cache has no {'baseline' if 'baseline' not in have else M.ARMS[arm].label} runs: "
-                     f"`python -m precompute mechanism --arms baseline,{arm}` trains them.", needs="mechanism")
-    parts, verdicts = [], []
-    for measure, label in M.MEASURES.items():
-        diffs = M.paired(runs, "baseline", arm, measure)
-        d = decide(list(diffs.values()))
-        verdicts.append(d.verdict)
-        parts.append(f"{label}: {d.verdict} ({d.text})")
+                     f"`python -m precompute mechanism --arms baseline,null,{arm}` trains them.", needs="mechanism")
+    eff = M.effects(runs)
+    eff = eff[eff["arm"] == arm].set_index(["reading", "direction"])
+    verdicts, parts, left_o = [], [], []
+    for reading, (_, _, name) in M.READINGS.items():
+        toward, away = eff.loc[(reading, "toward_i")], eff.loc[(reading, "away_from_o")]
+        v = reading_verdict(toward["beyond"], away["beyond"])
+        verdicts.append(v)
+        parts.append(f"{name}: {v} ({_effect_text(toward, 'toward_i')}; {_effect_text(away, 'away_from_o')})")
+        if v == MIXED:
+            left_o.append(name)
+    verdict = combine(verdicts)
+    n = int(eff["n"].min())
     base = M.interval(runs.loc[runs["arm"] == "baseline", "bias"])
     left = M.interval(runs.loc[runs["arm"] == arm, "bias"])
-    by_seed = runs[runs["arm"] == "baseline"].set_index("seed")["bias"]
-    removed = M.interval([d / by_seed[k] for k, d in M.paired(runs, "baseline", arm).items() if by_seed[k] > 0])
-    ours = (f"{scale_line(s)}: T's bias (O→T minus I→T) baseline {_fmt(*base)} → {M.ARMS[arm].label} {_fmt(*left)}, "
-            f"{_fmt(*removed, pct=True)} of it removed (mean [95% interval] over {left[0]} seeds); what remains: "
-            f"{_remains(left[0], left[2], left[3])}")
-    return Claim(key, st, combine(verdicts), ours,
-                 note=f"{M.ARMS[arm].label}: {M.ARMS[arm].about}. Decided per seed on the baseline's bias minus the "
-                      "arm's (positive: the arm lowers it), on both readings, combined: " + "; ".join(parts) + ".",
-                 needs="mechanism", n_runs=d.n)
+    lowered_by = M.interval(M.paired(runs, "baseline", arm, "bias").values())
+    band = max((abs(v) for v in M.paired(runs, "baseline", "null", "bias").values()), default=0.0)
+    lowered = lowered_by[0] > 1 and lowered_by[2] > band
+    moved = ("; T left O without coming closer to I (" + ", ".join(left_o) + ")") if left_o else ""
+    ours = (f"{scale_line(s)}: against the baseline's T, " + "; ".join(parts) + moved
+            + f". T's bias (O→T minus I→T) baseline {_fmt(*base)} → {M.ARMS[arm].label} {_fmt(*left)}; what remains: "
+            f"{_remains(left[0], left[2], left[3], lowered)} (mean [95% interval] over {n} seeds)")
+    return Claim(key, st, verdict, ours,
+                 note=f"{M.ARMS[arm].label}: {M.ARMS[arm].about}. Per reading: holds where I→T rises beyond the null "
+                      "arm's band (the largest change a rerun of the baseline made over the seeds), mixed where only "
+                      "O→T falls beyond it, fails where I→T falls beyond it; both readings combined.",
+                 needs="mechanism", n_runs=n)
 
 
 def mechanism_size(s: Summary) -> Claim:
-    return _arm_claim(s, "mechanism_size", "size")
+    return _arm_claim(s, "mechanism_size")
+
+
+def mechanism_update(s: Summary) -> Claim:
+    return _arm_claim(s, "mechanism_update")
 
 
 def mechanism_reach(s: Summary) -> Claim:
-    return _arm_claim(s, "mechanism_reach", "reach")
+    return _arm_claim(s, "mechanism_reach")
+
+
+def undertrained(runs: pd.DataFrame) -> str | None:
+    """Why the SGD arm cannot be read (its margin below the unigram short of AdamW's), or None
+    when it got as far; None too where the cache records no unigram (the first protocol)."""
+    if "unigram_loss" not in runs or runs["unigram_loss"].isna().all():
+        return None
+    margin = (runs["unigram_loss"] - runs["eval_loss"]).groupby(runs["arm"]).mean()
+    loss = runs.groupby("arm")["eval_loss"].mean()
+    if "sgd" not in margin or "baseline" not in margin or margin["sgd"] >= margin["baseline"]:
+        return None
+    return (f"undertrained: SGD's eval loss {loss['sgd']:.2f} nats is {margin['sgd']:.2f} below the unigram's "
+            f"{runs['unigram_loss'].mean():.2f}, AdamW's {loss['baseline']:.2f} is {margin['baseline']:.2f} below it")
 
 
 def mechanism_optimizer(s: Summary) -> Claim:
@@ -126,18 +175,22 @@ def mechanism_optimizer(s: Summary) -> Claim:
         parts.append(f"{label}: {d.verdict} ({d.text})")
     got = M.interval(sgd["bias"])
     base = M.interval(runs.loc[runs["arm"] == "baseline", "bias"])
-    lr = sgd["lr"].iloc[0]
-    loss = runs.groupby("arm")["eval_loss"].mean()
-    trained = (f"; SGD's eval loss {loss['sgd']:.2f} nats against AdamW's {loss['baseline']:.2f}"
-               + (": a less-trained model" if loss["sgd"] > loss["baseline"] + 0.1 else "")
-               if "baseline" in loss and pd.notna(loss.get("sgd")) else "")
-    ours = (f"{scale_line(s)}: T's bias (O→T minus I→T) with SGD {_fmt(*got)} (peak rate {lr:g}) against AdamW's "
-            f"{_fmt(*base)} (mean [95% interval] over {got[0]} seeds){trained}")
-    return Claim(key, st, combine(verdicts), ours,
+    lr, steps = sgd["lr"].iloc[0], int(sgd["steps"].iloc[0])
+    twins = M.UNTIED_SGD in set(runs["arm"])
+    ours = (f"{scale_line(s)}: T's bias (O→T minus I→T) with SGD {_fmt(*got)} (peak rate {lr:g}, {steps} steps, "
+            f"against {'twins trained by SGD' if twins else 'the AdamW twins'}) beside AdamW's {_fmt(*base)} (mean "
+            f"[95% interval] over {got[0]} seeds)")
+    verdict = combine(verdicts)
+    why = undertrained(runs)
+    if why is not None:
+        verdict, ours = NO_CLAIM, ours + f"; no claim ({why})"
+    elif not twins:
+        verdict, ours = NO_CLAIM, ours + "; no claim (its T is scored against twins trained by AdamW)"
+    return Claim(key, st, verdict, ours,
                  note=f"SGD: {M.ARMS['sgd'].about}. Decided per seed on the SGD arm's bias itself (positive: T is "
-                      "still output-like), on both readings, combined: " + "; ".join(parts) + ".", needs="mechanism",
-                 n_runs=d.n)
+                      "still output-like), on both readings, combined: " + "; ".join(parts) + ". No claim unless SGD "
+                      "got at least as far below the unigram as AdamW did.", needs="mechanism", n_runs=d.n)
 
 
-CLAIMS = {"mechanism_size": mechanism_size, "mechanism_reach": mechanism_reach,
+CLAIMS = {"mechanism_size": mechanism_size, "mechanism_update": mechanism_update, "mechanism_reach": mechanism_reach,
           "mechanism_optimizer": mechanism_optimizer}

@@ -349,9 +349,15 @@ def sweep_summary(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
         return {}
     ints = ("d_model", "vocab_size", "seed", "n_layers", "steps", "params_tied", "params_untied",
             "params_tied_matched", "n_layers_matched", "tokens_seen", "d_ff", "d_ff_matched", "bigram_train_tokens")
-    return {"sweep": [{k: int(v) if k in ints and v is not None and not pd.isna(v) else _num(v)
-                       for k, v in r.items()} for r in rows.to_dict("records")],
-            "sweep_cells": sweep_cells(rows)}
+    out = {"sweep": [{k: int(v) if k in ints and v is not None and not pd.isna(v) else _num(v)
+                      for k, v in r.items()} for r in rows.to_dict("records")],
+           "sweep_cells": sweep_cells(rows)}
+    if table_exists(con, "lr_probe"):
+        probes = query_df(con, "SELECT * FROM lr_probe ORDER BY vocab_size, d_model, arm, lr, seed")
+        if len(probes):
+            out["sweep_probes"] = [{k: v if isinstance(v, str) else int(v) if k in ints + ("steps",) else _num(v)
+                                    for k, v in r.items()} for r in probes.to_dict("records")]
+    return out
 
 
 def mechanism_summary(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:

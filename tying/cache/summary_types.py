@@ -122,6 +122,7 @@ class Summary:
     # a width sweep
     sweep: Rows | None = None
     sweep_cells: Rows | None = None
+    sweep_probes: Rows | None = None  # the learning-rate probes (lr_probe): the gap claim's band
     sweep_settings: dict[str, Any] | None = None
     # the mechanism lab: one row per run (arm and seed), the bias over training, the SGD probes
     mechanism: Rows | None = None
