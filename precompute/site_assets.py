@@ -107,6 +107,7 @@ KIND_LABELS = {
     "toylab": "the toy lab: tied and untied twins trained on this machine",
     "published": "the paper's authors' published measurements of real models",
     "sweep": "the width sweep: tied and untied twins over a grid of widths and seeds",
-    "mechanism": "the mechanism lab: tied twins whose output-side gradient is balanced in size or matched in reach",
+    "mechanism": "the mechanism lab: tied twins whose output-side gradient is balanced in size or matched in reach, "
+                 "beside a rerun",
     "pair": "a tied and an untied model",
 }

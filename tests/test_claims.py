@@ -218,12 +218,16 @@ def test_the_published_cache_reports_the_printed_tables_and_decides_on_released_
         assert "not evidence" in got[key].note
     assert got["alignment"].ours == "O→T 0.719 vs I→T 0.525"  # the paper's Table 1 (reference.TABLE1)
     p = got["published"]
-    assert p.verdict == V.MIXED and "in 1 of 2 models" in p.ours
+    assert p.verdict == V.MIXED and "faster and further in 1 of 2 models" in p.ours
     one = copy.deepcopy(s)
     del one["evolution"]["m2"]
     assert C.published(S(one)).verdict == V.HOLDS
     one["evolution"]["m1"]["O"]["cos_init"] = [1.0, 0.95]
     assert C.published(S(one)).verdict == V.FAILS
+    # further at the last step but not ahead all along (O was slower at first): not "faster", mixed
+    one["evolution"]["m1"] = {"I": {"cos_init": [1.0, 0.8, 0.7]}, "O": {"cos_init": [1.0, 0.9, 0.6]}}
+    got = C.published(S(one))
+    assert got.verdict == V.MIXED and "O below I at 1 of 2 released steps" in got.ours
 
 
 # -- the sweep's two claims ------------------------------------------------------------------------

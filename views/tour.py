@@ -189,7 +189,7 @@ else:
             toy = claims_mod.moved(data.summary(picked))[:1]  # the picked cache's own untied run, seed 0
             for run, i, o in toy:
                 st.caption(f"Beside it, the toy lab '{picked.name}' ({run}): cosine to the start at its last step "
-                           f"I {i:.2f}, O {o:.2f}.")
+                           f"I {i[-1]:.2f}, O {o[-1]:.2f}.")
         target = source if source is not None else picked
         carried = {k: v for k, v in state.carried().items() if k != "step"}
         if target is not None:
