@@ -149,19 +149,18 @@ def sweep_behind_bigram(points: pd.DataFrame) -> list[str]:
 
 SWEEP_TABLE_PARTS = {
     "bias": ["vocabulary", "d_model", "seeds", "embedding share (tied)", "O→T linear in-sample",
-             "I→T linear in-sample", "T~O overlap", "T~I overlap", "I cosine to start", "T·O raw-row cosine",
-             "output share early (proxy)"],
+             "I→T linear in-sample", "T~O overlap", "T~I overlap", "I cosine to start", "output share early (proxy)"],
     "loss": ["vocabulary", "d_model", "seeds", "eval loss tied", "eval loss untied", "eval loss matched",
              "bigram", "loss gap", "gap vs matched"],
     "budget": ["vocabulary", "d_model", "parameters (tied)", "parameters (untied)", "parameters (matched)",
                "d_ff (twins / matched)", "MFLOPs per token (twins / matched)", "lr tied", "lr untied", "lr matched"],
-    "second": ["vocabulary", "d_model", "O→T linear", "I→T linear", "output share early (exact)", "tokens seen",
-               "epochs"],
+    "second": ["vocabulary", "d_model", "O→T linear", "I→T linear", "T·O raw-row cosine", "output share early (exact)",
+               "tokens seen", "epochs"],
 }
 """The sweep's cell table in parts, each narrow enough for a laptop's width: the bias side
 (the in-sample map the verdict reads, overlap, how far I moved), the loss side, the budget
-(every arm's parameter count, feed-forward width and learning rate) and the second figures
-(the held-out map, the exact-norm share, the tokens each arm read), each with the cell's
+(every arm's parameter count, feed-forward width, FLOPs per token and learning rate) and the second figures
+(the held-out map, T's raw-row cosine with O, the exact-norm share, the tokens each arm read), each with the cell's
 vocabulary and width. Text cells read mean ± sample std
 over seeds (the spread of the seeds, not the 95% interval of the mean)."""
 
