@@ -51,7 +51,7 @@ st.caption("* beyond what a rerun changes. T·O raw-row cosine: the mean cosine 
 st.subheader("T's output bias, arm by arm")
 st.markdown("Each row is an arm; each dot the mean bias over seeds, its whisker the 95% interval: **O→T minus I→T** "
             "(linear map fitted and scored on every token, the paper's protocol) and **overlap@10 T\\~O minus T\\~I**. "
-            "Above zero, T is output-like. Dotted: the baseline's bias; an arm left of it removes part of the bias.")
+            "Above zero, T is output-like. Dotted: the baseline's bias; an arm left of it lowers the bias (the chart above says whether T came closer to I or only left O).")
 export.show(lambda: mechanism.bias_figure(ref), f"mechanism-bias-{ref.name}", key="mechanism_bias",
             spec_key=("mechanism-bias", ref))
 
@@ -71,6 +71,6 @@ if s.mechanism_probes:
                "training tokens): " + ", ".join(f"{p['loss']:.3f} nats at {p['lr']:g}" for p in s.mechanism_probes)
                + ".")
 st.info(f"What this lab cannot show: it is one toy size on one corpus ({words.scale_line(s)}); "
-        "a surgery changes the training itself, so an arm that removes the bias also trains a different model "
+        "a surgery changes the training itself, so an arm that moves T also trains a different model "
         "(its eval loss is in the table); and the reach mask keeps AdamW's momentum, which moves a row for a "
         "while after its token was last seen, as it does for the input side.")

@@ -46,7 +46,7 @@ def bias_points(s: Summary) -> pd.DataFrame:
 
 def bias_chart(points: pd.DataFrame, title: str = "") -> alt.LayerChart:
     """One row per arm: each reading's mean bias (dot) and 95% interval (whisker), the zero line,
-    and the baseline's mean as a dotted line per reading (how much of it an arm removes)."""
+    and the baseline's mean as a dotted line per reading (how far an arm lowers it)."""
     labels = [M.ARMS[a].label for a in M.ARMS if a in set(points["arm"])]
     measures = list(MEASURE_COLOURS)
     scale = alt.Scale(domain=measures, range=list(MEASURE_COLOURS.values()))
@@ -180,7 +180,7 @@ def _cell(n: int, mean: float, lo: float, hi: float, pct: bool = False) -> str:
 
 def arm_table(s: Summary) -> pd.DataFrame:
     """Every arm in one table: what it changes, both readings of the bias and the share of the
-    baseline's bias it removes (mean [95% interval] over seeds), the output share as applied
+    baseline's bias it lowers (mean [95% interval] over seeds), the output share as applied
     over the early steps, how far T moved from its start, the eval loss, the learning rate."""
     df = runs(s)
     rows = []
@@ -194,7 +194,7 @@ def arm_table(s: Summary) -> pd.DataFrame:
         rows.append({"arm": arm.label, "what it changes": arm.about, "seeds": len(g),
                      "bias O→T − I→T": _cell(*M.interval(g["bias"])),
                      "bias T~O − T~I": _cell(*M.interval(g["bias_overlap"])),
-                     "baseline's bias removed": _cell(*M.interval(removed), pct=True) if removed else "—",
+                     "baseline's bias lowered": _cell(*M.interval(removed), pct=True) if removed else "—",
                      "T·O raw-row cosine": f"{g['identity_raw_o_t'].mean():.3f}" if g["identity_raw_o_t"].notna().any()
                      else "—",
                      "output share early, as applied": f"{g['output_share_applied_early'].mean():.1%}",
@@ -257,12 +257,12 @@ FIGURES: tuple[Figure, ...] = (
     Figure("figure-mechanism-bias", "Why? T's output bias per arm (mechanism lab)",
            "T's output bias against the untied twin, per arm: O→T minus I→T (linear map, in-sample) and overlap@10 "
            "T~O minus T~I, mean over seeds with 95% intervals; dotted, the baseline's. An arm left of the dotted "
-           "line removes part of the bias; at zero, all of it.", bias_figure, kind("mechanism"),
-           stages=("mechanism",)),
+           "line lowers the bias; whether T came closer to I or only left O is the effects figure's question.",
+           bias_figure, kind("mechanism"), stages=("mechanism",)),
     Figure("figure-mechanism-curves", "T's output bias over training, per arm (mechanism lab)",
            "O→T minus I→T at each snapshot, T against the untied twin's I and O at the same step, mean over seeds.",
            curves_figure, kind("mechanism"), stages=("mechanism",)),
     Figure("table-mechanism", "Every arm of the mechanism lab",
-           "Both readings of T's output bias and the share of the baseline's bias each arm removes, mean [95% "
+           "Both readings of T's output bias and the share of the baseline's bias each arm lowers, mean [95% "
            "interval] over seeds.", table_figure, kind("mechanism"), stages=("mechanism",)),
 )

@@ -13,7 +13,6 @@ its lines and the quantity its verdict is decided on.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import numpy as np

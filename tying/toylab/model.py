@@ -11,7 +11,6 @@ as the paper compares; one seed for all is the shared-start control.
 from __future__ import annotations
 
 import math
-
 from collections.abc import Sequence
 
 import torch
