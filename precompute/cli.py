@@ -177,11 +177,12 @@ COMMANDS: dict[str, Command] = {
     "mechanism": Command(
         "precompute.mechanism:MechanismConfig", "precompute.cli:run_mechanism",
         "why T turns output-like: tied twins that balance the output-side gradient's size or match its reach",
-        "Train the demo's tied twin once per arm and seed (baseline; size balanced: the output-side gradient into T "
-        "rescaled to the input side's norm; reach matched: masked to the rows of the batch's input tokens; both; "
-        "SGD with momentum; input x5) and the untied twin once per seed, and write T's output bias against the "
-        "untied twin, per run and over training, to cache/<name>.duckdb (kind mechanism) as each run finishes; an "
-        "interrupted run resumes without retraining finished arms. The estimate is printed before training starts."),
+        "Train the demo's tied twin once per arm and seed (baseline; null: the same recipe from another start; size "
+        "balanced: the output-side gradient into T rescaled to the input side's norm, or its AdamW update; reach "
+        "matched: masked to the rows of the batch's input tokens; both; SGD with momentum; input x5) and the untied "
+        "twins once per seed (by AdamW, and by SGD for the SGD arm), and write T's output bias against its twin, per "
+        "run and over training, to cache/<name>.duckdb (kind mechanism) as each run finishes; an interrupted run "
+        "resumes without retraining finished arms. The estimate is printed before training starts."),
     "site": Command(
         "precompute.site:SiteConfig", "precompute.site:run_site", "write the explorer as a static site that opens offline (file://, a Static Space)",
         "Write a folder of pages: the tour, every figure of each cache as an interactive chart, the tables, the "

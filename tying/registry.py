@@ -340,8 +340,9 @@ PAGES: tuple[Page, ...] = (
                   about="the paper's claims with this cache's numbers and verdicts, the headline numbers beside the paper's"),
     *(a.page for a in ANALYSES if a.page is not None),
     Page("mechanism.py", "Why?", ":material/psychology_alt:", "mechanism", folder="mechanism",
-         about="the mechanism lab: T's output bias when the output-side gradient's size is balanced, its reach "
-               "matched, or AdamW replaced by SGD, with 95% intervals over seeds"),
+         about="the mechanism lab: does balancing the output side's size (gradient or AdamW update), matching its "
+               "reach, or SGD move T toward I, or only away from O, beyond what a rerun changes? 95% intervals over "
+               "seeds"),
     Page("sweep.py", "Sweep", ":material/straighten:", "sweep", folder="sweep",
                   about="the width sweep: T's bias and the loss gap against width, with 95% intervals over seeds"),
 )
