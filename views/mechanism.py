@@ -45,7 +45,7 @@ st.markdown("T's output bias (O→T minus I→T) falls two ways: T comes **close
 export.show(lambda: mechanism.effects_figure(ref), f"mechanism-effects-{ref.name}", key="mechanism_effects",
             spec_key=("mechanism-effects", ref))
 frame.table(mechanism.effects_table(s), pin=1)
-st.caption("* beyond what a rerun changes. T·O raw-row cosine: the mean cosine of row i of the arm's T with row i of "
+st.caption("An asterisk marks an effect beyond what a rerun changes (the last row). T·O raw-row cosine: the mean cosine of row i of the arm's T with row i of "
            "its twin's O, no map (near 1 only where the two share their start).")
 
 st.subheader("T's output bias, arm by arm")
@@ -56,8 +56,8 @@ export.show(lambda: mechanism.bias_figure(ref), f"mechanism-bias-{ref.name}", ke
             spec_key=("mechanism-bias", ref))
 
 st.subheader("When does the bias appear?")
-st.markdown("T at each snapshot against the untied twin's I and O at the same step (at step 0 the three are one "
-            "matrix: the bias is zero), mean over seeds.")
+st.markdown("T at each snapshot against the untied twin's I and O at the same step, mean over seeds (at step 0 the "
+            "twin's O is a copy of its I, so the bias is zero).")
 export.show(lambda: mechanism.curves_figure(ref), f"mechanism-curves-{ref.name}", key="mechanism_curves",
             spec_key=("mechanism-curves", ref))
 
