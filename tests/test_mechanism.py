@@ -307,7 +307,7 @@ def test_an_arm_that_only_lowers_o_reads_mixed():
     s = _summary({"baseline": BASE, "null": NULL, "reach": {"i": [0.50, 0.52, 0.51], "o": [0.81, 0.80, 0.805]}})
     got = C.claims(s)["mechanism_reach"]
     assert got.verdict == V.MIXED and "T left O without coming closer to I" in got.ours
-    assert "lowered, not removed" in got.ours  # the bias fell beyond the band and is still clear of zero
+    assert "lowered, still clear of zero" in got.ours  # the bias fell beyond the band and is still clear of zero
     # T moves away from I: fails
     s = _summary({"baseline": BASE, "null": NULL, "reach": {"i": [0.40, 0.41, 0.42], "o": [0.88, 0.87, 0.875]}})
     assert C.claims(s)["mechanism_reach"].verdict == V.FAILS
@@ -345,9 +345,9 @@ def test_sgd_is_undertrained_unless_it_gets_as_far_below_the_unigram():
 def test_remains_follows_the_interval():
     from tying.cache.mechanism_claims import _remains
 
-    assert _remains(3, 0.1, 0.2, lowered=True) == "still clear of zero: lowered, not removed"
+    assert _remains(3, 0.1, 0.2, lowered=True) == "lowered, still clear of zero"
     assert _remains(3, 0.1, 0.2, lowered=False) == "still clear of zero"
-    assert _remains(3, -0.2, -0.1, lowered=True) == "below zero: reversed"
+    assert _remains(3, -0.2, -0.1, lowered=True) == "reversed: below zero"
     assert "includes zero" in _remains(3, -0.1, 0.1, lowered=True)
 
 

@@ -117,7 +117,7 @@ def effects_chart(points: pd.DataFrame, title: str = "") -> alt.LayerChart:
         x=x, y=y, yOffset=off, color=colour, shape=shape, tooltip=tip)
     zero = alt.Chart(pd.DataFrame({"x": [0.0]})).mark_rule(color=NEUTRAL, strokeWidth=1.5).encode(
         x=alt.X("x:Q", scale=xs))
-    chart = alt.layer(band, zero, whisk, dots).properties(width="container", height=max(200, 64 * len(labels)))
+    chart = alt.layer(band, zero, whisk, dots).properties(width="container", height=max(200, 56 * len(labels)))
     return chart.properties(title=title) if title else chart
 
 

@@ -63,10 +63,9 @@ STEPS: tuple[Step, ...] = (
          "seeds, the band their range); above the dashed one-half line the output side dominates. The shaded "
          "early steps are the ones the verdict averages.", "dynamics", "toylab"),
     Step(6, "why", "Why: the gradient's size, its reach, or AdamW?", "mechanism_size", "figure-mechanism-effects",
-         "Each row is the tied twin trained again with one difference between the two sides removed; each dot is "
-         "how far that moved T against the unchanged baseline (mean over seeds, whisker 95% interval): toward I "
-         "(cyan) or away from O (violet), on the linear map (circle) and overlap@10 (diamond). Grey: what a rerun "
-         "alone changes; only a whisker clear of it counts.", "mechanism", "mechanism",
+         "Each row: the tied twin trained again with one difference removed. Each dot: how far that moved T from "
+         "the baseline's (mean over seeds, whisker 95%), toward I (cyan) or away from O (violet), linear map "
+         "(circle) or overlap@10 (diamond). Grey: what a rerun alone moves; only a whisker clear of it counts.", "mechanism", "mechanism",
          also=("mechanism_update", "mechanism_reach", "mechanism_optimizer")),
     Step(7, "scaling", "A causal test: scale the input-side gradient", "scaling", "figure-scaling",
          "Each point is the tied matrix's mean cosine to untied I or O after training with the input-side "

@@ -207,46 +207,53 @@ def build_sweep_cache(cache_dir, gaps: dict[int, list[float]], name: str = "swee
     return w.path
 
 
-MECHANISM_BIAS = {"baseline": (0.37, 0.27), "size": (0.29, 0.15), "reach": (0.31, 0.01), "both": (0.20, 0.0),
-                  "sgd": (0.20, 0.06), "input_x5": (0.24, 0.12)}
-"""The mechanism fixture's (linear bias, overlap bias) per arm, before each seed's small offset."""
+MECHANISM_RUNS = {"baseline": (0.50, 0.87, 0.10, 0.37), "null": (0.50, 0.87, 0.10, 0.37),
+                  "size": (0.50, 0.79, 0.10, 0.25), "size_update": (0.56, 0.80, 0.13, 0.22),
+                  "reach": (0.52, 0.83, 0.11, 0.12), "both": (0.55, 0.75, 0.12, 0.10),
+                  "sgd": (0.45, 0.65, 0.08, 0.14), "input_x5": (0.54, 0.78, 0.11, 0.23)}
+"""The mechanism fixture's (I→T, O→T, T~I, T~O) per arm, before each seed's small offset: the size
+arm only leaves O (mixed), the update-balanced arm comes closer to I (holds)."""
 
 
 def build_mechanism_cache(cache_dir, name: str = "mechanism", seeds: int = 3, steps: int = 250):
     """A mechanism-lab cache as `precompute mechanism` writes it: every arm of
-    :data:`MECHANISM_BIAS` and the untied twin per seed, each arm's bias growing from 0 at step 0
-    to its value at the last step, and three SGD probes (the lowest at 1.0)."""
+    :data:`MECHANISM_RUNS`, the untied twins per seed (by AdamW, and by SGD for the SGD arm), each
+    arm's bias growing from 0 at step 0 to its value at the last step, and three SGD probes (the
+    lowest at 1.0)."""
     from tying.analysis import mechanism as M
 
     settings = {"name": name, "seeds": seeds, "arms": list(M.ARMS), "vocab_size": 4096, "d_model": 128,
                 "n_layers": 4, "n_heads": 4, "context": 64, "batch_size": 16, "steps": steps, "lr": 3e-3,
-                "sgd_lr_grid": [0.3, 1.0, 3.0], "checkpoints": 4}
+                "sgd_lr_grid": [0.3, 1.0, 3.0], "sgd_steps": 2 * steps, "checkpoints": 4, "shared_start": False}
     w = CacheWriter(Path(cache_dir) / f"{name}.duckdb",
                     meta={"kind": "mechanism", "name": name, "command": f"python -m precompute mechanism --seeds {seeds}",
                           "mechanism": settings})
     w.write_cell("mechanism:lr", {"stage": "mechanism:lr"}, "mechanism_probe",
-                 pd.DataFrame({"lr": [0.3, 1.0, 3.0], "steps": steps, "loss": [6.9, 6.7, 7.0]}), {"steps": steps},
-                 seconds=0.0)
+                 pd.DataFrame({"lr": [0.3, 1.0, 3.0], "steps": 2 * steps, "loss": [6.9, 6.7, 7.0]}),
+                 {"steps": 2 * steps}, seconds=0.0)
     checkpoints = [0, 10, 50, steps]
     for seed in range(seeds):
-        untied = dict.fromkeys(M.RUN_COLUMNS) | {"arm": M.UNTIED, "seed": seed, "optimizer": "adamw", "lr": 3e-3,
-                                                 "steps": steps, "cos_start_input_untied": 0.65, "eval_loss": 5.8,
-                                                 "seconds": 1.0}
-        w.write_cells(f"mechanism:untied:s{seed}", {"seed": seed}, {"mechanism": pd.DataFrame([untied])},
-                      {"arm": M.UNTIED, "seed": seed}, seconds=1.0)
-        for a, (arm, (bias, bias_overlap)) in enumerate(MECHANISM_BIAS.items()):
+        for twin, optimizer, n in ((M.UNTIED, "adamw", steps), (M.UNTIED_SGD, "sgd", 2 * steps)):
+            untied = dict.fromkeys(M.RUN_COLUMNS) | {"arm": twin, "seed": seed, "optimizer": optimizer, "steps": n,
+                                                     "lr": 1.0 if optimizer == "sgd" else 3e-3, "seconds": 1.0,
+                                                     "cos_start_input_untied": 0.65, "eval_loss": 5.8,
+                                                     "unigram_loss": 6.7}
+            w.write_cells(f"mechanism:{twin}:s{seed}", {"seed": seed}, {"mechanism": pd.DataFrame([untied])},
+                          {"arm": twin, "seed": seed}, seconds=1.0)
+        for a, (arm, (i_t, o_t, i_ov, o_ov)) in enumerate(MECHANISM_RUNS.items()):
             spread = (seed - 1) * (1 + a % 3)  # the seeds differ, and by more in some arms
-            bias, bias_overlap = bias + 0.004 * spread, bias_overlap + 0.003 * spread
-            i_t = 0.5
-            row = {"arm": arm, "seed": seed, "optimizer": M.ARMS[arm].optimizer, "lr": 1.0 if arm == "sgd" else 3e-3,
-                   "steps": steps, "linear_o_t_in": i_t + bias, "linear_i_t_in": i_t, "bias": bias,
-                   "linear_o_t": i_t + bias - 0.1, "linear_i_t": i_t - 0.1, "overlap_t_o": 0.1 + bias_overlap,
-                   "overlap_t_i": 0.1, "bias_overlap": bias_overlap, "output_share_early": 0.84,
+            i_t, o_t, o_ov = i_t + 0.001 * spread, o_t + 0.004 * spread, o_ov + 0.003 * spread
+            sgd = M.ARMS[arm].optimizer == "sgd"
+            row = {"arm": arm, "seed": seed, "optimizer": M.ARMS[arm].optimizer, "lr": 1.0 if sgd else 3e-3,
+                   "steps": 2 * steps if sgd else steps, "linear_o_t_in": o_t, "linear_i_t_in": i_t,
+                   "bias": o_t - i_t, "linear_o_t": o_t - 0.1, "linear_i_t": i_t - 0.1, "overlap_t_o": o_ov,
+                   "overlap_t_i": i_ov, "bias_overlap": o_ov - i_ov, "output_share_early": 0.84,
                    "output_share_early_proxy": 0.8, "output_share_applied_early": 0.5 if M.ARMS[arm].size else 0.84,
-                   "cos_start_tied": 0.4, "cos_start_input_untied": 0.65,
-                   "eval_loss": 6.4 if arm == "sgd" else 5.75, "seconds": 1.0}
-            curve = pd.DataFrame([{"arm": arm, "seed": seed, "step": s, "linear_o_t_in": i_t + bias * s / steps,
-                                   "linear_i_t_in": i_t, "bias": bias * s / steps} for s in checkpoints],
+                   "cos_start_tied": 0.4, "cos_start_input_untied": 0.65, "eval_loss": 6.4 if sgd else 5.75,
+                   "seconds": 1.0, "identity_raw_o_t": 0.01, "unigram_loss": 6.7,
+                   "update_norm_gap": 0.0 if M.ARMS[arm].update else None}
+            curve = pd.DataFrame([{"arm": arm, "seed": seed, "step": s, "linear_o_t_in": i_t + (o_t - i_t) * s / steps,
+                                   "linear_i_t_in": i_t, "bias": (o_t - i_t) * s / steps} for s in checkpoints],
                                  columns=list(M.CURVE_COLUMNS))
             w.write_cells(f"mechanism:{arm}:s{seed}", {"arm": arm, "seed": seed},
                           {"mechanism": pd.DataFrame([row]), "mechanism_curve": curve}, {"arm": arm, "seed": seed},

@@ -34,15 +34,12 @@ IDS = ("mechanism_size", "mechanism_update", "mechanism_reach", "mechanism_optim
 ARM_OF = {"mechanism_size": "size", "mechanism_update": "size_update", "mechanism_reach": "reach"}
 
 STATEMENTS = {
-    "mechanism_size": "Why, size: rescaling the output-side gradient to the input side's norm moves T toward "
-                      "input-like structure (I→T rises beyond what a rerun changes).",
-    "mechanism_update": "Why, size in the update: rescaling the output side's AdamW update to the input side's norm "
-                        "moves T toward input-like structure (I→T rises beyond what a rerun changes).",
-    "mechanism_reach": "Why, reach: keeping the output-side gradient to the rows of the batch's tokens moves T toward "
-                       "input-like structure (I→T rises beyond what a rerun changes).",
-    "mechanism_optimizer": "Why, the optimiser: T's output bias survives plain SGD, measured against twins trained "
-                           "by SGD.",
+    "mechanism_size": "Why, size: an output-side gradient balanced to the input side's norm moves T toward I.",
+    "mechanism_update": "Why, size in the update: a balanced AdamW update moves T toward I.",
+    "mechanism_reach": "Why, reach: an output-side gradient kept to the batch's rows moves T toward I.",
+    "mechanism_optimizer": "Why, the optimiser: T's output bias survives plain SGD.",
 }
+"""Each arm's claim: "moves T toward I" means I→T rises beyond what a rerun alone changes."""
 
 NEEDS_NOTE = "The mechanism lab's runs are in the mechanism cache (`python -m precompute mechanism`)."
 
@@ -77,10 +74,10 @@ def _remains(n: int, lo: float, hi: float, lowered: bool) -> str:
     if n < 2:
         return "one seed: no interval"
     if lo > 0:
-        return "still clear of zero" + (": lowered, not removed" if lowered else "")
+        return ("lowered, " if lowered else "") + "still clear of zero"
     if hi < 0:
-        return "below zero: reversed"
-    return "its interval includes zero: no bias is left that these seeds can tell from none"
+        return "reversed: below zero"
+    return "its interval includes zero: no bias these seeds can tell from none"
 
 
 def reading_verdict(toward: int, away: int) -> str:
@@ -91,12 +88,6 @@ def reading_verdict(toward: int, away: int) -> str:
     if toward < 0:
         return FAILS
     return MIXED if away > 0 else NO_CLAIM
-
-
-def _effect_text(e: pd.Series, direction: str) -> str:
-    shown = f"{e['mean']:+.3f} [{e['lo']:+.3f}, {e['hi']:+.3f}]" if e["n"] > 1 else f"{e['mean']:+.3f} (one seed)"
-    band = f", a rerun ±{e['band']:.3f}" if np.isfinite(e["band"]) else ", no null arm"
-    return f"{M.DIRECTIONS[direction]} {shown}{band}"
 
 
 def _arm_claim(s: Summary, key: str) -> Claim:
@@ -111,27 +102,32 @@ def _arm_claim(s: Summary, key: str) -> Claim:
     eff = eff[eff["arm"] == arm].set_index(["reading", "direction"])
     verdicts, parts, left_o = [], [], []
     for reading, (_, _, name) in M.READINGS.items():
-        toward, away = eff.loc[(reading, "toward_i")], eff.loc[(reading, "away_from_o")]
-        v = reading_verdict(toward["beyond"], away["beyond"])
+        v = reading_verdict(eff.loc[(reading, "toward_i"), "beyond"], eff.loc[(reading, "away_from_o"), "beyond"])
         verdicts.append(v)
-        parts.append(f"{name}: {v} ({_effect_text(toward, 'toward_i')}; {_effect_text(away, 'away_from_o')})")
+        parts.append(f"{name}: {v}")
         if v == MIXED:
-            left_o.append(name)
-    verdict = combine(verdicts)
+            left_o.append(reading)
+    show = lambda r, d: (f"{eff.loc[(r, d), 'mean']:+.3f} [{eff.loc[(r, d), 'lo']:+.3f}, {eff.loc[(r, d), 'hi']:+.3f}]"
+                         if eff.loc[(r, d), "n"] > 1 else f"{eff.loc[(r, d), 'mean']:+.3f} (one seed)")
+    bands = [eff.loc[(r, d), "band"] for d in M.DIRECTIONS for r in M.READINGS]
+    effects = (f"toward I {show('linear', 'toward_i')} linear, {show('overlap', 'toward_i')} overlap; away from O "
+               f"{show('linear', 'away_from_o')}, {show('overlap', 'away_from_o')}; "
+               + ("a rerun " + ", ".join(f"±{b:.3f}" for b in bands) if all(np.isfinite(bands)) else "no null arm"))
     n = int(eff["n"].min())
     base = M.interval(runs.loc[runs["arm"] == "baseline", "bias"])
     left = M.interval(runs.loc[runs["arm"] == arm, "bias"])
     lowered_by = M.interval(M.paired(runs, "baseline", arm, "bias").values())
     band = max((abs(v) for v in M.paired(runs, "baseline", "null", "bias").values()), default=0.0)
     lowered = lowered_by[0] > 1 and lowered_by[2] > band
-    moved = ("; T left O without coming closer to I (" + ", ".join(left_o) + ")") if left_o else ""
-    ours = (f"{scale_line(s)}: against the baseline's T, " + "; ".join(parts) + moved
-            + f". T's bias (O→T minus I→T) baseline {_fmt(*base)} → {M.ARMS[arm].label} {_fmt(*left)}; what remains: "
-            f"{_remains(left[0], left[2], left[3], lowered)} (mean [95% interval] over {n} seeds)")
-    return Claim(key, st, verdict, ours,
-                 note=f"{M.ARMS[arm].label}: {M.ARMS[arm].about}. Per reading: holds where I→T rises beyond the null "
-                      "arm's band (the largest change a rerun of the baseline made over the seeds), mixed where only "
-                      "O→T falls beyond it, fails where I→T falls beyond it; both readings combined.",
+    moved = (". T left O without coming closer to I (" + ", ".join(left_o) + ")") if left_o else ""
+    ours = (f"{scale_line(s)}: {effects}{moved}. Bias {base[1]:+.3f} → {left[1]:+.3f}, "
+            f"{_remains(left[0], left[2], left[3], lowered)} ({n} seeds)")
+    return Claim(key, st, combine(verdicts), ours,
+                 note=f"{M.ARMS[arm].label}: {M.ARMS[arm].about}. Per reading, " + "; ".join(parts) + ": holds where "
+                      "I→T rises beyond the null arm's band (the largest change a rerun of the baseline made over the "
+                      "seeds, '±' in the line, in the order of the effects), mixed where only O→T falls beyond it, fails where I→T falls beyond it; both "
+                      f"readings combined. The bias (O→T minus I→T, linear) baseline {_fmt(*base)}, "
+                      f"{M.ARMS[arm].label} {_fmt(*left)}; effects and biases are means [95% interval] over seeds.",
                  needs="mechanism", n_runs=n)
 
 
