@@ -377,8 +377,8 @@ def test_the_shipped_sweep_cache_renders_and_reads_as_the_readme_says(monkeypatc
     s = summarize(open_cache(root / "sweep.duckdb"))
     assert s.kind == "sweep" and {c["d_model"] for c in s.sweep_cells} >= {32, 64, 128, 256}
     assert all(c["n"] >= 3 for c in s.sweep_cells)
-    # rebuilt with issue 29's protocol: every row has the matched arm within 2% (the twins' depth, wider
-    # feed-forward layers), the baselines and the keys of the third protocol
+    # every row has the matched arm within 2% (the twins' depth, wider feed-forward layers), the baselines
+    # and the keys of the third protocol
     assert all(abs(r["params_tied_matched"] - r["params_untied"]) <= 0.02 * r["params_untied"] for r in s.sweep)
     assert all(r["bigram_loss"] < r["unigram_loss"] and r["tokens_seen"] > 0 for r in s.sweep)
     for r in s.sweep:
@@ -398,9 +398,11 @@ def test_the_shipped_sweep_cache_renders_and_reads_as_the_readme_says(monkeypatc
     assert not at.exception and not at.error and len(at.get("vega_lite_chart")) == 3  # bias, gaps, losses
     assert any(m.value.startswith("Vocabulary 4,096:") for m in at.markdown)
     assert any("the parameter-matched tied model" in m.value for m in at.markdown)
-    # trained before the twins had seeds of their own: the page says so
-    assert any("shared start: each untied twin began from its tied twin's initial weights" in c.value
-               for c in at.caption)
+    # rebuilt for issue 48 (protocol 4): independent twins, as the page says; FLOPs per token and T's raw-row
+    # cosine with O in every row, the matched arm costing more per token than the twins
+    assert any("independent twins: each model its own initial weights and batch order" in c.value for c in at.caption)
+    assert all(r["flops_tied"] == r["flops_untied"] < r["flops_tied_matched"] for r in s.sweep)
+    assert all(-1 <= r["identity_raw_o_t"] <= 1 for r in s.sweep)
 
 
 # -- the URL: every parameter, any value; one write per action; only what differs from the defaults --

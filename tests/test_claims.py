@@ -419,14 +419,20 @@ def test_the_regime_table_sets_shared_start_beside_independent_beside_the_ceilin
     assert old[0]["→T linear in-sample"] == "0.530 [0.505, 0.555]"
 
 
-@pytest.mark.parametrize("name, key", [("sweep", "sweep_bias"), ("mechanism", "mechanism_size")])
-def test_shipped_caches_trained_with_shared_starts_say_so(capsys, name, key):
-    """The sweep and mechanism caches were trained before the twins had seeds of their own: every
-    claim line of theirs says "shared start" (the Sweep page too: tests/test_app.py)."""
+@pytest.mark.parametrize("name, key, section", [("sweep", "sweep_bias", "sweep"),
+                                                ("mechanism", "mechanism_size", "mechanism")])
+def test_caches_trained_with_shared_starts_say_so(tmp_path, capsys, name, key, section):
+    """The shipped sweep and mechanism caches are independent twins (issue 48): their lines do not say
+    "shared start"; the same cache recorded as trained with shared starts says so in every claim line
+    (the Sweep page too: tests/test_app.py)."""
     from tying.cache.sentences import twins_text
 
     assert main(["summary", str(ROOT / "cache" / f"{name}.duckdb"), "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
-    assert got["twins"] == "shared start"
-    assert "shared start" in got["claims"][key]["ours"]
+    assert got["twins"] == "independent" and "shared start" not in got["claims"][key]["ours"]
+    path = _rewritten(tmp_path, "UPDATE meta SET value = replace(value, '\"shared_start\": false', "
+                                f"'\"shared_start\": true') WHERE key = '{section}'", name)
+    assert main(["summary", str(path), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["twins"] == "shared start" and "shared start" in got["claims"][key]["ours"]
     assert "shared start" in twins_text(S({"twins": "shared start"})) and twins_text(S({})) == ""

@@ -145,9 +145,8 @@ def test_folded_options_and_dependent_defaults():
 
 def test_the_shipped_caches_stay_valid_for_the_default_commands():
     """`demo --seeds 3 --control` gives the parameters the shipped demo's stages were recorded with,
-    so a rerun reuses them (nothing about the options changed a hash); the README's sweep rebuild
-    command (with `--shared-start`: the shipped sweep's twins shared their start) gives the shipped
-    sweep's recorded values, and without it (independent twins) others: a rerun trains anew."""
+    so a rerun reuses them (nothing about the options changed a hash); the README's sweep and
+    mechanism commands give the shipped caches' recorded values, and `--shared-start` others."""
     import duckdb
 
     from precompute.sweep import cell_params
@@ -171,16 +170,25 @@ def test_the_shipped_caches_stay_valid_for_the_default_commands():
     assert isinstance(demo, DemoConfig)
     assert DemoRun(demo).training_params(training["corpus_sha256"]) == training
     cell = recorded("sweep.duckdb", "sweep:d32:v4096:s0")
-    # the shipped sweep is the README's rebuild command (issue 29, protocol 3): that command gives
-    # exactly the parameters its cells were recorded with, so a rerun of it trains nothing again
+    # the shipped sweep is the README's rebuild command (issue 48, protocol 4, independent twins): that
+    # command gives exactly the parameters its cells were recorded with, so a rerun of it trains nothing
+    # again; with --shared-start (the control) the hash changes
     rebuild = ["sweep", "--force", "--max-chars", "2100000", "--tokens", "330000", "--lr-grid", "1e-3,3e-3,1e-2,3e-2,1e-1"]
-    sweep = parsed([*rebuild, "--shared-start"])
+    sweep = parsed(rebuild)
     assert isinstance(sweep, SweepConfig)
     now = cell_params(sweep, Cell(32, 4096, 0), cell["corpus_sha256"])
-    assert now == cell and now["protocol"] == 3
-    independent = cell_params(parsed(rebuild), Cell(32, 4096, 0), cell["corpus_sha256"])
-    assert independent != cell and independent["shared_start"] is False
-    assert "--lr-grid 1e-3,3e-3,1e-2,3e-2,1e-1 --shared-start" in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert now == cell and now["protocol"] == 4 and now["shared_start"] is False
+    shared = cell_params(parsed([*rebuild, "--shared-start"]), Cell(32, 4096, 0), cell["corpus_sha256"])
+    assert shared != cell and "shared_start" not in shared
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "--lr-grid 1e-3,3e-3,1e-2,3e-2,1e-1   # cache/sweep.duckdb" in readme
+    # the mechanism lab: the README's command gives its runs' recorded parameters
+    from precompute.mechanism import MechanismConfig, MechanismRun
+
+    base = recorded("mechanism.duckdb", "mechanism:baseline:s0")
+    lab = parsed(["mechanism", "--seeds", "5"])
+    assert isinstance(lab, MechanismConfig) and "python -m precompute mechanism --seeds 5   #" in readme
+    assert MechanismRun(lab).params("baseline", 0, base["corpus_sha256"], lab.lr) == base
 
 
 def test_markdown_tables_mark_required_options():
