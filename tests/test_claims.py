@@ -279,9 +279,8 @@ def test_sweep_gap_reads_no_claim_where_a_learning_rate_step_could_flip_it():
               + _probes(64, {1e-3: 5.52, 3e-3: 5.5, 1e-2: 5.8}, {1e-3: 5.62, 3e-3: 5.6, 1e-2: 5.7}))
     c = SC.sweep_gap(S({"kind": "sweep", "sweep": rows, "sweep_probes": probes}))
     d32, d64 = c.ours.split("; ")
-    assert d32.endswith("holds") and "within the rate's band" not in d32
-    assert "a learning-rate step -0.13 to -0.09" in d32
-    assert "a learning-rate step -0.21 to +0.19: within the rate's band no claim" in d64
+    assert d32.endswith("-0.11 [-0.13, -0.09] holds")  # a rate step leaves it below zero: not named
+    assert "a rate step -0.21 to +0.19 flips it: no claim" in d64
     assert c.verdict == V.NO_CLAIM  # one width undecided: no claim over the sweep
     # without probes the intervals alone decide
     assert SC.sweep_gap(S({"kind": "sweep", "sweep": rows})).verdict == V.HOLDS
@@ -294,7 +293,7 @@ def test_undertrained_widths_are_named_and_no_crossing_comes_from_them():
     for r in rows:  # only d=128's arms are past the bigram
         r["bigram_loss"] = 5.2 if r["d_model"] == 128 else 4.0
     assert SC.undertrained_widths(rows) == [(4096, 32), (4096, 64)]
-    assert "Undertrained (an arm of the gap still above the smoothed bigram): d=32, d=64" in SC.sweep_gap(
+    assert "Undertrained at d=32, d=64 (an arm above the smoothed bigram)" in SC.sweep_gap(
         S({"kind": "sweep", "sweep": rows})).note
     # a gap that changes sign between d=32 and d=64, both intervals clear: named only when both are trained
     points = pd.DataFrame({"vocab_size": 4096, "d_model": [32, 64, 128], "loss_gap": [0.2, -0.2, -0.3],

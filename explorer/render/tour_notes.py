@@ -93,9 +93,8 @@ NOTES: dict[str, Notes] = {
     "sweep-gap": Notes(
         "Does untying pay off? The loss gap per width, untied minus tied, and against a tied model with as many "
         "parameters: below zero the untied model is ahead.",
-        "Where does it start paying off? A threshold is named only between widths whose intervals sit on either "
-        "side of zero, whose gap is larger than a learning-rate step moves it (the shading), and whose models "
-        "are past the bigram.",
+        "Where does it start paying off? Only between widths whose intervals sit on either side of zero, beyond "
+        "the rate's shading, with models past the bigram.",
         "Short training at toy widths: a threshold here is a hypothesis for larger runs, not a rule."),
 }
 """Every tour step's notes, by its slug (tests check that every step has them)."""

@@ -97,7 +97,8 @@ def _sweep_claim(s: Summary, key: str, per_width: dict, what: str, note: str, pa
                  bands: dict | None = None) -> Claim:
     """A sweep claim: per width the values ``per_width`` (one per seed) as the line shows them, each
     width decided on ``paper_sign`` x value (the paper's direction positive), a width whose band
-    (``bands``) lets the mean change sign read "no claim"; combined over widths."""
+    (``bands``) lets the mean change sign read "no claim" (the band is named where it changes the
+    verdict: the Sweep page shades it at every width); combined over widths."""
     st = STATEMENTS[key]
     if not per_width:
         return Claim(key, st, NO_DATA, note="The width sweep is in the sweep cache.", needs="sweep")
@@ -112,9 +113,8 @@ def _sweep_claim(s: Summary, key: str, per_width: dict, what: str, note: str, pa
         band = (bands or {}).get(w)
         if band is not None:
             moved = (mean + band["low"], mean + band["high"])
-            why = f", a learning-rate step {moved[0]:+.2f} to {moved[1]:+.2f}"
-            if moved[0] <= 0 <= moved[1]:
-                verdict, why = NO_CLAIM, why + ": within the rate's band"
+            if moved[0] <= 0 <= moved[1] and verdict != NO_CLAIM:  # said only where it changes the verdict
+                verdict, why = NO_CLAIM, f", a rate step {moved[0]:+.2f} to {moved[1]:+.2f} flips it:"
         parts.append(f"{_width_label(w, vocabs)} {mean:+.2f}{interval}{why} {verdict}")
         verdicts.append(verdict)
         n.add(d.n)
@@ -147,17 +147,16 @@ def sweep_gap(s: Summary) -> Claim:
     widened = bool(rows) and rows[0].get("d_ff_matched") is not None
     what = ("untied minus parameter-matched tied eval loss" if matched else
             "untied minus tied eval loss (this cache has no parameter-matched arm)")
-    how = (" The matched model has the twins' depth and width and wider feed-forward layers." if widened else
+    how = (" Matched: the twins' depth and width, wider feed-forward layers." if widened else
            " The matched model here is deeper than the twins (a cache written before issue 29): its gap also "
            "measures what depth does in a short run." if matched else "")
-    note = ("Negative: untying pays off. A verdict per width from the 95% t-interval over seeds; no claim at a width "
-            "where moving one arm's learning rate one step of the grid (the probes) could change the gap's sign."
-            + how)
+    note = "Negative: untying pays off. A verdict per width from the 95% t-interval over seeds." + how
     slow = undertrained_widths(rows, ("eval_loss_untied", arm))
     if slow:
         vocabs = len({v for v, _ in per})
-        note += (" Undertrained (an arm of the gap still above the smoothed bigram): "
-                 + ", ".join(_width_label(w, vocabs) for w in slow) + "; no crossing width is named from them.")
+        where = ("at every width" if len(slow) == len(per) else
+                 "at " + ", ".join(_width_label(w, vocabs) for w in slow))
+        note += f" Undertrained {where} (an arm above the smoothed bigram): no crossing named there."
     bands = gap_bands(s, "tied_matched" if matched else "tied")
     return _sweep_claim(s, "sweep_gap", per, what, note, paper_sign=-1, bands=bands)
 
