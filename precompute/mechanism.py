@@ -86,6 +86,10 @@ class MechanismConfig(TwinSettings):
         """The SGD runs' steps: ``--sgd-steps``, or twice ``--steps``."""
         return self.sgd_steps or 2 * self.steps
 
+    def steps_of(self, run: str) -> int:
+        """The steps of a run (an arm or an untied twin): the SGD runs' or ``--steps``."""
+        return self.steps_sgd if M.by_sgd(run) else self.steps
+
     def training(self) -> dict:
         """What every run shares (a run's stage is redone when it changes)."""
         keep = self.twin_params(("corpus", "max_chars", "n_layers", "n_heads", "context", "batch_size", "steps", "lr",
@@ -133,7 +137,6 @@ class MechanismRun:
 
         cfg = self.cfg
         spec = M.ARMS.get(arm)
-        sgd = arm == M.UNTIED_SGD or (spec is not None and spec.optimizer == "sgd")
         variant = ("untied" if spec is None else "tied_rerun" if spec.rerun else
                    "tied_scaled" if spec.input_grad_scale != 1 else "tied")
         surgery = (None if spec is None else UpdateBalance() if spec.update else
@@ -141,9 +144,9 @@ class MechanismRun:
         return train_twins(
             ids, variants=(variant,), input_grad_scale=spec.input_grad_scale if spec else 1.0, vocab_size=n_vocab,
             d_model=cfg.d_model, n_layers=cfg.n_layers, n_heads=cfg.n_heads, context=cfg.context,
-            batch_size=cfg.batch_size, steps=steps or (cfg.steps_sgd if sgd else cfg.steps), lr=lr or cfg.lr,
+            batch_size=cfg.batch_size, steps=steps or cfg.steps_of(arm), lr=lr or cfg.lr,
             seed=seed, checkpoint_steps=cfg.checkpoints if checkpoints is None else checkpoints, device=cfg.device,
-            optimizer="sgd" if sgd else "adamw", surgery=None if surgery is None or surgery.identity else surgery,
+            optimizer="sgd" if M.by_sgd(arm) else "adamw", surgery=None if surgery is None or surgery.identity else surgery,
             shared_start=cfg.shared_start, progress=progress)[variant]
 
     def estimate(self, ids, n_vocab: int, todo: list[str], probes: int) -> float:
@@ -153,11 +156,10 @@ class MechanismRun:
         cfg = self.cfg
         kind = lambda arm: ("untied" if arm in (M.UNTIED, M.UNTIED_SGD) else "size" if arm in ("size", "reach", "both")
                             else "size_update" if arm == "size_update" else "baseline")
-        steps = lambda arm: cfg.steps_sgd if arm in ("sgd", M.UNTIED_SGD) else cfg.steps
         rate = {}
         for k in {kind(a) for a in todo} | ({"baseline"} if probes else set()):
             rate[k] = self._train(ids, n_vocab, k, 0, steps=4, checkpoints=[4]).seconds / 4
-        return sum(rate[kind(a)] * steps(a) for a in todo) + probes * cfg.steps_sgd * rate.get("baseline", 0.0)
+        return sum(rate[kind(a)] * cfg.steps_of(a) for a in todo) + probes * cfg.steps_sgd * rate.get("baseline", 0.0)
 
     def sgd_lr(self, ids, n_vocab: int, writer: CacheWriter, digest: str, log) -> float:
         """The SGD arm's peak learning rate: the grid's rate whose probe (seed 0, ``--sgd-steps``,
@@ -262,7 +264,7 @@ class MechanismRun:
 
         I = untied[max(untied)][0]
         row = dict.fromkeys(M.RUN_COLUMNS)
-        row |= {"arm": twin, "seed": seed, "optimizer": "sgd" if twin == M.UNTIED_SGD else "adamw", "lr": lr,
+        row |= {"arm": twin, "seed": seed, "optimizer": "sgd" if M.by_sgd(twin) else "adamw", "lr": lr,
                 "steps": int(res.settings["steps"]), "cos_start_input_untied": mean_row_cosine(I, untied[0][0]),
                 "eval_loss": float(res.eval_loss), "seconds": float(res.seconds), "unigram_loss": unigram}
         return row
@@ -292,7 +294,7 @@ class MechanismRun:
         probing = "sgd" in cfg.arms and len(cfg.sgd_lr_grid) > 1 and not writer.is_done(
             "mechanism:lr", params_hash({"stage": "mechanism:lr", "corpus_sha256": digest, **cfg.training(),
                                          "grid": list(cfg.sgd_lr_grid)}))
-        sgd_rates = lambda a: cfg.sgd_lr_grid if a in ("sgd", M.UNTIED_SGD) else [cfg.lr]
+        sgd_rates = lambda a: cfg.sgd_lr_grid if M.by_sgd(a) else [cfg.lr]
         # the SGD runs' rate is known only after the probes: count one as to do unless its stage is
         # done at some rate of the grid
         todo = [(a, s) for s in range(cfg.seeds) for a in cfg.arms if not any(done(a, s, lr) for lr in sgd_rates(a))]
@@ -311,9 +313,8 @@ class MechanismRun:
             + (f" and {len(cfg.sgd_lr_grid)} SGD probes" if probing else "")
             + f" (from timed 4-step runs; the shipped cache's budget is {BUDGET_MIN} min on 2 cores)")
         lr_sgd = self.sgd_lr(ids, n_vocab, writer, digest, log) if "sgd" in cfg.arms else None
-        rate = lambda a: lr_sgd if a in ("sgd", M.UNTIED_SGD) else cfg.lr
-        steps = lambda a: cfg.steps_sgd if a in ("sgd", M.UNTIED_SGD) else cfg.steps
-        bar = tqdm(total=sum(steps(a) for a, _ in todo + twins_todo), desc="mechanism", unit="step", file=sys.stderr,
+        rate = lambda a: lr_sgd if M.by_sgd(a) else cfg.lr
+        bar = tqdm(total=sum(cfg.steps_of(a) for a, _ in todo + twins_todo), desc="mechanism", unit="step", file=sys.stderr,
                    disable=None)
         t_start = time.perf_counter()
         try:

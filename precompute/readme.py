@@ -141,28 +141,16 @@ def mechanism_numbers() -> str:
     """The shipped mechanism lab: each arm's effect toward I and away from O against the null band,
     every arm's bias and loss, the twins, and the claims as decided."""
     from explorer.render import mechanism as R
-    from tying.analysis import mechanism as M
     from tying.cache.mechanism_claims import IDS
 
     s = _shipped_summary("mechanism")
-    runs = R.runs(s)
-    if not len(runs):
+    if not len(R.runs(s)):
         return "(the shipped mechanism lab has no runs)"
-    arms = []
-    for name, arm in M.ARMS.items():
-        g = runs[runs["arm"] == name]
-        if len(g):
-            arms.append({"arm": arm.label, "seeds": len(g), "steps": int(g["steps"].iloc[0]),
-                         "bias O→T − I→T": R._cell(*M.interval(g["bias"])),
-                         "bias T~O − T~I": R._cell(*M.interval(g["bias_overlap"])),
-                         "T·O raw-row cosine": f"{g['identity_raw_o_t'].mean():.3f}"
-                         if g["identity_raw_o_t"].notna().any() else "—",
-                         "eval loss": f"{g['eval_loss'].mean():.3f}"})
-    import pandas as pd
-
+    arms = R.arm_table(s)[["arm", "seeds", "bias O→T − I→T", "bias T~O − T~I", "T·O raw-row cosine",
+                           "eval loss (nats)", "peak lr"]]
     return ("Each arm's effect against the baseline's T of the same seed (mean [95% interval] over seeds; * beyond "
             "the null arm's band, the last row):\n\n" + _markdown(R.effects_table(s)) + "\n\nEvery arm:\n\n"
-            + _markdown(pd.DataFrame(arms)) + "\n\n" + R.untied_line(s) + "\n\nThe claims as decided from these "
+            + _markdown(arms) + "\n\n" + R.untied_line(s) + "\n\nThe claims as decided from these "
             "runs:\n\n" + _claim_lines(s, IDS))
 
 
@@ -177,7 +165,7 @@ def sweep_numbers() -> str:
     s = _shipped_summary("sweep")
     if not s.sweep:
         return "(the shipped sweep has no cells)"
-    bands, slow = gap_bands(s, "tied_matched"), set(undertrained_widths(s.sweep))
+    bands, slow = gap_bands(s, "tied_matched"), set(undertrained_widths(s.sweep_cells or []))
     rows = []
     for c in s.sweep_cells or []:
         key = (c["vocab_size"], c["d_model"])

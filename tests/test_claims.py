@@ -292,7 +292,7 @@ def test_undertrained_widths_are_named_and_no_crossing_comes_from_them():
     rows = _rows({32: CLEAR, 64: CLEAR, 128: CLEAR})
     for r in rows:  # only d=128's arms are past the bigram
         r["bigram_loss"] = 5.2 if r["d_model"] == 128 else 4.0
-    assert SC.undertrained_widths(rows) == [(4096, 32), (4096, 64)]
+    assert SC.undertrained_widths(SC.point_means(rows)) == [(4096, 32), (4096, 64)]
     assert "Undertrained at d=32, d=64 (an arm above the smoothed bigram)" in SC.sweep_gap(
         S({"kind": "sweep", "sweep": rows})).note
     # a gap that changes sign between d=32 and d=64, both intervals clear: named only when both are trained

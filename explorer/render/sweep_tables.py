@@ -14,6 +14,7 @@ import pandas as pd
 from explorer.render import read
 from tying.analysis.sweep import PLOTTED, chosen_rates, crossing, lr_sensitivity
 from tying.cache import sentences
+from tying.cache.sweep_claims import undertrained_widths
 
 SWEEP_SERIES = {"bias": {"bias_linear_in": "O→T minus I→T (linear, in-sample)",
                          "bias_linear": "O→T minus I→T (linear, held-out)",
@@ -108,7 +109,8 @@ def sweep_crossings(points: pd.DataFrame, x: str, gap: str = "loss_gap",
         where = "width" if x == "d_model" else "embedding share"
         head = f"Vocabulary {int(v):,}" + ("" if against == "tied" else f", untied against {against}")
         if "bigram_loss" in g and g["bigram_loss"].notna().all():
-            slow = (g[arms].gt(g["bigram_loss"], axis=0)).any(axis=1)
+            below = set(undertrained_widths(g.to_dict("records"), arms))
+            slow = pd.Series([(int(v), int(d)) in below for d in g["d_model"]], index=g.index)
             if slow.any():
                 shown = ", ".join(f"d={int(d)}" for d in g.loc[slow, "d_model"])
                 lines.append(f"{head}: {shown} undertrained (an arm of the gap still above the smoothed bigram): no "

@@ -61,9 +61,14 @@ UNTIED_SGD = "untied_sgd"
 """The untied twin trained by SGD (the SGD arm's rate and steps), the SGD arm's twin."""
 
 
+def by_sgd(run: str) -> bool:
+    """Whether a run (an arm or an untied twin) is trained by SGD: the SGD arm and its twin."""
+    return run == UNTIED_SGD or (run in ARMS and ARMS[run].optimizer == "sgd")
+
+
 def twin_of(arm: str) -> str:
     """The untied run an arm is measured against: the SGD twin for the SGD arm, else the AdamW one."""
-    return UNTIED_SGD if ARMS[arm].optimizer == "sgd" else UNTIED
+    return UNTIED_SGD if by_sgd(arm) else UNTIED
 
 RUN_COLUMNS = ("arm", "seed", "optimizer", "lr", "steps", "linear_o_t_in", "linear_i_t_in", "bias",
                "linear_o_t", "linear_i_t", "overlap_t_o", "overlap_t_i", "bias_overlap", "output_share_early",
@@ -161,11 +166,18 @@ def effect_values(runs: pd.DataFrame, arm: str, reading: str, direction: str) ->
     return paired(runs, "baseline", arm, o_col)
 
 
-def null_band(runs: pd.DataFrame, reading: str, direction: str) -> float:
-    """What a rerun alone changes: the largest |effect| of the null arm over its seeds (nan
-    without null runs). An arm's effect counts only where its interval lies beyond it."""
-    x = [abs(v) for v in effect_values(runs, "null", reading, direction).values()]
+def rerun_spread(runs: pd.DataFrame, column: str) -> float:
+    """What a rerun alone changes in ``column``: the largest |null arm minus baseline| over the
+    seeds both have (nan without null runs)."""
+    x = [abs(v) for v in paired(runs, "null", "baseline", column).values()]
     return max(x) if x else float("nan")
+
+
+def null_band(runs: pd.DataFrame, reading: str, direction: str) -> float:
+    """The null arm's band for an effect: what a rerun alone changes in the column the effect reads
+    (:func:`rerun_spread`). An arm's effect counts only where its interval lies beyond it."""
+    i_col, o_col, _ = READINGS[reading]
+    return rerun_spread(runs, i_col if direction == "toward_i" else o_col)
 
 
 def beyond(lo: float, hi: float, band: float) -> int:

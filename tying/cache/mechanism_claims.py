@@ -117,8 +117,8 @@ def _arm_claim(s: Summary, key: str) -> Claim:
     base = M.interval(runs.loc[runs["arm"] == "baseline", "bias"])
     left = M.interval(runs.loc[runs["arm"] == arm, "bias"])
     lowered_by = M.interval(M.paired(runs, "baseline", arm, "bias").values())
-    band = max((abs(v) for v in M.paired(runs, "baseline", "null", "bias").values()), default=0.0)
-    lowered = lowered_by[0] > 1 and lowered_by[2] > band
+    band = M.rerun_spread(runs, "bias")
+    lowered = lowered_by[0] > 1 and lowered_by[2] > (band if np.isfinite(band) else 0.0)
     moved = (". T left O without coming closer to I (" + ", ".join(left_o) + ")") if left_o else ""
     ours = (f"{scale_line(s)}: {effects}{moved}. Bias {base[1]:+.3f} → {left[1]:+.3f}, "
             f"{_remains(left[0], left[2], left[3], lowered)} ({n} seeds)")

@@ -66,17 +66,21 @@ def _width_label(key: tuple[int, int], vocabs: int) -> str:
     return f"d={key[1]}" + (f" V={key[0]:,}" if vocabs > 1 else "")
 
 
-def undertrained_widths(rows: list[dict], arms=("eval_loss_untied", "eval_loss_tied_matched")) -> list[tuple[int, int]]:
-    """The (vocab_size, d_model) points where an arm of ``arms`` (those of the gap) has a mean eval
-    loss above the smoothed bigram's on the same windows: a model not yet past bigram statistics."""
-    out = []
-    for key in sorted(_by_width(rows, lambda r: 0.0)):
-        g = [r for r in rows if (r["vocab_size"], r["d_model"]) == key]
-        bigram = [r["bigram_loss"] for r in g if r.get("bigram_loss") is not None]
-        means = [np.mean([r[a] for r in g]) for a in arms if all(r.get(a) is not None for r in g)]
-        if bigram and means and max(means) > np.mean(bigram):
-            out.append(key)
-    return out
+def point_means(rows: list[dict]) -> list[dict]:
+    """Per (vocab_size, d_model): the mean over seeds of every numeric column of the sweep's rows."""
+    if not rows:
+        return []
+    return pd.DataFrame(rows).groupby(["vocab_size", "d_model"], as_index=False).mean(numeric_only=True).to_dict(
+        "records")
+
+
+def undertrained_widths(cells, arms=("eval_loss_untied", "eval_loss_tied_matched")) -> list[tuple[int, int]]:
+    """The (vocab_size, d_model) grid points (``cells``: a sweep's per-point means, as
+    :func:`point_means` or the summary's ``sweep_cells`` give them) where an arm of ``arms`` (those of a gap) has a
+    mean eval loss above the smoothed bigram's on the same windows: a model not yet past bigram
+    statistics. The claim's note and the Sweep page's crossings read the same list."""
+    return [(int(c["vocab_size"]), int(c["d_model"])) for c in cells
+            if pd.notna(c.get("bigram_loss")) and any(pd.notna(c.get(a)) and c[a] > c["bigram_loss"] for a in arms)]
 
 
 def gap_bands(s: Summary, arm: str) -> dict[tuple[int, int], dict]:
@@ -151,7 +155,7 @@ def sweep_gap(s: Summary) -> Claim:
            " The matched model here is deeper than the twins (a cache written before issue 29): its gap also "
            "measures what depth does in a short run." if matched else "")
     note = "Negative: untying pays off. A verdict per width from the 95% t-interval over seeds." + how
-    slow = undertrained_widths(rows, ("eval_loss_untied", arm))
+    slow = undertrained_widths(point_means(rows), ("eval_loss_untied", arm))
     if slow:
         vocabs = len({v for v, _ in per})
         where = ("at every width" if len(slow) == len(per) else
