@@ -236,7 +236,7 @@ UMAP's kernels once per process (about 25 s on 2 cores), so together they compil
 
 HEAVY_FIRST = ("test_browser", "umap", "test_browser_tour", "test_sweep", "test_site_chromium", "test_site",
                "test_projection_webgl", "test_app", "test_text_page", "test_figures_pack",
-               "test_faults", "test_live")
+               "test_faults", "test_live", "test_demo_cli")
 """The worker groups that take longest (``python bench/bench_suite.py`` prints them), handed out
 first, so that the workers finish together rather than one waiting on a late long module; the
 browser's groups (which wait on Chromium and a server as much as they compute) alternate with

@@ -17,7 +17,7 @@ def inner_size(driver, width: int, height: int) -> None:
 
 
 def steady(driver, timeout: float = 20) -> dict:
-    """The slide's measure once two readings 0.4 s apart agree (the slide zooms on a resize, Vega
+    """The slide's measure once two readings 0.3 s apart agree (the slide zooms on a resize, Vega
     lays out again)."""
     last, deadline = None, time.time() + timeout
     while time.time() < deadline:
@@ -25,7 +25,7 @@ def steady(driver, timeout: float = 20) -> dict:
         if last is not None and m == last and m["next"] > 0:
             return m
         last = m
-        time.sleep(0.4)
+        time.sleep(0.3)
     raise AssertionError(f"the slide did not hold still: {last}")
 
 

@@ -10,7 +10,7 @@ from precompute.cli import main
 from tying.cache.store import open_cache, query_df
 
 SHORT = ["--steps", "60", "--checkpoints", "5", "--vocab-size", "512", "--d-model", "64", "--n-layers", "2",
-         "--max-chars", "300000", "--skip", "umap", "--lens-steps", "10"]
+         "--max-chars", "300000", "--skip", "umap", "--lens-steps", "10", "--batch-size", "8"]
 
 
 def _run(capsys, *argv):

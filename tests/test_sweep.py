@@ -170,7 +170,7 @@ def test_a_finished_cell_is_not_trained_again(corpus, tmp_path, capsys, monkeypa
 @pytest.mark.slow
 def test_resume_after_a_kill(corpus, tmp_path):
     """SIGKILL mid-sweep: the cache holds the finished cells, uncorrupted; a rerun trains only the rest."""
-    args = tiny(corpus, tmp_path, "--d-model", "20,40", "--seeds", "3", "--steps", "60")
+    args = tiny(corpus, tmp_path, "--d-model", "20,40", "--seeds", "3", "--steps", "30")
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.Popen([sys.executable, "-m", "precompute", *args], cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
