@@ -16,8 +16,7 @@ from pathlib import Path
 import streamlit as st
 
 from explorer import data, frame, state
-from explorer.render import pack
-from tying import registry
+from explorer.render import pack, pages
 
 HERE = Path(__file__).resolve().parent
 
@@ -30,7 +29,7 @@ filled = frame.filled(listing)  # the pages with something to show for the picke
 
 # Each run gets its own copies: st.navigation marks the page it returns as callable once.
 models, aliases = frame.page_models(str(HERE / "views"))
-DEFAULT = next(spec.url_path for spec in registry.PAGES if spec.default)
+DEFAULT = next(spec.path for spec in pages.PAGES if spec.default)
 PAGES = {path: copy.copy(p) for path, p in models.items()}
 ALIASES = {name: copy.copy(p) for name, p in aliases.items()}
 # Every page answers its URL; the sidebar links below are the menu. (Streamlit's own menu

@@ -35,7 +35,7 @@ def main(argv=None) -> int:
     logging.getLogger("streamlit").setLevel(logging.ERROR)
     from streamlit.testing.v1 import AppTest
 
-    from tying.cache.fixtures import build_synthetic_cache
+    from precompute.fixtures import build_synthetic_cache
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-app-"))
     t0 = time.perf_counter()

@@ -22,9 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from screenshots import ROOT, browser, free_port, start_server
 
-from tying import registry
+from explorer.render import pages
 
-PAGES = {"overview": "Overview"} | {p.url_path: p.title for p in registry.PAGES if p.needs or p.folder}
+PAGES = {"overview": "Overview"} | {p.path: p.title for p in pages.PAGES if p.needs or p.folder}
 TARGET_S = 1.0
 
 # Click the link, then poll every frame until the page is complete; resolves with milliseconds.

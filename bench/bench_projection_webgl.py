@@ -3,7 +3,7 @@ headless Chromium (software WebGL: SwiftShader), and how many bytes each view se
 
     python bench/bench_projection_webgl.py [--tokens 152000] [--runs 3] [--size 1440x900] [--cache-dir DIR]
 
-Writes a synthetic cache of ``--tokens`` tokens (tying.cache.large_fixture; or uses the
+Writes a synthetic cache of ``--tokens`` tokens (precompute.large_fixture; or uses the
 ``large`` cache of ``--cache-dir``), starts ``streamlit run app.py`` on it, opens the page once
 (cold: the server reads the cache and builds the views' points) and then ``--runs`` more times.
 Each time counts from the navigation's start (``performance.now()`` in the page) until all
@@ -135,7 +135,7 @@ def main(argv=None) -> int:
 
     from screenshots import browser, free_port, start_server
 
-    from tying.cache.large_fixture import build_large_projection_cache
+    from precompute.large_fixture import build_large_projection_cache
 
     if not ((shutil.which("chromium") or shutil.which("chromium-browser")) and shutil.which("chromedriver")):
         print("error: Debian's chromium and chromium-driver are needed")

@@ -22,9 +22,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from tying import registry
+from explorer.render import pages
 
-PAGES = ("overview", *(p.url_path for p in registry.PAGES if p.needs))  # a cache's pages, from the registry
+PAGES = ("overview", *(p.path for p in pages.PAGES if p.needs))  # a cache's pages, from the registry
 
 
 def free_port() -> int:

@@ -10,19 +10,21 @@ import pyarrow as pa
 import streamlit as st
 
 from explorer import data, state
-from explorer.render import identity
-from tying import registry
+from explorer.render import identity, pages
 
 DEMO_COMMAND = "python -m precompute demo"
 SWEEP_COMMAND = "python -m precompute sweep"
 MECHANISM_COMMAND = "python -m precompute mechanism"
-NEEDS = {p.url_path: p.needs for p in registry.PAGES if p.needs}
+NEEDS = {p.path: p.needs for p in pages.PAGES if p.needs}
 """Page (url path) -> the table whose rows it shows (the registry's); the tour and the Overview
 show every cache, the Sweep the folder's sweep."""
 
 
-def _page(views: str, spec: registry.Page, url_path: str | None = None) -> st.Page:
-    return st.Page(Path(views) / spec.script, title=spec.title, icon=spec.icon, url_path=url_path or spec.url_path,
+def _page(views: str, spec: pages.Page, url_path: str | None = None) -> st.Page:
+    """The page's st.Page; the default page's own address is reserved ("index": nobody types it) and it
+    answers at "/", and at each alias as another st.Page of its script (``url_path``)."""
+    own = "index" if spec.default else spec.path
+    return st.Page(Path(views) / spec.script, title=spec.title, icon=spec.icon, url_path=url_path or own,
                    default=spec.default and url_path is None)
 
 
@@ -38,8 +40,8 @@ def page_models(views: str) -> tuple[dict[str, st.Page], dict[str, st.Page]]:
     script: 6% of a loaded server's time when every run did it; and decorated here, not in app.py,
     so the decorator too runs once). The default page is served at "/"; the same script under
     each alias answers that address with no "Page not found"."""
-    default = next(p for p in registry.PAGES if p.default)
-    return ({spec.url_path: _page(views, spec) for spec in registry.PAGES},
+    default = next(p for p in pages.PAGES if p.default)
+    return ({spec.path: _page(views, spec) for spec in pages.PAGES},
             {name: _page(views, default, name) for name in ALIASES})
 
 
@@ -74,10 +76,10 @@ def filled(listing: list[data.CacheListing]) -> set[str] | None:
     ref = _ref(picked(listing))
     if ref is None:
         return None
-    pages = {"overview"} | {p.url_path for p in registry.PAGES if not p.needs and not p.folder}
-    pages |= {page for page, table in NEEDS.items() if data.has_rows(ref, table)}
-    pages |= {p.url_path for p in registry.PAGES if p.folder and find_kind(p.folder) is not None}
-    return pages
+    shown = {p.path for p in pages.PAGES if not p.needs and not p.folder}
+    shown |= {page for page, table in NEEDS.items() if data.has_rows(ref, table)}
+    shown |= {p.path for p in pages.PAGES if p.folder and find_kind(p.folder) is not None}
+    return shown
 
 
 def current() -> data.CacheRef:

@@ -29,7 +29,7 @@ from explorer import data
 from explorer.trajectory_worker import Job, Worker, worker_command
 from tying.cache.store import stage_params
 from tying.errors import UserError
-from tying.loading.localmodels import install_hint, model_dirs
+from tying.layout import install_hint, model_dirs
 
 MAX_CHARS = 400  # what the page lets a visitor type
 TOP_K = 5

@@ -26,6 +26,23 @@ def across_seeds(s: Summary, intro: str | None = None) -> None:
         frame.table(d)
 
 
+def brought_figures(ref, page: str) -> None:
+    """The figures the analyses brought for ``page`` (explorer.render.figures.drawn_on), each with its
+    title, chart (or table), caption and export buttons: a page draws what an analysis added to it
+    with no code of its own."""
+    from explorer import export
+    from explorer.render import figures
+
+    for fig in figures.drawn_on(ref, page):
+        st.subheader(fig.title)
+        if fig.is_table:
+            frame.table(fig.build(ref)[1])
+        else:
+            export.show(lambda fig=fig: fig.build(ref), f"{fig.name}-{ref.name}", key=fig.name,
+                        spec_key=(fig.name, ref))
+        st.caption(fig.caption)
+
+
 def verdict_badge(verdict: str) -> str:
     """An HTML badge for a verdict: its sign and word on its colour."""
     colour, sign = VERDICT_STYLE[verdict]

@@ -9,6 +9,7 @@ with no cache file touched. ``main(argv)`` returns the exit code so tests run co
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import shlex
@@ -21,7 +22,6 @@ from typing import Any
 
 from precompute import options
 from tying.errors import UserError, first_line
-from tying.registry import resolve
 
 
 class _Parser(argparse.ArgumentParser):
@@ -33,6 +33,16 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str):
         raise UserError(f"{message} (see 'python -m {self.prog} --help')")
+
+
+def resolve(target: str):
+    """``"package.module:name.attr"`` -> that object, importing the module (a command's modules are
+    loaded only when it runs: ``--help`` and the read-side commands never load torch)."""
+    module, _, attr = target.partition(":")
+    obj = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
 
 
 @dataclass(frozen=True)

@@ -21,17 +21,20 @@ from __future__ import annotations
 
 import hashlib
 import math
+import shlex
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from tqdm.auto import tqdm
 
 from precompute.options import internal, option
 from tying.errors import UserError, first_line
+from tying.lens import LIBRARY_STEPS, LensBudget
 
 EVAL_FRACTION = 0.2
 
@@ -63,7 +66,7 @@ class LensOptions:
 
     text: str = option("python-docs", help="lens text: `python-docs` (the offline corpus), a text file, or "
                        "`hf:<dataset>` such as `hf:wikitext` (WikiText, as the paper)")
-    steps: int = option(250, help="tuned-lens optimiser steps per model")
+    steps: int = option(LIBRARY_STEPS, help="tuned-lens optimiser steps per model")
     batch_size: int = option(8, help="sequences per lens micro-batch (bounds memory)")
     seq_len: int = option(128, help="tokens per lens sequence, capped at the model's context")
     tokens_per_step: int | None = option(
@@ -155,17 +158,14 @@ def lens_text(spec: str, max_chars: int) -> tuple[list[str], list[str]]:
     return paras[:cut], paras[cut:]
 
 
-def model_budget(opts: LensOptions, device, context: int | None) -> dict:
+def model_budget(opts: LensOptions, device, context: int | None) -> LensBudget:
     """The budget one model's tuned lens trains with: :func:`resolve_budget` with the sequence
-    length capped at the model's ``context`` (its max_position_embeddings; None: no cap).
-
-    Returns {"steps", "tokens_per_step", "accumulate" (micro-batches per step), "batch_size",
-    "seq_len", "train_tokens"}: what training uses, and so what the cache records.
-    """
+    length capped at the model's ``context`` (its max_position_embeddings; None: no cap): what
+    training uses, and so what the cache records."""
     seq = int(opts.seq_len) if not context else min(int(opts.seq_len), int(context))
     tokens_per_step, accumulate, train_tokens = resolve_budget(opts, device, seq)
-    return {"steps": int(opts.steps), "tokens_per_step": tokens_per_step, "accumulate": accumulate,
-            "batch_size": int(opts.batch_size), "seq_len": seq, "train_tokens": train_tokens}
+    return LensBudget(steps=int(opts.steps), tokens_per_step=tokens_per_step, accumulate=accumulate,
+                      batch_size=int(opts.batch_size), seq_len=seq, train_tokens=train_tokens)
 
 
 def _duration(seconds: float) -> str:
@@ -179,12 +179,12 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def estimate_text(role: str, est, budget: dict, device) -> str:
+def estimate_text(role: str, est, budget: LensBudget, device) -> str:
     """One line before a tuned lens trains: its estimated time, from what (``est``: a
     :class:`~tying.lens.estimate.LensEstimate`)."""
     return (f"{role}: training the tuned lens should take about {_duration(est.seconds)} on {_device_type(device)}: "
-            f"{budget['steps']:,} steps x {budget['tokens_per_step']:,} tokens, {est.micro_batches:,} micro-batches of "
-            f"{budget['batch_size']} x {budget['seq_len']} at "
+            f"{budget.steps:,} steps x {budget.tokens_per_step:,} tokens, {est.micro_batches:,} micro-batches of "
+            f"{budget.batch_size} x {budget.seq_len} at "
             + (f"{est.micro_seconds:.3g} s" if est.micro_seconds < 90 else _duration(est.micro_seconds))
             + f" each (timed on one); about {_si(est.flops_per_token)}FLOP a token for a {_si(est.n_params)}-parameter "
             "model and its lens")
@@ -198,7 +198,7 @@ def _si(x: float) -> str:
     return f"{x:.3g} "
 
 
-def long_training_advice(est, opts: LensOptions, budget: dict, device, gpu_command: str | None,
+def long_training_advice(est, opts: LensOptions, budget: LensBudget, device, gpu_command: str | None,
                          cache: str | None = None) -> str | None:
     """What to say when ``est`` (a :class:`~tying.lens.estimate.LensEstimate`) is over
     LONG_TRAINING_SECONDS: None when it is not. On a CPU: how to train the lens on a machine
@@ -212,8 +212,8 @@ def long_training_advice(est, opts: LensOptions, budget: dict, device, gpu_comma
     shorter = "fewer --lens-steps or a smaller --lens-tokens-per-step shorten it (and lower the lens's quality)"
     if _device_type(device) == "cuda" or not gpu_command:
         return f"{head}; {shorter}."
-    gpu_tokens, _, _ = resolve_budget(opts, "cuda", budget["seq_len"])
-    gpu_seconds = int(budget["steps"]) * gpu_tokens * est.flops_per_token / ASSUMED_GPU_FLOPS
+    gpu_tokens, _, _ = resolve_budget(opts, "cuda", budget.seq_len)
+    gpu_seconds = int(budget.steps) * gpu_tokens * est.flops_per_token / ASSUMED_GPU_FLOPS
     carry = f"{cache} and its lens folder" if cache else "the cache"
     return (f"{head} on this {_device_type(device)}. The lens stage can run alone on a machine with a CUDA GPU, into "
             f"the same cache: stop here (Ctrl-C; the stages finished so far stay in the cache), copy {carry} there, "
@@ -222,104 +222,193 @@ def long_training_advice(est, opts: LensOptions, budget: dict, device, gpu_comma
             f"{ASSUMED_GPU_FLOPS / 1e12:.0f} TFLOP/s). Here, `--skip lens` leaves the lens out; {shorter}.")
 
 
-def lens_tables(models: dict[str, str], opts: LensOptions, *, lens_dir: Path, device, trust_remote_code: bool = False,
-                progress: Callable[[str], None] = lambda m: None, log: Callable[[str], None] | None = None,
-                gpu_command: str | None = None, cache: str | None = None
-                ) -> tuple[dict[str, pd.DataFrame], dict[str, dict]]:
-    """Tables lens_kl, lens_curve and lens_trajectory for ``{role: local model folder}``, and
-    the budget each model's tuned lens trained with.
+@dataclass(frozen=True)
+class LensText:
+    """The lens text, split once into training and evaluation paragraphs (disjoint)."""
 
-    Each model's budget is resolved once, by :func:`model_budget` with the model's context,
-    and that one budget trains the lens, names its file, goes into its sidecar (under
-    "budget") and is returned: ``{role: {steps, tokens_per_step, accumulate, batch_size,
-    seq_len, train_tokens, text_tokens, device}}`` (text_tokens: the tokens of training text
-    there were; device: where it ran). A lens reused from its file has the same budget: the
-    budget is part of the file's name.
+    train: list[str]
+    evaluate: list[str]
 
-    Before a lens trains, ``log`` (default: a line on stderr) gets the estimated training time
-    (:func:`~tying.lens.estimate.estimate_training`: one micro-batch timed) and, when it is over
-    LONG_TRAINING_SECONDS, :func:`long_training_advice` (``gpu_command``, ``cache``: what it
-    names). Training shows a progress bar of its steps (rate and time left) and ``progress``
-    messages with the time left.
-    """
-    say = log or (lambda message: tqdm.write(message, file=sys.stderr))
-    from tying.lens.batches import text_batches
-    from tying.lens.estimate import estimate_training
-    from tying.lens.evaluate import evaluate_lens, prediction_trajectory
-    from tying.lens.files import load_lens, read_lens_meta, save_lens, unembedding_fingerprint
-    from tying.lens.lenses import LogitLens
-    from tying.lens.parts import find_lens_parts
-    from tying.lens.train import train_tuned_lens
-    from tying.loading.causal_lm import load_causal_lm
+    @classmethod
+    def load(cls, opts: LensOptions) -> LensText:
+        return cls(*lens_text(opts.text, opts.max_chars))
 
-    train_paras, eval_paras = lens_text(opts.text, opts.max_chars)
-    kl, curves, trajs, ran = [], [], [], {}
-    for role, local_dir in models.items():
-        progress(f"{role}: loading the model")
-        model, tok = load_causal_lm(local_dir, device, trust_remote_code=trust_remote_code)
-        budget = model_budget(opts, device, getattr(model.config, "max_position_embeddings", None))
-        seq, accumulate, tokens_per_step = budget["seq_len"], budget["accumulate"], budget["tokens_per_step"]
-        train = [] if opts.from_dir else text_batches(  # an imported lens trains on nothing
-            tok, train_paras, seq_len=seq, batch_size=opts.batch_size, max_tokens=budget["train_tokens"])
-        evals = text_batches(tok, eval_paras, seq_len=seq, batch_size=opts.batch_size, max_tokens=opts.eval_tokens)
+    def samples(self, opts: LensOptions) -> list[str]:
+        """The texts traced into prediction trajectories: the prompts, then the first evaluation paragraphs."""
+        return [*opts.prompts, *self.evaluate[: opts.samples]]
+
+
+@dataclass
+class LensModel:
+    """One model under the lens: the model on its device, its tokenizer, its lens parts (final norm,
+    unembedding) and the fingerprint of its unembedding (what a saved lens is checked against)."""
+
+    role: str
+    folder: str
+    model: Any
+    tok: Any
+    parts: Any
+    fingerprint: str
+
+    @classmethod
+    def load(cls, role: str, folder: str, device, trust_remote_code: bool = False) -> LensModel:
+        from tying.lens.files import unembedding_fingerprint
+        from tying.lens.parts import find_lens_parts
+        from tying.loading.causal_lm import load_causal_lm
+
+        model, tok = load_causal_lm(folder, device, trust_remote_code=trust_remote_code)
         parts = find_lens_parts(model)
-        fp = unembedding_fingerprint(parts)
-        budget["text_tokens"] = int(sum(b.numel() for b in train))
-        text_key = hashlib.sha256(repr((opts.params(), len(train_paras), budget)).encode()).hexdigest()[:12]
-        path = lens_dir / f"{role}-{text_key}.safetensors"
+        return cls(role, str(folder), model, tok, parts, unembedding_fingerprint(parts))
+
+    @property
+    def context(self) -> int | None:
+        return getattr(self.model.config, "max_position_embeddings", None)
+
+    def batches(self, paragraphs: list[str], seq_len: int, batch_size: int, max_tokens: int) -> list:
+        from tying.lens.batches import text_batches
+
+        return text_batches(self.tok, paragraphs, seq_len=seq_len, batch_size=batch_size, max_tokens=max_tokens)
+
+
+@dataclass(frozen=True)
+class LensSetup:
+    """Where and how the lens stage trains and saves its lenses: the options, the folder of the
+    cache's translators (tying.layout.lens_dir), the device, where its lines go (``say``) and what
+    the advice for a long training names (``gpu_command``, ``cache``)."""
+
+    opts: LensOptions
+    folder: Path
+    device: Any
+    say: Callable[[str], None] = lambda message: tqdm.write(message, file=sys.stderr)
+    gpu_command: str | None = None
+    cache: str | None = None
+
+    def lens_path(self, lm: LensModel, budget: LensBudget, text: LensText) -> Path:
+        """The file of a model's lens: named by the options, the text and the budget it trains with."""
+        key = hashlib.sha256(repr((self.opts.params(), len(text.train), budget.to_dict())).encode()).hexdigest()[:12]
+        return self.folder / f"{lm.role}-{key}.safetensors"
+
+    def tuned_lens(self, lm: LensModel, budget: LensBudget, text: LensText,
+                   progress: Callable[[str], None]) -> tuple[Any, pd.DataFrame, LensBudget]:
+        """A model's tuned lens: read from ``--lens-from``, reused from its file, or trained (an
+        estimate said first); with its training curve and the budget as it ran (text_tokens,
+        lens_from)."""
+        from tying.lens.files import load_lens, read_lens_meta, save_lens
+
+        opts = self.opts
+        train = [] if opts.from_dir else lm.batches(text.train, budget.seq_len, opts.batch_size, budget.train_tokens)
+        budget = replace(budget, text_tokens=int(sum(b.numel() for b in train)))
+        path = self.lens_path(lm, budget, text)
+        meta = {"role": lm.role, "model": lm.folder, "options": opts.params()}
         if opts.from_dir:  # a lens the tuned-lens library trained (or export-lens wrote): read, not trained
             from precompute.lens_io import lens_from
 
-            lens, source = lens_from(opts.from_dir, role, parts, f"the {role} model ({local_dir})")
-            lens = lens.to(device)
-            budget["lens_from"] = str(source)
+            lens, source = lens_from(opts.from_dir, lm.role, lm.parts, f"the {lm.role} model ({lm.folder})")
+            budget = replace(budget, lens_from=str(source))
             curve = pd.DataFrame({"step": [], "layer": [], "kl_bits": []})
-            save_lens(lens, path, fp, {"role": role, "model": local_dir, "options": opts.params(), "budget": budget,
-                                       "curve": curve.to_dict("list")})  # where the app's own-text traces find it
-            progress(f"{role}: using the tuned lens in {source}")
-        elif (lens := load_lens(path, fp, device=device) if path.exists() else None) is None:
-            progress(f"{role}: timing one micro-batch for an estimate")
-            est = estimate_training(model, train[0], budget, parts=parts, device=device)
-            say(estimate_text(role, est, budget, device))
-            advice = long_training_advice(est, opts, budget, device, gpu_command, cache)
-            if advice:
-                say(advice)
-            bar = tqdm(total=budget["steps"], desc=f"{role} tuned lens", unit="step", file=sys.stderr, disable=None,
-                       leave=False)
-            started = time.perf_counter()
-
-            def report(step, steps, loss, role=role, bar=bar, started=started):
-                bar.update(1)
-                if step % 10 == 0 or step == steps:
-                    left = (time.perf_counter() - started) / step * (steps - step)
-                    progress(f"{role}: tuned lens step {step}/{steps}, KL {loss:.2f}, about {_duration(left)} left")
-
-            progress(f"{role}: training the tuned lens, {opts.steps} steps x {tokens_per_step:,} tokens "
-                     f"({accumulate} micro-batch{'es' if accumulate > 1 else ''} of {opts.batch_size} x {seq}) "
-                     f"on {budget['text_tokens']:,} tokens of text")
-            try:
-                lens, curve = train_tuned_lens(model, train, steps=budget["steps"], device=device, parts=parts,
-                                               progress=report, accumulate=accumulate)
-            finally:
-                bar.close()
-            save_lens(lens, path, fp, {"role": role, "model": local_dir, "options": opts.params(),
-                                       "budget": budget, "curve": curve.to_dict("list")})
-        else:
-            progress(f"{role}: reusing the tuned lens in {path.name} (same unembedding)")
+            save_lens(lens, path, lm.fingerprint, meta | {"budget": budget.to_dict(), "curve": curve.to_dict("list")})
+            progress(f"{lm.role}: using the tuned lens in {source}")
+            return lens.to(self.device), curve, budget
+        lens = load_lens(path, lm.fingerprint, device=self.device) if path.exists() else None
+        if lens is not None:
+            progress(f"{lm.role}: reusing the tuned lens in {path.name} (same unembedding)")
             curve = pd.DataFrame(read_lens_meta(path).get("meta", {}).get("curve") or
                                  {"step": [], "layer": [], "kl_bits": []})
+            return lens, curve, budget
+        lens, curve = self.train(lm, budget, train, progress)
+        save_lens(lens, path, lm.fingerprint, meta | {"budget": budget.to_dict(), "curve": curve.to_dict("list")})
+        return lens, curve, budget
+
+    def train(self, lm: LensModel, budget: LensBudget, train: list, progress: Callable[[str], None]):
+        """Train a model's tuned lens with ``budget`` on ``train``: the estimate (and, when long, the
+        advice) said first, a progress bar of its steps, ``progress`` messages with the time left."""
+        from tying.lens.estimate import estimate_training
+        from tying.lens.train import train_tuned_lens
+
+        progress(f"{lm.role}: timing one micro-batch for an estimate")
+        est = estimate_training(lm.model, train[0], budget, parts=lm.parts, device=self.device)
+        self.say(estimate_text(lm.role, est, budget, self.device))
+        advice = long_training_advice(est, self.opts, budget, self.device, self.gpu_command, self.cache)
+        if advice:
+            self.say(advice)
+        bar = tqdm(total=budget.steps, desc=f"{lm.role} tuned lens", unit="step", file=sys.stderr, disable=None,
+                   leave=False)
+        started = time.perf_counter()
+
+        def report(step, steps, loss):
+            bar.update(1)
+            if step % 10 == 0 or step == steps:
+                left = (time.perf_counter() - started) / step * (steps - step)
+                progress(f"{lm.role}: tuned lens step {step}/{steps}, KL {loss:.2f}, about {_duration(left)} left")
+
+        progress(f"{lm.role}: training the tuned lens, {budget.steps} steps x {budget.tokens_per_step:,} tokens "
+                 f"({budget.accumulate} micro-batch{'es' if budget.accumulate > 1 else ''} of {budget.batch_size} x "
+                 f"{budget.seq_len}) on {budget.text_tokens:,} tokens of text")
+        try:
+            return train_tuned_lens(lm.model, train, steps=budget.steps, device=self.device, parts=lm.parts,
+                                    progress=report, accumulate=budget.accumulate)
+        finally:
+            bar.close()
+
+    def readings(self, lm: LensModel, lens, budget: LensBudget, text: LensText) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """A model read through its tuned lens and the logit lens: the KL per hidden state on the
+        evaluation text, and the prediction trajectories of the sample texts."""
+        from tying.lens.evaluate import evaluate_lens, prediction_trajectory
+        from tying.lens.lenses import LogitLens
+
+        opts, lenses = self.opts, [lens, LogitLens()]
+        evals = lm.batches(text.evaluate, budget.seq_len, opts.batch_size, opts.eval_tokens)
+        kl = evaluate_lens(lm.model, evals, lenses, device=self.device, parts=lm.parts).assign(model=lm.role)
+        trajs = [prediction_trajectory(lm.model, lm.tok, t, lenses, top_k=opts.top_k, device=self.device,
+                                       parts=lm.parts).assign(model=lm.role, sample=i)
+                 for i, t in enumerate(text.samples(opts))]
+        return kl, pd.concat(trajs, ignore_index=True)
+
+
+def read_models(setup: LensSetup, models: dict[str, str], progress: Callable[[str], None] = lambda m: None,
+                trust_remote_code: bool = False) -> tuple[dict[str, pd.DataFrame], dict[str, dict]]:
+    """Tables lens_kl, lens_curve and lens_trajectory of ``{role: model folder}``, and each model's
+    budget as it trained (``{role: budget | device}``): the ingredients above, one model at a time
+    (a model is released before the next loads)."""
+    text = LensText.load(setup.opts)
+    kl, curves, trajs, ran = [], [], [], {}
+    for role, folder in models.items():
+        progress(f"{role}: loading the model")
+        lm = LensModel.load(role, folder, setup.device, trust_remote_code)
+        budget = model_budget(setup.opts, setup.device, lm.context)
+        lens, curve, budget = setup.tuned_lens(lm, budget, text, progress)
         progress(f"{role}: evaluating")
-        lenses = [lens, LogitLens()]
-        kl.append(evaluate_lens(model, evals, lenses, device=device, parts=parts).assign(model=role))
+        k, t = setup.readings(lm, lens, budget, text)
+        kl.append(k)
+        trajs.append(t)
         curves.append(curve.assign(model=role))
-        for i, text in enumerate([*opts.prompts, *eval_paras[: opts.samples]]):
-            t = prediction_trajectory(model, tok, text, lenses, top_k=opts.top_k, device=device, parts=parts)
-            trajs.append(t.assign(model=role, sample=i))
-        ran[role] = budget | {"device": _device_type(device)}
-        del model
+        ran[role] = budget.to_dict() | {"device": _device_type(setup.device)}
+        del lm
     lens_kl = pd.concat(kl, ignore_index=True)
     if "lens" not in lens_kl.columns:
         raise UserError("lens evaluation returned no lens column")
-    tables = {"lens_kl": lens_kl, "lens_curve": pd.concat(curves, ignore_index=True),
-              "lens_trajectory": pd.concat(trajs, ignore_index=True)}
-    return tables, ran
+    return {"lens_kl": lens_kl, "lens_curve": pd.concat(curves, ignore_index=True),
+            "lens_trajectory": pd.concat(trajs, ignore_index=True)}, ran
+
+
+def lens_gpu_command(cfg, name: str) -> str:
+    """The ``precompute lens`` command that trains a pair run's lenses (``cfg``: its PairConfig) on a CUDA GPU into the same
+    cache: the same models, revisions, matching and --text (the load stage must find itself
+    finished, or it would start the cache afresh), the same name and cache folder, every lens
+    option set away from its default, and ``--device cuda``."""
+    from precompute.options import specs
+
+    argv = ["--preset", cfg.preset] if cfg.preset else ["--tied", cfg.tied, *(["--untied", cfg.untied] if cfg.untied
+                                                                               else [])]
+    for flag, value in (("--tied-revision", cfg.tied_revision), ("--untied-revision", cfg.untied_revision),
+                        ("--text", cfg.text), ("--match", None if cfg.match == "strings" else cfg.match)):
+        if value is not None:
+            argv += [flag, value]
+    argv += ["--name", name, "--cache-dir", cfg.cache_dir]
+    for spec in specs(LensOptions, "lens-", "lens."):
+        value = getattr(cfg.lens, spec.dest.split(".", 1)[1])
+        if value != spec.default:
+            argv += [spec.flag, str(value)]
+    if cfg.trust_remote_code:
+        argv.append("--trust-remote-code")
+    return "python -m precompute lens " + shlex.join([*map(str, argv), "--device", "cuda"])

@@ -41,10 +41,10 @@ def run_export_lens(cfg: ExportLensConfig) -> None:
     from precompute.report import resolve_cache
     from precompute.trajectory import _stage_params, fitting_lens
     from tying.cache.writer import folder_written
+    from tying.layout import lens_files, model_dirs
     from tying.lens.interop import write_folder
     from tying.lens.parts import find_lens_parts
     from tying.loading.causal_lm import load_causal_lm
-    from tying.loading.localmodels import lens_files, model_dirs
 
     cache_path = resolve_cache(cfg.cache, cfg.cache_dir)
     if not cache_path.is_file():

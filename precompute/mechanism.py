@@ -26,6 +26,7 @@ from tqdm.auto import tqdm
 
 from precompute.options import cache_dir_option, check_positive, device_option, internal, option
 from precompute.toylab import TwinSettings, check_shape
+from tying import layout
 from tying.analysis import mechanism as M
 from tying.cache.store import cache_path, check_name, params_hash
 from tying.cache.writer import CacheWriter
@@ -119,7 +120,7 @@ class MechanismRun:
         cfg.check()
         self.cfg = cfg
         self.path = cache_path(cfg.cache_dir, cfg.name)
-        self.work = Path(cfg.work_dir or Path(cfg.cache_dir) / "toylab" / cfg.name)
+        self.work = Path(cfg.work_dir or layout.work_dir(cfg.cache_dir, cfg.name))
 
     def params(self, arm: str, seed: int, digest: str, lr: float) -> dict:
         return {"stage": run_stage(arm, seed), "corpus_sha256": digest, **self.cfg.training(), "arm": arm,

@@ -4,7 +4,8 @@ Stages (each written atomically, each skipped on a rerun when its inputs and par
 are unchanged): the registry's, in its order (load -> alignment -> neighbours -> spectral
 -> cka -> umap -> lens). Given ``--tied`` alone, the run is on one tied model (the cache's
 kind is ``model``): it runs the stages that need no untied twin
-(:data:`~tying.registry.SINGLE_STAGES`: load, neighbours, umap, lens) on its matrix T.
+(:data:`~tying.registry.SINGLE_STAGES`: load, neighbours, umap, lens) on its matrix T. Each
+stage's parameters and builder: :data:`precompute.stages.STAGES`.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from precompute.lens import LensOptions, lens_text, resolve_budget
+from precompute.lens import LensOptions, lens_text, model_budget
 from precompute.options import cache_dir_option, check_positive, device_option, internal, nested, option
+from precompute.stages import STAGES
 from tying.analysis.placement import PLACE_K
 from tying.analysis.umap_fit import EPOCHS as UMAP_EPOCHS
 from tying.cache import reference
@@ -42,7 +44,6 @@ from tying.loading.vocab import common_vocabulary
 from tying.memory import peak_memory
 from tying.registry import BY_NAME, OPTIONAL_STAGES, PAIR_STAGES, SINGLE_STAGES
 
-STAGES = PAIR_STAGES
 MATCH_MODES = ("strings", "ids")
 
 
@@ -249,15 +250,19 @@ class PairRun:
         model's budget is resolved once, with its context, by the stage itself.
         """
 
-        tokens, accumulate, train_tokens = resolve_budget(self.cfg.lens, self.device)
-        return {"steps": int(self.cfg.lens.steps), "tokens_per_step": tokens, "accumulate": accumulate,
-                "batch_size": int(self.cfg.lens.batch_size), "seq_len": int(self.cfg.lens.seq_len),
-                "train_tokens": train_tokens, "device": self.device.type}
+        from dataclasses import replace
+
+        return replace(model_budget(self.cfg.lens, self.device, None), device=self.device.type).to_dict()
 
     # -- orchestration -------------------------------------------------------------------
+    def can_run(self, stage: str) -> bool:
+        """Whether this run's models give the stage what it needs (the registry's ``needs``): a stage
+        that runs a model is left out where a model's file holds only its matrices."""
+        return "model" not in BY_NAME[stage].needs or all(m.runs for m in self.models.values())
+
     def stage_params(self, stage: str) -> dict:
         """The parameters the stage's hash covers: what its registry entry reads from this run."""
-        return {"stage": stage, "inputs": self.input_hash, **BY_NAME[stage].resolve("params")(self)}
+        return {"stage": stage, "inputs": self.input_hash, **STAGES[stage].params(self)}
 
     @staticmethod
     def recorded_params(stage: str, params: dict, ran: dict | None) -> dict:
@@ -279,12 +284,18 @@ class PairRun:
 
     def run(self) -> Path:
         cfg = self.cfg
-        todo = [s for s in (SINGLE_STAGES if cfg.single else STAGES) if s not in cfg.skip]
+        todo = [s for s in (SINGLE_STAGES if cfg.single else PAIR_STAGES) if s not in cfg.skip]
         bar = tqdm(total=len(todo) + 1, desc=f"pair {self.name}", unit="stage", file=sys.stderr, disable=None)
         try:
             bar.set_postfix_str("loading matrices")
             peak_memory(reset=True)
             self.load()
+            still = [s for s in todo if self.can_run(s)]
+            for stage in (s for s in todo if s not in still):
+                self.log(f"stage {stage}: skipped: it runs the model, and "
+                         + ", ".join(m.source for m in self.models.values() if not m.runs)
+                         + " holds only the matrices")
+            todo, bar.total = still, len(still) + 1
             if "lens" in todo and cfg.lens.from_dir:
                 self.check_lens_from()  # against the models' shapes, before any stage writes anything
             if "neighbours" in todo and cfg.neighbours_k >= self.n:
@@ -324,8 +335,7 @@ class PairRun:
                     continue
                 bar.set_postfix_str(stage)
                 t0 = time.perf_counter()
-                build = BY_NAME[stage].resolve("build")
-                tables, ran = build(self, lambda msg, s=stage: bar.set_postfix_str(f"{s}: {msg}"))
+                tables, ran = STAGES[stage].build(self, lambda msg, s=stage: bar.set_postfix_str(f"{s}: {msg}"))
                 seconds = time.perf_counter() - t0
                 if stage == "load":
                     seconds += sum(m.seconds for m in self.models.values())
@@ -339,29 +349,6 @@ class PairRun:
         finally:
             bar.close()
         return self.path
-
-
-def lens_gpu_command(cfg: PairConfig, name: str) -> str:
-    """The ``precompute lens`` command that trains this run's lenses on a CUDA GPU into the same
-    cache: the same models, revisions, matching and --text (the load stage must find itself
-    finished, or it would start the cache afresh), the same name and cache folder, every lens
-    option set away from its default, and ``--device cuda``."""
-    from precompute.options import specs
-
-    argv = ["--preset", cfg.preset] if cfg.preset else ["--tied", cfg.tied, *(["--untied", cfg.untied] if cfg.untied
-                                                                               else [])]
-    for flag, value in (("--tied-revision", cfg.tied_revision), ("--untied-revision", cfg.untied_revision),
-                        ("--text", cfg.text), ("--match", None if cfg.match == "strings" else cfg.match)):
-        if value is not None:
-            argv += [flag, value]
-    argv += ["--name", name, "--cache-dir", cfg.cache_dir]
-    for spec in specs(LensOptions, "lens-", "lens."):
-        value = getattr(cfg.lens, spec.dest.split(".", 1)[1])
-        if value != spec.default:
-            argv += [spec.flag, str(value)]
-    if cfg.trust_remote_code:
-        argv.append("--trust-remote-code")
-    return "python -m precompute lens " + shlex.join([*map(str, argv), "--device", "cuda"])
 
 
 def preset_config(name: str) -> dict[str, str]:

@@ -20,6 +20,7 @@ import re
 import sys
 from pathlib import Path
 
+from explorer.render import pages
 from precompute.cli import COMMANDS
 from precompute.options import show_default, specs
 from tying import registry
@@ -49,7 +50,7 @@ def page_table(app_doc: str) -> str:
     headings = {re.sub(r"[^\w -]", "", h).strip().lower().replace(" ", "-")
                 for h in re.findall(r"^## (.+)$", app_doc, flags=re.M)}
     rows = ["| page | what it shows |", "|---|---|"]
-    for page in registry.PAGES:
+    for page in pages.PAGES:
         anchor = page.title.lower().replace(" ", "-")
         name = f"[{page.title}](docs/app.md#{anchor})" if anchor in headings else page.title
         rows.append(f"| {name} | {page.about} |")

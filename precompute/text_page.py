@@ -41,8 +41,8 @@ def sources(ref) -> dict[str, tuple[Path, Path]] | None:
     cache cannot have a text page (a model missing here, not a float32 Llama, no tuned lens)."""
     from explorer.render import read
     from tying.cache.store import stage_params
-    from tying.lens import budget_for
-    from tying.loading.localmodels import lens_files, model_dirs
+    from tying.layout import lens_files, model_dirs
+    from tying.lens import LensBudget
 
     stages = read.summary(ref).stages
     dirs = model_dirs(stage_params(stages, "load"), ref.path)
@@ -52,7 +52,7 @@ def sources(ref) -> dict[str, tuple[Path, Path]] | None:
         folder = dirs.get(role)
         if folder is None or not Path(folder).is_dir() or not _llama_f32(Path(folder)):
             return None
-        lenses = lens_files(ref.path, role, budget_for(budget, role))
+        lenses = lens_files(ref.path, role, LensBudget.recorded(budget, role))
         if not lenses:
             return None
         out[role] = (Path(folder), lenses[0])

@@ -26,6 +26,7 @@ from tqdm.auto import tqdm
 from precompute.lens import LensOptions
 from precompute.options import cache_dir_option, check_positive, device_option, internal, nested, option
 from precompute.pair import OPTIONAL_STAGES, PairConfig, PairRun
+from tying import layout
 from tying.analysis.share import TOYLAB_EARLY_FRACTION, early_steps_for, output_share
 from tying.analysis.twins import compare_tied_to_twin
 from tying.cache.reference import TABLE2_METHOD
@@ -189,7 +190,7 @@ class DemoRun:
         validate(cfg)
         self.cfg = cfg
         self.path = cache_path(cfg.cache_dir, cfg.name)
-        self.work = Path(cfg.work_dir or Path(cfg.cache_dir) / "toylab" / cfg.name)
+        self.work = Path(cfg.work_dir or layout.work_dir(cfg.cache_dir, cfg.name))
         # --force builds the new cache beside the old one and renames it over when complete
         self.staged = forced_path(self.path) if cfg.force else self.path
 
@@ -297,16 +298,14 @@ class DemoRun:
         """One seed's twins read by a tuned lens each (the pair stage's recipe: seed 0's lenses are
         the pair stage's own files, reused): the mean tuned-lens KL (bits) over the first
         EARLY_LAYERS hidden states, "tuned-lens KL early tied" and "... untied"."""
-        from precompute.lens import lens_tables
+        from precompute.lens import LensSetup, read_models
         from tying.device import pick_device
 
         cfg = self.cfg
-        opts = self.lens_options(corpus_file)
-        lens_dir = Path(cfg.cache_dir) / "lens" / cfg.name if seed == 0 else self.work / f"lens-seed{seed}"
+        lens_dir = layout.lens_dir(cfg.cache_dir, cfg.name) if seed == 0 else self.work / f"lens-seed{seed}"
         lens_dir.mkdir(parents=True, exist_ok=True)
         models = {role: str(self.model_dir(role, 1.0, seed)) for role in ("tied", "untied")}
-        tables, _ = lens_tables(models, opts, lens_dir=lens_dir, device=pick_device(cfg.device),
-                                progress=lambda msg: None)
+        tables, _ = read_models(LensSetup(self.lens_options(corpus_file), lens_dir, pick_device(cfg.device)), models)
         kl = tables["lens_kl"]
         tuned = kl[kl["lens"] == "tuned"].sort_values("layer")
         return {f"tuned-lens KL early {role}": float(tuned[tuned["model"] == role]["kl_mean"].head(EARLY_LAYERS).mean())

@@ -18,8 +18,8 @@ from precompute.options import cache_dir_option, check_positive, device_option, 
 from tying.cache.store import CacheError, finished_stages, open_cache, stage_params
 from tying.cache.summary import summarize_cache
 from tying.errors import UserError
-from tying.lens import budget_for
-from tying.loading.localmodels import lens_files, model_dirs
+from tying.layout import lens_files, model_dirs
+from tying.lens import LensBudget
 
 MAX_TEXT_CHARS = 2000
 
@@ -84,7 +84,7 @@ def fitting_lens(cache_path: Path, role: str, parts, lens_stage: dict, device=No
     from tying.lens.files import load_lens, unembedding_fingerprint
 
     fp = unembedding_fingerprint(parts)
-    for f in lens_files(cache_path, role, budget_for((lens_stage or {}).get("budget"), role)):
+    for f in lens_files(cache_path, role, LensBudget.recorded((lens_stage or {}).get("budget"), role)):
         lens = load_lens(f, fp, device=device)
         if lens is not None:
             return lens, f

@@ -138,8 +138,8 @@ def fingerprint(folder: Path) -> dict[str, str]:
 
 
 def _build_synthetic_caches(caches: Path) -> None:
+    from precompute.fixtures import build_mechanism_cache, build_sweep_cache, build_synthetic_cache
     from precompute.published import PaperConfig, build_paper
-    from tying.cache.fixtures import build_mechanism_cache, build_sweep_cache, build_synthetic_cache
 
     build_synthetic_cache(caches, "synthetic")
     build_sweep_cache(caches, SWEEP_GAPS)

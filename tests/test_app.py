@@ -9,13 +9,13 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tying import registry
-from tying.cache.fixtures import build_sweep_cache, build_synthetic_cache
+from explorer.render import pages
+from precompute.fixtures import build_sweep_cache, build_synthetic_cache
 from tying.cache.store import open_cache
 from tying.cache.summary import summarize
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
-PAGES = ["overview"] + [p.url_path for p in registry.PAGES if p.needs]  # the pages of one cache, from the registry
+PAGES = ["overview"] + [p.path for p in pages.PAGES if p.needs]  # the pages of one cache, from the registry
 
 
 @pytest.fixture(scope="module")
@@ -408,7 +408,7 @@ def test_the_shipped_sweep_cache_renders_and_reads_as_the_readme_says(monkeypatc
 # -- the URL: every parameter, any value; one write per action; only what differs from the defaults --
 
 SHIPPED = Path(APP).parent / "cache"
-ALL_PAGES = PAGES + [p.url_path for p in registry.PAGES if p.folder or p.url_path == "tour"]
+ALL_PAGES = PAGES + [p.path for p in pages.PAGES if p.folder or p.path == "tour"]
 URL_PARAMS = ("pair", "presentation", "token", "k", "method", "split", "view", "density", "points", "renderer",
               "layer", "model",
               "sample", "runs", "evo_runs", "axis", "step", "notes")
@@ -547,8 +547,8 @@ def test_the_menu_lists_the_pages_the_cache_fills(monkeypatch, pair, filled):
     menu = [p.proto for p in at.sidebar.get("page_link")]
     assert menu[0].label == "Tour"  # the tour first: where a class or a talk starts
     captions = [c.value for c in at.sidebar.caption if c.value.startswith("Not in")]
-    left_out = [p.title for p in registry.PAGES if p.needs and filled is not None and p.url_path not in filled]
-    assert [m.label for m in menu] == [p.title for p in registry.PAGES if p.title not in left_out]
+    left_out = [p.title for p in pages.PAGES if p.needs and filled is not None and p.path not in filled]
+    assert [m.label for m in menu] == [p.title for p in pages.PAGES if p.title not in left_out]
     assert captions == ([f"Not in '{pair}': {', '.join(left_out)}."] if left_out else [])
     for page in ALL_PAGES:  # every page still answers its URL: a deep link never fails
         at.switch_page(f"views/{page}.py").run()

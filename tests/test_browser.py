@@ -8,14 +8,14 @@ Screenshots go to bench/out/screenshots/.
 
 import pytest
 
+from explorer.render import pages
 from tests import appbrowser as ab
-from tying import registry
 
-PAGES = {"overview": "stMetric"} | {p.url_path: "stVegaLiteChart" for p in registry.PAGES if p.needs or p.folder}
+PAGES = {"overview": "stMetric"} | {p.path: "stVegaLiteChart" for p in pages.PAGES if p.needs or p.folder}
 """Each page of the registry (but the tour) and the element that shows it drew."""
 
 
-FOLDER_PAGES = tuple(p.url_path for p in registry.PAGES if p.folder)
+FOLDER_PAGES = tuple(p.path for p in pages.PAGES if p.folder)
 """The pages that show a cache of the folder (the sweep, the mechanism lab) whichever cache is picked."""
 
 
@@ -251,10 +251,10 @@ def test_the_menu_leaves_out_the_pages_a_cache_does_not_fill(server, browser):
     browser.get(f"{server}/?pair=sweep")
     ab.h1(browser, "Overview")
     links = browser.find_elements(By.CSS_SELECTOR, '[data-testid="stSidebar"] a[href]')
-    folder = [p.title for p in registry.PAGES if p.folder]  # the folder holds a sweep and a mechanism lab
+    folder = [p.title for p in pages.PAGES if p.folder]  # the folder holds a sweep and a mechanism lab
     assert [a.text.split("\n")[-1] for a in links] == ["Tour", "Overview", *folder]
     sidebar = browser.find_element(By.CSS_SELECTOR, '[data-testid="stSidebar"]').text
-    left_out = ", ".join(p.title for p in registry.PAGES if p.needs)  # a sweep fills none of the cache pages
+    left_out = ", ".join(p.title for p in pages.PAGES if p.needs)  # a sweep fills none of the cache pages
     assert f"Not in 'sweep': {left_out}." in sidebar
     browser.get(f"{server}/neighbours?pair=sweep")  # a page left out still answers its URL: one line, a way back
     button = ab.wait_for_button(browser, "Switch to")

@@ -84,9 +84,8 @@ def test_pair_writes_cka_and_summary_reads_it(mirror_pair, tmp_path, capsys):
 def test_the_page_and_the_figure_come_from_the_registry(tmp_path):
     """The synthetic cache gains the cka table through the registry (O = T + noise: T~O above
     T~I); the figure registry and the app's pages carry it with no list of their own."""
-    from explorer.render import figures, read
-    from tying import registry
-    from tying.cache.fixtures import build_synthetic_cache
+    from explorer.render import figures, pages, read
+    from precompute.fixtures import build_synthetic_cache
 
     ref = read.CacheRef.of(build_synthetic_cache(tmp_path))
     s = read.summary(ref)
@@ -94,4 +93,4 @@ def test_the_page_and_the_figure_come_from_the_registry(tmp_path):
     assert "figure-cka" in [f.name for f in figures.available(ref)]
     chart, df = figures.BY_NAME["figure-cka"].build(ref)
     assert len(df) == 3 and chart.to_dict()["layer"]
-    assert "cka" in [p.url_path for p in registry.PAGES]
+    assert "cka" in [p.path for p in pages.PAGES]

@@ -24,7 +24,7 @@ import duckdb
 import pandas as pd
 import pytest
 
-from tying.cache.fixtures import build_synthetic_cache
+from precompute.fixtures import build_synthetic_cache
 from tying.cache.schema import STAGE_TABLES
 from tying.cache.store import finished_stages, open_cache
 from tying.cache.writer import CacheWriter

@@ -171,7 +171,7 @@ def test_a_writer_refuses_a_cache_of_another_kind_without_force(tmp_path, capsys
 
 @pytest.mark.slow
 def test_pair_and_demo_refuse_a_cache_of_another_kind(tmp_path, capsys, tiny_model):
-    from tying.cache.fixtures import build_sweep_cache
+    from precompute.fixtures import build_sweep_cache
 
     build_sweep_cache(tmp_path, {32: [0.3, 0.31, 0.29]})
     sweep = tmp_path / "sweep.duckdb"
@@ -361,7 +361,8 @@ def test_a_stopped_force_rebuild_leaves_the_previous_cache_whole(tiny_model, tmp
     def stopped(run, progress):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(precompute.stages, "neighbours_tables", stopped)  # after load and alignment
+    stage = precompute.stages.STAGES["neighbours"]  # after load and alignment
+    monkeypatch.setitem(precompute.stages.STAGES, "neighbours", precompute.stages.Stage(stage.params, stopped))
     assert main([str(a) for a in [*argv, "--force"]]) == 130
     capsys.readouterr()
     assert path.read_bytes() == before  # every stage of the previous cache, untouched

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from explorer.render import pages
 from precompute.cli import main
-from tying import registry
-from tying.cache.fixtures import build_synthetic_cache
+from precompute.fixtures import build_synthetic_cache
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
@@ -202,7 +202,7 @@ URL_JUNK = {
     "layer": ["-1", "99999", "two", ""],
     "view": ["", "sideways", "overlaid "],
 }
-PAGES = ["overview"] + [p.url_path for p in registry.PAGES if p.needs]  # the pages of one cache, from the registry
+PAGES = ["overview"] + [p.path for p in pages.PAGES if p.needs]  # the pages of one cache, from the registry
 
 
 @pytest.fixture(scope="module")

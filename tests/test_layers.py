@@ -24,7 +24,7 @@ APP = ("explorer", "views", "app")
 LIBRARY_DEPENDS_ON = {
     "loading": set(),  # reading weights, tokenizers, logs and corpora: nothing else of the library
     "analysis": set(),  # the numerics: pure functions on arrays (their device from tying.device)
-    "cache": {"analysis"},  # summary statistics; fixture caches computed like real ones
+    "cache": {"analysis"},  # summary statistics; the analyses' summary fields
     "lens": {"loading", "analysis", "cache"},  # models on a device; convergence; atomic lens files
     "toylab": {"loading", "analysis"},  # the corpus and tokenizers; row cosines of the trained matrices
 }
@@ -300,6 +300,47 @@ def test_the_benchmark_check_sees_an_import_of_the_tests():
     assert _imports(ast.parse('"""Builds models as tests/tiny_models.py does."""\n')) == []
 
 
+ABOVE_THE_LIBRARY = re.compile(r"\b(precompute|explorer|views)[./][A-Za-z_]")
+"""A module or file of the writer, the render layer or the app, as a string names it."""
+
+
+def _strings(tree: ast.AST) -> list[str]:
+    return [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+
+
+def test_no_string_in_the_library_names_a_module_above_it():
+    """tying/ is imported by the writer, the render layer and the app and names none of them, in code
+    or in a docstring: no "module:function" for a layer above to resolve, no path of its files (the
+    registry is one entry per layer, joined by the analysis's name)."""
+    found = {name: hits for name in _modules() if name.split(".")[0] == "tying"
+             if (hits := [s for s in _strings(_tree(name)) if ABOVE_THE_LIBRARY.search(s)])}
+    assert found == {}, found
+
+
+def test_the_string_check_sees_a_module_above():
+    tree = ast.parse('"""Built by precompute/stages.py."""\nx = "explorer.render.cka:FIGURES"\ny = "python -m precompute demo"\n')
+    assert [s for s in _strings(tree) if ABOVE_THE_LIBRARY.search(s)] == ["Built by precompute/stages.py.",
+                                                                          "explorer.render.cka:FIGURES"]
+
+
+def test_every_analysis_has_a_stage_figures_and_a_page():
+    """The four registries joined by name: the cache's (tying.registry), the writer's stages
+    (precompute.stages.STAGES, in the registry's order), the render layer's figures (by the stages
+    they draw) and the app's pages (explorer.render.pages)."""
+    from explorer.render import figures, pages
+    from precompute.stages import STAGES
+    from tying import registry
+
+    names = [a.name for a in registry.ANALYSES]
+    assert list(STAGES) == names
+    assert all(STAGES[a].build is not None for a in registry.PAIR_STAGES)
+    assert {a: bool(figures.BY_ANALYSIS[a]) for a in names} == dict.fromkeys(names, True)
+    assert {a: pages.page_of(a) is not None for a in names} == dict.fromkeys(names, True)
+    for page in pages.PAGES:
+        assert (ROOT / "views" / page.script).is_file(), page
+        assert set(page.shows) <= set(names), page
+
+
 LIGHT = ("torch", "transformers", "streamlit")
 """What a command that reads a cache (or only prints its help) never loads."""
 
@@ -311,7 +352,7 @@ def test_commands_that_read_a_cache_load_neither_torch_nor_streamlit(tmp_path):
     import subprocess
     import sys
 
-    from tying.cache.fixtures import build_synthetic_cache
+    from precompute.fixtures import build_synthetic_cache
 
     cache = build_synthetic_cache(tmp_path, lens=False, training=False)
     runs = [["--help"], ["summary", str(cache), "--json"],

@@ -450,24 +450,27 @@ def test_both_lenses_share_one_interface():
 
 
 def test_the_lens_package_imports_without_torch():
-    """The app never imports torch; ``tying.lens`` itself (and budget_for) must not either."""
+    """The app never imports torch; ``tying.lens`` itself (and LensBudget) must not either."""
     import subprocess
     import sys
 
-    code = ("import sys, tying.lens; from tying.lens import budget_for; "
+    code = ("import sys, tying.lens; from tying.lens import LensBudget; "
             "assert 'torch' not in sys.modules, 'torch imported'; print('ok')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
 
 
-def test_budget_for_reads_old_and_new_records():
-    from tying.lens import budget_for
+def test_the_recorded_budget_reads_old_and_new_records():
+    from tying.lens import LIBRARY_STEPS, LensBudget
 
     flat = {"steps": 100, "tokens_per_step": 2048, "accumulate": 4, "batch_size": 8, "seq_len": 64}
-    assert budget_for(flat, "tied") == flat == budget_for(flat, "untied")  # before issue 18: one for both
-    per_role = {"tied": dict(flat, seq_len=32), "untied": flat}
-    assert budget_for(per_role, "tied")["seq_len"] == 32 and budget_for(per_role, "untied") == flat
-    assert budget_for(None, "tied") == {} == budget_for(per_role, "other")
+    budget = LensBudget.recorded(flat, "tied")
+    assert budget == LensBudget(**flat) == LensBudget.recorded(flat, "untied")  # before issue 18: one for both
+    per_role = {"tied": dict(flat, seq_len=32, device="cpu"), "untied": flat}
+    assert LensBudget.recorded(per_role, "tied").seq_len == 32 and LensBudget.recorded(per_role, "untied") == budget
+    assert LensBudget.recorded(per_role, "tied").device == "cpu" and budget.tokens_seen == 100 * 2048
+    assert LensBudget.recorded(None, "tied") is None is LensBudget.recorded(per_role, "other")
+    assert LensBudget().steps == LIBRARY_STEPS  # the one default: the tuned-lens library's 250 steps
 
 
 # --------------------------------------------------------------------------- trajectories and batches

@@ -36,7 +36,7 @@ def test_the_estimate_is_positive_and_scales_with_the_budget(tiny):
 
     model, batch, parts = tiny
     budget, _ = _budget(10)
-    assert budget["accumulate"] == 2
+    assert budget.accumulate == 2
     est = estimate_training(model, batch, budget, parts=parts)  # the real probe: timed micro-batches
     assert est.seconds > 0 and est.micro_seconds > 0 and est.micro_batches == 20
     assert est.seconds == pytest.approx(20 * est.micro_seconds)

@@ -43,7 +43,7 @@ def _model(role: str):
 
     from tying.cache.store import open_cache
     from tying.cache.summary import summarize
-    from tying.loading.localmodels import model_dirs
+    from tying.layout import model_dirs
 
     con = open_cache(DEMO)
     folder = model_dirs(summarize(con).stages["load"]["params"], DEMO)[role]
@@ -97,7 +97,7 @@ def test_the_tuned_lens_library_predicts_what_precompute_trajectory_prints(expor
 def test_a_lens_read_back_with_lens_from_gives_the_same_trajectory(exported, tmp_path):
     from tying.cache.store import open_cache
     from tying.cache.summary import summarize
-    from tying.loading.localmodels import model_dirs
+    from tying.layout import model_dirs
 
     con = open_cache(DEMO)
     dirs = model_dirs(summarize(con).stages["load"]["params"], DEMO)

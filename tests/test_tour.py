@@ -9,8 +9,8 @@ from streamlit.testing.v1 import AppTest
 
 from explorer import state
 from explorer.render import tour
+from precompute.fixtures import build_synthetic_cache
 from tests.apppage import open_page
-from tying.cache.fixtures import build_synthetic_cache
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
@@ -150,9 +150,9 @@ def test_menu_icons_need_no_emoji_font_and_tour_buttons_name_their_arrow_once(mo
     the tour's buttons read Previous and Next, and Streamlit shows the arrow of their shortcut once."""
     import re
 
-    from tying import registry
+    from explorer.render import pages
 
-    assert all(re.fullmatch(r":material/[a-z_]+:", p.icon) for p in registry.PAGES), [p.icon for p in registry.PAGES]
+    assert all(re.fullmatch(r":material/[a-z_]+:", p.icon) for p in pages.PAGES), [p.icon for p in pages.PAGES]
     at = _tour(SHIPPED, monkeypatch, pair="demo", step=3)
     assert at.button(key="tour_prev").label == "Previous" and at.button(key="tour_next").label == "Next"
 

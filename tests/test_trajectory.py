@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from precompute.cli import main
-from tying.loading.localmodels import lens_files, model_dir, model_dirs
+from tying.layout import lens_files, model_dir, model_dirs
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "cache" / "demo.duckdb"
@@ -40,13 +40,13 @@ def test_the_shipped_demo_twins_and_their_translators_are_found():
     stages = summarize(open_cache(DEMO)).stages
     dirs = model_dirs(stages["load"]["params"], DEMO)
     assert set(dirs) == {"tied", "untied"} and all((d / "model.safetensors").is_file() for d in dirs.values())
-    from tying.lens import budget_for
+    from tying.lens import LensBudget
 
     for role in dirs:  # the translator trained with the recorded budget comes first (either budget shape)
         budget = stages["lens"]["params"]["budget"]
-        files = lens_files(DEMO, role, budget)
+        files = lens_files(DEMO, role, LensBudget.recorded(budget, role))
         assert files and json.loads(files[0].with_suffix(".json").read_text())["meta"]["budget"]["tokens_per_step"] \
-            == budget_for(budget, role)["tokens_per_step"]
+            == LensBudget.recorded(budget, role).tokens_per_step
 
 
 def test_trajectory_shape_and_known_answers(traced):

@@ -1,7 +1,7 @@
 """This process's resident memory, as Linux reports it in /proc/self/status: the peak since the
 last reset (VmHWM) and the current size (VmRSS).
 
-The one reader of those figures: the writer's per-stage peaks (precompute/pair.py) and the
+The one reader of those figures: the writer's per-stage peaks (the pair command's) and the
 benchmarks (bench/) use it. A reset (writing 5 to /proc/self/clear_refs, Linux 4.0 on) starts
 a new peak from the current size, so a stage's peak does not include the stages before it.
 Where the system does not say (another OS, a sandbox that hides /proc), the functions return

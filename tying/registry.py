@@ -1,70 +1,62 @@
-"""One entry per analysis: the registry every list of analyses is derived from.
+"""One entry per analysis: the cache's contract, the first of the four registries joined by name.
 
-An :class:`Analysis` is one stage of ``precompute pair`` (or the toy lab's training): its
-cache tables (name -> column definitions), the run parameters it reads (its stage hash), the
-function that builds its tables, the summary fields it adds, the figures it contributes and
-the page that shows it. The cache schema (:data:`tying.cache.schema.TABLES`,
-``STAGE_TABLES``, ``PAIR_STAGES``), the pair command's stages and builders, the summary, the
-figure registry and the pack, the app's menu and page list and the tests' page lists all
-read from here; adding an analysis is an entry here plus its own modules.
-
-Builders, summaries and figures are named ``"module:attribute"`` and imported only when
-used, so this module imports nothing: the library stays below the writer (which builds) and
-the render layer (which draws), and a command that reads a cache never loads torch.
+An :class:`Analysis` is what the cache promises about one analysis: its name (the stage's name
+in the cache's ``stages`` table), its tables (name -> column definitions), a line on each table
+and on the analysis, whether ``--skip`` may leave it out, and what it **needs** to be computed:
+the matrices T, I, O; an untied twin; a model that runs (its layers, not only its matrices); the
+toy lab's training. The layers above hold their own part of each analysis, under the same name:
+the writer its stage (the parameters the stage hashes, its builder), the render layer its
+figures, the app the page that shows it. They import this module; it names none of them
+(``tests/test_layers.py`` checks both: every analysis has a stage, figures and a page, and no
+string of the library names a module above it). What the other lists derive from ``needs``: the
+stages a run on one tied model runs (:data:`SINGLE_STAGES`), the stages a file of matrices
+alone can run (:data:`MATRIX_STAGES`: a GGUF of matrices; the synthetic fixture computes them
+with their real builders), ``--skip``'s choices (:data:`OPTIONAL_STAGES`).
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
-
-@dataclass(frozen=True)
-class Page:
-    """A page of the app (a script in ``views/``) and the table whose rows it shows."""
-
-    script: str
-    title: str
-    icon: str  # a Material Symbols icon (":material/<name>:"): no emoji font needed, as lecture-hall PCs may lack one
-    url_path: str
-    needs: str | None = None  # a table of the picked cache; None: every cache has the page
-    default: bool = False  # served at "/"
-    folder: str | None = None  # the kind of cache of the folder it shows ("sweep", "mechanism"), not the picked cache
-    about: str = ""  # what it shows, one line (the README's page table)
+NEEDS: dict[str, str] = {
+    "matrices": "the matrices T, I and O (T alone on one tied model)",
+    "twin": "an untied twin: I and O beside T",
+    "model": "a model that runs: its layers, not only its matrices",
+    "training": "the toy lab's training runs",
+}
+"""What an analysis may need, and what each word means."""
 
 
 @dataclass(frozen=True)
 class Analysis:
-    """One analysis: a stage of the cache, what it writes, reads, adds and shows."""
+    """One analysis as the cache holds it."""
 
     name: str  # the stage's name in the cache's stages table
     tables: dict[str, str]  # table -> CREATE TABLE body
-    params: Callable[[Any], dict] | str | None = None  # the run (its .cfg) -> the parameters hashed for the stage
-    # (or "module:function" naming such a function)
-    build: str | None = None  # "module:function" (run, progress) -> (tables, what ran | None); None: not a pair stage
-    summary: str | None = None  # "module:function" (connection, summary so far) -> Summary.analysis(name)
-    figures: str | None = None  # "module:attribute": a tuple of render-layer Figures it contributes
-    page: Page | None = None
+    description: str  # what it computes, one line
+    needs: frozenset[str] = frozenset({"matrices"})  # words of NEEDS
     optional: bool = True  # `precompute pair --skip` may leave it out
-    pair_only: bool = False  # compares the tied matrix with an untied twin: not run on one tied model
     about: dict[str, str] = field(default_factory=dict)  # table -> what it holds, one line (docs/cache.md)
 
-    def resolve(self, what: str) -> Any:
-        """The function or value an entry names (``build``, ``params``, ``summary`` or ``figures``),
-        imported now."""
-        target = getattr(self, what)
-        return resolve(target) if isinstance(target, str) else target
+    def __post_init__(self) -> None:
+        unknown = set(self.needs) - set(NEEDS)
+        if unknown:
+            raise ValueError(f"analysis {self.name}: unknown needs {sorted(unknown)} (known: {', '.join(NEEDS)})")
 
+    @property
+    def single_model(self) -> bool:
+        """Runs on one tied model: it needs no untied twin."""
+        return "twin" not in self.needs
 
-def resolve(target: str) -> Any:
-    """``"package.module:name.attr"`` -> that object, importing the module."""
-    module, _, attr = target.partition(":")
-    obj = importlib.import_module(module)
-    for part in attr.split("."):
-        obj = getattr(obj, part)
-    return obj
+    @property
+    def from_matrices(self) -> bool:
+        """Computed from the matrices alone (no model run, no training)."""
+        return self.needs <= {"matrices", "twin"}
+
+    @property
+    def pair_stage(self) -> bool:
+        """A stage of ``precompute pair`` (the toy lab's training is written by ``precompute demo``)."""
+        return "training" not in self.needs
 
 
 _DDL: dict[str, str] = {
@@ -284,80 +276,53 @@ def _about(*tables: str) -> dict[str, str]:
     return {t: _ABOUT[t] for t in tables}
 
 
+MATRICES, TWIN, MODEL, TRAINING = (frozenset(n) for n in (("matrices",), ("matrices", "twin"), ("matrices", "model"),
+                                                        ("training",)))
+
 ANALYSES: tuple[Analysis, ...] = (
-    Analysis("load", _ddl("models", "tokens", "norms"), about=_about("models", "tokens", "norms"), optional=False, build="precompute.stages:load_tables",
-             params=lambda run: {"tied": run.cfg.tied, "untied": run.cfg.untied, "tied_revision": run.cfg.tied_revision,
-                                 "untied_revision": run.cfg.untied_revision, "text": run.cfg.text,
-                                 "match": run.cfg.match}),
-    Analysis("alignment", _ddl("alignment", "alignment_summary"), about=_about("alignment", "alignment_summary"), build="precompute.stages:alignment_tables",
-             params=lambda run: {"held_out": run.cfg.held_out, "seed": run.cfg.seed}, pair_only=True,
-             page=Page("alignment.py", "Alignment", ":material/compare_arrows:", "alignment", needs="alignment",
-                  about='per-token cosine of O->T against I->T by map and split (Figure 1); best- and worst-aligned tokens; norm vs frequency (Figure 5)')),
-    Analysis("neighbours", _ddl("neighbours", "overlap_curve"), about=_about("neighbours", "overlap_curve"), build="precompute.stages:neighbours_tables",
-             params=lambda run: {"k": run.cfg.neighbours_k},
-             page=Page("neighbours.py", "Neighbours", ":material/hub:", "neighbours", needs="neighbours",
-                  about="a token's nearest neighbours in T, I and O side by side; overlap@k (Table 5)")),
-    Analysis("spectral", _ddl("spectral"), about=_about("spectral"), build="precompute.stages:spectral_tables", pair_only=True,
-             params=lambda run: {"k": run.cfg.spectral_k, "components": run.cfg.spectral_components,
-                                 "tokens": run.cfg.spectral_tokens, "seed": run.cfg.seed}),
+    Analysis("load", _ddl("models", "tokens", "norms"), "the models' provenance, the common vocabulary and its "
+             "corpus counts, each matrix's row norms", MATRICES, optional=False, about=_about("models", "tokens", "norms")),
+    Analysis("alignment", _ddl("alignment", "alignment_summary"), "per-token cosine of O->T, I->T and I->O after "
+             "identity, orthogonal and linear maps, in-sample and held-out (Table 1, Figure 1)", TWIN,
+             about=_about("alignment", "alignment_summary")),
+    Analysis("neighbours", _ddl("neighbours", "overlap_curve"), "each token's nearest neighbours in T, I and O, and "
+             "their overlap@k (Table 5)", MATRICES, about=_about("neighbours", "overlap_curve")),
+    Analysis("spectral", _ddl("spectral"), "spectral distance of the matrices' weighted k-NN graphs (Appendix B)", TWIN,
+             about=_about("spectral")),
     Analysis("cka", {"cka": """
                 pair VARCHAR,
                 n_tokens INTEGER,
                 cka DOUBLE,
                 cka_biased DOUBLE
-            """},
+            """}, "linear CKA of each matrix pair over every common token", TWIN,
              about={"cka": "linear CKA of each matrix pair over every common token: debiased (`cka`, Kornblith "
-                           "et al. 2019 with the unbiased HSIC) and plain (`cka_biased`)"},
-             build="tying.analysis.cka:cka_tables", summary="tying.analysis.cka:cka_summary",
-             figures="explorer.render.cka:FIGURES", params=lambda run: {}, pair_only=True,
-             page=Page("cka.py", "CKA", ":material/grid_on:", "cka", needs="cka",
-                       about="linear CKA (debiased) of T~O, T~I and I~O: how alike the matrices are as wholes, "
-                             "blind to rotations and scale")),
-    Analysis("umap", _ddl("umap"), about=_about("umap"), build="precompute.stages:umap_tables", summary="tying.cache.summary:umap_summary",
-             params="precompute.stages:umap_params",
-             page=Page("projection.py", "Projection", ":material/map:", "projection", needs="umap",
-                  about='aligned UMAP maps of I, T and O; click or search a token to follow it across the three')),
-    Analysis("lens", _ddl("lens_kl", "lens_curve", "lens_trajectory"), about=_about("lens_kl", "lens_curve", "lens_trajectory"), build="precompute.stages:lens_tables",
-             summary="tying.cache.summary:lens_summary",
-             params=lambda run: run.cfg.lens.params() | {"budget": run.requested_lens_budget()},
-             page=Page("lens.py", "Lens", ":material/layers:", "lens", needs="lens_kl",
-                  about='tuned- and logit-lens KL per layer, and the prediction trajectory of your own text')),
-    Analysis("training", _ddl("runs", "train_log", "evolution", "scaling", "seed_metrics"), about=_about("runs", "train_log", "evolution", "scaling", "seed_metrics"),
-             page=Page("dynamics.py", "Training dynamics", ":material/trending_up:", "dynamics", needs="runs",
-                  about="gradient provenance (Figure 4), embedding evolution (Figure 3), input-gradient scaling (Table 2), beside the paper's real runs")),
+                           "et al. 2019 with the unbiased HSIC) and plain (`cka_biased`)"}),
+    Analysis("umap", _ddl("umap"), "aligned 2-D maps of T, I and O", MATRICES, about=_about("umap")),
+    Analysis("lens", _ddl("lens_kl", "lens_curve", "lens_trajectory"), "tuned- and logit-lens KL per hidden state, "
+             "the tuned lens's training curves, prediction trajectories of sample texts", MODEL,
+             about=_about("lens_kl", "lens_curve", "lens_trajectory")),
+    Analysis("training", _ddl("runs", "train_log", "evolution", "scaling", "seed_metrics"), "the toy lab's training: "
+             "gradient provenance, embedding evolution, input-gradient scaling, per-seed headline numbers", TRAINING,
+             optional=False, about=_about("runs", "train_log", "evolution", "scaling", "seed_metrics")),
 )
-"""Every analysis, in the order ``precompute pair`` runs its stages (``training`` is the toy
-lab's, written by ``precompute demo`` and the importers, not a pair stage)."""
+"""Every analysis, in the order ``precompute pair`` runs its stages (``training``, the toy lab's, is
+written by ``precompute demo`` and the importers)."""
 
 BY_NAME = {a.name: a for a in ANALYSES}
-
-PAGES: tuple[Page, ...] = (
-    Page("tour.py", "Tour", ":material/school:", "tour",
-                  about="the paper's argument in eleven steps, one screen and one verdict each, for a class or a talk"),
-    # the default page, served at "/" (its own path is reserved yet not served: nobody types /index);
-    # /overview and /home are its aliases (explorer/frame.py)
-    Page("overview.py", "Overview", ":material/home:", "index", default=True,
-                  about="the paper's claims with this cache's numbers and verdicts, the headline numbers beside the paper's"),
-    *(a.page for a in ANALYSES if a.page is not None),
-    Page("mechanism.py", "Why?", ":material/psychology_alt:", "mechanism", folder="mechanism",
-         about="the mechanism lab: does balancing the output side's size (gradient or AdamW update), matching its "
-               "reach, or SGD move T toward I, or only away from O, beyond what a rerun changes? 95% intervals over "
-               "seeds"),
-    Page("sweep.py", "Sweep", ":material/straighten:", "sweep", folder="sweep",
-                  about="the width sweep: T's bias and the loss gap against width, with 95% intervals over seeds"),
-)
-"""The app's pages in menu order: the tour and the overview (every cache), each analysis's
-page, and the mechanism lab and the width sweep of the cache folder."""
 
 STAGE_TABLES: dict[str, tuple[str, ...]] = {a.name: tuple(a.tables) for a in ANALYSES}
 """The stages and the tables each one writes."""
 
-PAIR_STAGES: tuple[str, ...] = tuple(a.name for a in ANALYSES if a.build is not None)
+PAIR_STAGES: tuple[str, ...] = tuple(a.name for a in ANALYSES if a.pair_stage)
 """The stages ``precompute pair`` runs, in order."""
 
 OPTIONAL_STAGES: tuple[str, ...] = tuple(a for a in PAIR_STAGES if BY_NAME[a].optional)
 """The stages ``precompute pair --skip`` may leave out."""
 
-SINGLE_STAGES: tuple[str, ...] = tuple(a for a in PAIR_STAGES if not BY_NAME[a].pair_only)
+SINGLE_STAGES: tuple[str, ...] = tuple(a for a in PAIR_STAGES if BY_NAME[a].single_model)
 """The stages a run on one tied model (``precompute pair --tied X`` without ``--untied``) runs:
 those that need no untied twin."""
+
+MATRIX_STAGES: tuple[str, ...] = tuple(a for a in PAIR_STAGES if BY_NAME[a].from_matrices)
+"""The stages computed from the matrices alone: what a file that holds only the matrices (a
+GGUF of matrices) can run, and what the synthetic fixture computes with the stages' builders."""

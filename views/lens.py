@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from explorer import data, export, frame, live, state
+from explorer import data, export, frame, live, sections, state
 from explorer.render import lens_charts, lens_tables, style
 from explorer.words import UserError, first_line, reference
 
@@ -70,6 +70,7 @@ gap = (s.analysis("lens") or {}).get("gap")
 if gap:
     st.caption(f"Mean tuned-lens KL over the first {gap['layers']} hidden states: tied {gap['tied']:.2f} bits, "
                f"untied {gap['untied']:.2f} bits.")
+sections.brought_figures(ref, "lens")  # the figures analyses add to this page (self-prediction)
 
 if data.has_rows(ref, "lens_curve"):
     with st.expander("Tuned-lens training curves", key="lens_curves_open", on_change="rerun") as box:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 from tying.analysis.convergence import convergence
-from tying.lens import budget_for
+from tying.lens import LensBudget
 
 LENS_CONVERGED = 0.05
 """Converged: no hidden state's KL moved by 5% or more (beyond twice its noise) over the last steps."""
@@ -23,7 +23,7 @@ def lens_convergence(curve: pd.DataFrame, budget: dict | None) -> list[str]:
     ``curve``: model, step, layer, kl_bits (the lens_curve table). ``budget``: the lens
     stage's recorded budget or None: per model as trained, ``{model: {steps, tokens_per_step,
     accumulate, batch_size, seq_len, device, ...}}``, or one for both in caches written before
-    issue 18 (see :func:`tying.lens.budget_for`).
+    issue 18 (see :meth:`tying.lens.LensBudget.recorded`).
     """
 
     last_layer = curve.groupby("model")["layer"].transform("max")
@@ -31,7 +31,7 @@ def lens_convergence(curve: pd.DataFrame, budget: dict | None) -> list[str]:
     conv = convergence(trained, tail=LENS_TAIL)
     lines = []
     for model, g in conv.groupby("model", sort=True):
-        spent = _spent(budget_for(budget, model))
+        spent = _spent(LensBudget.recorded(budget, model))
         g = g.dropna(subset=["change"])
         n_steps = int(curve.loc[curve["model"] == model, "step"].nunique())
         if g.empty:
@@ -57,12 +57,11 @@ def lens_convergence(curve: pd.DataFrame, budget: dict | None) -> list[str]:
     return lines
 
 
-def _spent(budget: dict) -> str:
+def _spent(budget: LensBudget | None) -> str:
     """The sentence " Budget: ..." for one model's recorded lens budget ("" when none)."""
-    if not budget:
+    if budget is None:
         return ""
-    n_micro = budget["accumulate"]
-    return (f" Budget: {budget['steps']:,} steps × {budget['tokens_per_step']:,} tokens "
-            f"({n_micro} micro-batch{'es' if n_micro > 1 else ''} of {budget['batch_size']} × "
-            f"{budget['seq_len']}) = {budget['steps'] * budget['tokens_per_step']:,} tokens"
-            f" on {budget.get('device', 'cpu')}.")
+    n_micro = budget.accumulate
+    return (f" Budget: {budget.steps:,} steps × {budget.tokens_per_step:,} tokens "
+            f"({n_micro} micro-batch{'es' if n_micro > 1 else ''} of {budget.batch_size} × "
+            f"{budget.seq_len}) = {budget.tokens_seen:,} tokens on {budget.device or 'cpu'}.")

@@ -21,6 +21,8 @@ class Figure:
     build: Callable[[read.CacheRef], tuple[alt.TopLevelMixin | None, pd.DataFrame]]
     available: Callable[[read.CacheRef, Summary], bool]
     stages: tuple[str, ...] = ()  # the recorded stages its source line names ("sweep": every sweep cell); () all
+    page: str | None = None  # the app page (explorer.render.pages) that draws it after its own content: a figure
+    # an analysis brings in its own module (explorer/render/<analysis>.py) names the page it belongs on
 
     @property
     def is_table(self) -> bool:

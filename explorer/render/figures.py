@@ -1,6 +1,9 @@
 """Every figure and table a cache supports, named by the paper's numbering: one registry for
 the tour (views/tour.py), the figure pack (``python -m precompute figures``), the app's zip
-download and the static site (``python -m precompute site``).
+download and the static site (``python -m precompute site``). The render layer's part of the
+analyses' registry (tying/registry.py): a figure names the analyses (stages) it draws, and an
+analysis that brings figures of its own keeps them in ``explorer/render/<its name>.py`` as
+``FIGURES``, found here by its name (:func:`contributed`).
 
 Each entry builds from a cache with the same chart builders, tables and data readers as the
 pages (the ``*_charts`` and ``*_tables`` modules of :mod:`explorer.render`, and
@@ -10,6 +13,9 @@ on a page: it runs without a Streamlit server (the data readers' caches then liv
 """
 
 from __future__ import annotations
+
+import importlib
+import importlib.util
 
 import pandas as pd
 
@@ -160,6 +166,12 @@ def sweep_table(ref):
     return None, sweep_tables.sweep_table(read.summary(ref).sweep_cells)
 
 
+def spectral_table(ref):
+    df = read.table(ref, "spectral")
+    keep = ["pair", "distance", "graph_k", "n_components", "n_tokens", "n_common", "sampled"]
+    return None, df[[c for c in keep if c in df.columns]]
+
+
 def setup(ref):
     return setup_diagram.setup_diagram(), setup_diagram.GRADIENTS
 
@@ -181,6 +193,10 @@ FIGURES: tuple[Figure, ...] = (
            "Share of each token's 10 nearest neighbours (cosine) two matrices have in common, averaged over tokens. "
            "The paper's claim: T~O above T~I.", table5,
            lambda ref, s: bool(s.overlap_at_10) or s.kind == "published", stages=("neighbours",)),
+    Figure("table-spectral", "Spectral distance of the k-NN graphs",
+           "Spectral distance between the weighted k-nearest-neighbour graphs of two matrices (Appendix B): 0 for "
+           "graphs with the same spectrum; lower means more alike neighbourhoods. The paper's claim: T~O below T~I.",
+           spectral_table, has("spectral"), stages=("spectral",)),
     Figure("overlap-curve", "Neighbour overlap against k",
            "Mean overlap@k for each pair of matrices as k grows; the paper's overlap@10 marked where it has one.",
            overlap_curve, has("overlap_curve"), stages=("neighbours",)),
@@ -222,10 +238,29 @@ FIGURES: tuple[Figure, ...] = (
            sweep_table, kind("sweep"), stages=("sweep",)),
 )
 FIGURES += mechanism.FIGURES
-FIGURES += tuple(f for a in registry.ANALYSES if a.figures for f in a.resolve("figures"))
-"""The figures above, the mechanism lab's, then those each analysis of the registry contributes
-(its ``figures``)."""
+
+
+def contributed() -> tuple[Figure, ...]:
+    """The figures the registry's analyses bring in modules of their own: ``FIGURES`` of
+    ``explorer.render.<analysis name>``, where there is such a module, in the registry's order."""
+    out: list[Figure] = []
+    for analysis in registry.ANALYSES:
+        module = f"{__package__}.{analysis.name}"
+        if importlib.util.find_spec(module) is not None:
+            out += importlib.import_module(module).FIGURES
+    return tuple(out)
+
+
+FIGURES += contributed()
+"""The figures above, the mechanism lab's, then those the analyses bring (:func:`contributed`)."""
 BY_NAME = {f.name: f for f in FIGURES}
+BY_ANALYSIS = {a.name: tuple(f for f in FIGURES if a.name in f.stages) for a in registry.ANALYSES}
+"""The figures that draw each analysis's tables (by the stages they name)."""
+
+
+def drawn_on(ref: read.CacheRef, page: str) -> list[Figure]:
+    """The figures analyses brought for ``page`` (their ``page``) that this cache has the data for."""
+    return [f for f in available(ref) if f.page == page]
 
 
 def available(ref: read.CacheRef) -> list[Figure]:

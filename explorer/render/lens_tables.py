@@ -29,11 +29,11 @@ def lens_text_note(s: Summary) -> str:
 def budget_notes(s: Summary) -> list[str]:
     """Per model whose tuned lens trained on less than the tuned-lens library's default budget, how
     briefly, and that its KL is an upper bound (:func:`tying.lens.upper_bound_note`)."""
-    from tying.lens import budget_for, upper_bound_note
+    from tying.lens import LensBudget, upper_bound_note
 
     params = (s.stages.get("lens") or {}).get("params") or {}
     budget = params.get("budget") or {}
-    notes = [upper_bound_note(budget_for(budget, role), role) for role in ("tied", "untied") if role in s.models]
+    notes = [upper_bound_note(LensBudget.recorded(budget, role), role) for role in ("tied", "untied") if role in s.models]
     return [n for n in notes if n]
 
 

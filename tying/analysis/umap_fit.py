@@ -137,7 +137,10 @@ def _lean_aligned_umap():
     the spectrum where ARPACK converges (on a 400-point strip umap's own solve missed the
     second one, which the dense decomposition and this one agree on).
 
-    Where umap lacks what is replaced (another version), that part is left as it is.
+    Where umap lacks what is replaced (another version), that part is left as it is; this is the
+    one place umap-learn is patched, and tests/test_projection.py
+    (``test_what_the_lean_fit_replaces_is_still_there_in_umap_learn``) fails when umap-learn renames,
+    stops looking up, or changes the arguments of what it replaces.
     """
     import umap
     import umap.aligned_umap as aligned

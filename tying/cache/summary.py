@@ -2,7 +2,7 @@
 
 Used by the app's overview page and by ``python -m precompute summary`` (``--json`` prints
 :func:`summarize`'s :class:`~tying.cache.summary_types.Summary` as JSON; its text tables are
-written by :mod:`precompute.report`).
+written by the writer's report command).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from tying import registry
+from tying.analysis.cka import cka_summary
 from tying.analysis.share import DEFAULT_EARLY_STEPS, output_share
 from tying.analysis.sweep import by_cell
 from tying.cache import reference
@@ -109,11 +110,11 @@ def _summarize(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
         | {"sampled": bool(sp.iloc[0]["sampled"])} if len(sp) else {}
     )
 
-    for analysis in registry.ANALYSES:  # the summary fields each analysis adds (under its name)
-        if analysis.summary and table_exists(con, next(iter(analysis.tables))):
-            fields = analysis.resolve("summary")(con, out)
+    for name, fields_of in SUMMARIES.items():  # the summary fields an analysis adds (under its name)
+        if table_exists(con, next(iter(registry.BY_NAME[name].tables))):
+            fields = fields_of(con, out)
             if fields:
-                out[analysis.name] = fields
+                out[name] = fields
     if meta.get("kind") in ("toylab", "provenance", "evolution", "published"):
         out.update(training_summary(con))
     if meta.get("kind") == "sweep":
@@ -406,3 +407,8 @@ def seed_directions(sm) -> dict[str, dict[str, Any]]:
         holds = [bool(x) for x in (wide[big] > lo)]
         out[claim] = {"seeds": [int(x) for x in wide.index], "holds": holds, "all": all(holds)}
     return out
+
+
+SUMMARIES = {"umap": umap_summary, "lens": lens_summary, "cka": cka_summary}
+"""The summary fields an analysis adds, by the registry's name: (connection, summary so far) ->
+its fields (under its name in the JSON), or None. Read when its first table exists."""

@@ -158,7 +158,7 @@ class Summary:
         """A summary from its JSON (:meth:`to_json`'s dict; a key that is neither a section nor an
         analysis of the registry is an error)."""
         names = {f.name for f in fields(cls)} - {"analyses"}
-        analyses = {a.name for a in registry.ANALYSES if a.summary}
+        analyses = set(registry.BY_NAME)
         unknown = sorted(set(d) - names - analyses)
         if unknown:
             raise ValueError(f"unknown summary sections: {', '.join(unknown)}")

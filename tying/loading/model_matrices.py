@@ -40,6 +40,7 @@ class ModelMatrices:
     files: list[dict] = field(default_factory=list)  # files read: name, size, blob_id/sha256 when known
     dtype: str = "float32"  # stored dtype of the input matrix, e.g. "bfloat16"
     seconds: float = 0.0  # wall time of the load
+    runs: bool = True  # the file holds a model that runs (its blocks), not only its matrices (a GGUF of matrices)
 
 
 def file_sha256(path) -> str:

@@ -36,9 +36,10 @@ import time
 import numpy as np
 
 from tying.errors import UserError
+from tying.layout import gguf_path
 from tying.loading.binfiles import TorchBinReader
 from tying.loading.checkpoint import CONFIG, TOKENIZER_PATTERNS, open_checkpoint, weight_files
-from tying.loading.gguf_file import gguf_path, load_gguf_matrices
+from tying.loading.gguf_file import load_gguf_matrices
 from tying.loading.headers import dtype_name
 from tying.loading.matrices import check_matrix_tensors, equals, read_matrix
 from tying.loading.model_matrices import ModelMatrices, fingerprint

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tying.cache.fixtures import byte_token
+from precompute.fixtures import byte_token
 from tying.cache.schema import MATRIX_PAIRS, pair_label
 from tying.cache.store import cache_path
 from tying.cache.writer import CacheWriter
@@ -83,7 +83,7 @@ def build_large_projection_cache(cache_dir, name: str = "large", *, n_tokens: in
     freq = np.maximum(0, (1e5 / (np.arange(n_tokens) + 10) * rng.uniform(0.5, 1.5, n_tokens))).astype(np.int64)
     token = np.arange(n_tokens, dtype=np.int32)
 
-    meta = {"name": name, "kind": "pair", "command": "tying.cache.large_fixture.build_large_projection_cache",
+    meta = {"name": name, "kind": "pair", "command": "precompute.large_fixture.build_large_projection_cache",
             "vocabulary": {"n_common": n_tokens, "n_tied": n_tokens, "n_untied": n_tokens, "coverage_tied": 1.0,
                            "coverage_untied": 1.0, "identical": True, "match": "strings", "same_string": 1.0},
             "synthetic": True}

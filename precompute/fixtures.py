@@ -15,6 +15,7 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 
+from precompute.stages import STAGES
 from tying import registry
 from tying.analysis import sweep as S
 from tying.analysis.align_table import run_alignment
@@ -51,8 +52,8 @@ def _token_strings(n: int, rng: np.random.Generator) -> tuple[list[str], list[st
 
 
 HAND_BUILT = ("load", "alignment", "neighbours", "spectral", "umap", "lens", "training")
-"""The stages written above by hand; every other analysis of the registry whose builder is in
-the library (a function of the run's matrices) is computed by that builder."""
+"""The stages written below by hand; every other analysis the matrices alone compute (the
+registry's ``MATRIX_STAGES``) is computed by its stage's own builder (precompute/stages.py)."""
 
 
 def build_synthetic_cache(cache_dir, name: str = "synthetic", *, n_tokens: int = 600, d: int = 32, k: int = 20,
@@ -177,11 +178,11 @@ def build_synthetic_cache(cache_dir, name: str = "synthetic", *, n_tokens: int =
         w.write_stage("training", {}, {"runs": pd.DataFrame(runs), "train_log": pd.concat(logs),
                                        "evolution": pd.concat(evo), "scaling": pd.DataFrame(scal),
                                        "seed_metrics": pd.DataFrame(seeds)}, seconds=0.0)
-    for analysis in registry.ANALYSES:  # an analysis added through the registry: its own builder on these matrices
-        if analysis.name not in HAND_BUILT and analysis.build and analysis.build.startswith("tying."):
+    for name in registry.MATRIX_STAGES:  # an analysis added through the registry: its own builder on these matrices
+        if name not in HAND_BUILT:
             run = SimpleNamespace(matrices=mats, n=n_tokens, device=None, cfg=None)
-            tables, _ = analysis.resolve("build")(run, lambda message: None)
-            w.write_stage(analysis.name, {}, tables, seconds=0.0)
+            tables, _ = STAGES[name].build(run, lambda message: None)
+            w.write_stage(name, {}, tables, seconds=0.0)
     return path
 
 
