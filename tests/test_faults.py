@@ -25,14 +25,15 @@ import pandas as pd
 import pytest
 
 from precompute.fixtures import build_synthetic_cache
+from tests.stage_lists import MATRICES_ONLY, SKIPPED
 from tying.cache.schema import STAGE_TABLES
 from tying.cache.store import finished_stages, open_cache
 from tying.cache.writer import CacheWriter
 from tying.registry import PAIR_STAGES
 
 ROOT = Path(__file__).resolve().parent.parent
-BASE = ["--skip", "umap,lens", "--spectral-components", "8", "--neighbours-k", "10"]
-VARIANT = ["--skip", "umap,lens", "--spectral-components", "8", "--neighbours-k", "12", "--force"]
+BASE = ["--skip", MATRICES_ONLY, "--spectral-components", "8", "--neighbours-k", "10"]
+VARIANT = ["--skip", MATRICES_ONLY, "--spectral-components", "8", "--neighbours-k", "12", "--force"]
 N_TRIALS = 12
 
 # Reads one JSON argv per line from stdin; forks a child that runs the CLI with its output
@@ -133,7 +134,7 @@ def test_pair_killed_at_random_moments_leaves_a_usable_cache(models, tmp_path, c
         status, duration = server.run(common + BASE)
         assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
         original = _snapshot(path)
-        assert set(original["stages"]) == set(PAIR_STAGES) - {"umap", "lens"}  # the registry's, less BASE's skips
+        assert set(original["stages"]) == set(PAIR_STAGES) - SKIPPED  # the registry's, less BASE's skips
         # reference rows for every (stage, params) a finished stage may carry
         expected = {_stage_key(p): {t: original["counts"][t] for t in STAGE_TABLES[s]}
                     for s, p in original["stages"].items()}

@@ -16,6 +16,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from precompute.cli import main
+from tests.stage_lists import MATRICES_ONLY
 from tying.cache import store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -177,7 +178,7 @@ def test_pair_and_demo_refuse_a_cache_of_another_kind(tmp_path, capsys, tiny_mod
     sweep = tmp_path / "sweep.duckdb"
     before = _fingerprint(sweep)
     tied = tiny_model("llama", True, seed=1)
-    assert main(["pair", "--tied", str(tied), "--name", "sweep", "--cache-dir", str(tmp_path), "--skip", "umap,lens"]) == 2
+    assert main(["pair", "--tied", str(tied), "--name", "sweep", "--cache-dir", str(tmp_path), "--skip", MATRICES_ONLY]) == 2
     assert "another kind (sweep, not model)" in capsys.readouterr().err
     assert main(["demo", "--name", "sweep", "--cache-dir", str(tmp_path), "--steps", "13", "--seeds", "1"]) == 2
     assert "another kind (sweep, not toylab)" in capsys.readouterr().err
@@ -351,7 +352,7 @@ def test_a_stopped_force_rebuild_leaves_the_previous_cache_whole(tiny_model, tmp
     from tying.cache.writer import CacheWriter
 
     tied, untied = tiny_model("llama", True, seed=1), tiny_model("llama", False, seed=2)
-    argv = ["pair", "--tied", tied, "--untied", untied, "--cache-dir", tmp_path, "--name", "p", "--skip", "umap,lens",
+    argv = ["pair", "--tied", tied, "--untied", untied, "--cache-dir", tmp_path, "--name", "p", "--skip", MATRICES_ONLY,
             "--spectral-components", "8", "--neighbours-k", "10"]
     assert main([str(a) for a in argv]) == 0
     capsys.readouterr()
@@ -384,7 +385,7 @@ def test_a_stopped_force_rebuild_leaves_the_previous_cache_whole(tiny_model, tmp
 def test_pair_refuses_to_replace_another_run_of_its_name_without_force(tiny_model, tmp_path, capsys):
     a, b = tiny_model("llama", True, seed=1), tiny_model("llama", False, seed=2)
     other = tiny_model("llama", False, seed=5)
-    argv = ["pair", "--tied", a, "--untied", b, "--cache-dir", tmp_path, "--name", "p", "--skip", "umap,lens,spectral"]
+    argv = ["pair", "--tied", a, "--untied", b, "--cache-dir", tmp_path, "--name", "p", "--skip", f"{MATRICES_ONLY},spectral"]
     assert main([str(x) for x in argv]) == 0
     assert main([str(x) for x in argv]) == 0  # the same run again: its stages are reused
     capsys.readouterr()

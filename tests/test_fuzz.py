@@ -20,6 +20,7 @@ from streamlit.testing.v1 import AppTest
 from explorer.render import pages
 from precompute.cli import main
 from precompute.fixtures import build_synthetic_cache
+from tests.stage_lists import MATRICES_ONLY
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
@@ -34,7 +35,7 @@ PAIR_OPTIONS = ["--neighbours-k", "--held-out", "--spectral-k", "--spectral-comp
 VALID = {"--neighbours-k": "5", "--held-out": "0.3", "--spectral-k": "5", "--spectral-components": "4",
          "--spectral-tokens": "100", "--seed": "7", "--device": "cpu", "--name": "fz2", "--text": "",
          "--tied-revision": "", "--untied-revision": "", "--preset": "", "--lens-text": "python-docs"}
-FAST = ["--skip", "umap,lens"]
+FAST = ["--skip", MATRICES_ONLY]
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@ import pytest
 gguf = pytest.importorskip("gguf")
 
 from precompute.cli import main  # noqa: E402
+from tests.stage_lists import MATRICES_ONLY  # noqa: E402
 from tying import registry  # noqa: E402
 from tying.errors import UserError  # noqa: E402
 from tying.loading.gguf_file import display_texts  # noqa: E402
@@ -98,7 +99,7 @@ def test_a_truncated_or_foreign_file_is_one_line_and_exit_2_nothing_written(file
     with pytest.raises(UserError, match="not a readable GGUF file"):
         load_model_matrices(str(bad))
     code = main(["pair", "--tied", str(bad), "--untied", str(files["untied"]), "--cache-dir", str(tmp_path),
-                 "--name", "bad", "--skip", "lens"])
+                 "--name", "bad", "--skip", MATRICES_ONLY])
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("error: ") and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "bad.duckdb").exists()

@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 
 from precompute.cli import main
+from tests.stage_lists import MATRICES_ONLY, SKIPPED
 from tests.tiny_models import make_tiny_model, make_tokenizer
 from tying.cache.store import open_cache, query_df
 from tying.registry import PAIR_STAGES
 
-FAST = ["--skip", "umap,lens", "--spectral-components", "16", "--neighbours-k", "20"]
+FAST = ["--skip", MATRICES_ONLY, "--spectral-components", "16", "--neighbours-k", "20"]
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +125,7 @@ def test_rerun_skips_finished_stages_and_force_recomputes(models, tmp_path, caps
     assert code == 0
     # each stage it ran says its time and peak memory, as the cache records the time
     said = {m[0]: float(m[1]) for m in re.findall(r"^stage (\w+): ([0-9.]+) s, peak memory [0-9.]+ GB$", err, re.M)}
-    ran = set(PAIR_STAGES) - {"umap", "lens"}  # every stage of the registry but those FAST skips
+    ran = set(PAIR_STAGES) - SKIPPED  # every stage of the registry but those FAST skips
     assert set(said) == ran
     path = tmp_path / "r.duckdb"
     con = open_cache(path)
@@ -190,7 +191,7 @@ def test_different_tokenizers_use_common_tokens(tmp_path, capsys):
 
 def test_sampled_spectral_distance_says_so(models, tmp_path, capsys):
     code, out, err = _run(capsys, "pair", "--tied", models["tied"], "--untied", models["untied"], "--cache-dir",
-                          tmp_path, "--name", "s", "--spectral-tokens", "200", "--skip", "alignment,umap,lens",
+                          tmp_path, "--name", "s", "--spectral-tokens", "200", "--skip", f"alignment,{MATRICES_ONLY}",
                           "--spectral-components", "16", "--neighbours-k", "20")
     assert code == 0, err
     assert "sample of 200 of the 300 common tokens" in out
@@ -222,7 +223,7 @@ def test_different_widths_orthogonal_not_applicable(tmp_path, capsys):
 def test_bad_input_one_line_exit_2_cache_untouched(models, tmp_path, capsys, case):
     # an existing cache of the same name must survive every failure byte for byte
     assert _run(capsys, "pair", "--tied", models["tied"], "--untied", models["untied"], "--cache-dir", tmp_path,
-                "--name", "keep", *FAST, "--skip", "umap,spectral,alignment,lens")[0] == 0
+                "--name", "keep", *FAST, "--skip", f"spectral,alignment,{MATRICES_ONLY}")[0] == 0
     before = _digest(tmp_path / "keep.duckdb")
     tied, untied, extra, cache_dir = models["tied"], models["untied"], [], tmp_path
     if case == "tied-as-untied":

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from precompute.cli import main
+from tests.stage_lists import MATRICES_ONLY
 from tests.tiny_models import make_tiny_model, tiny_config
 from tying.cache.store import finished_stages, open_cache, query_df
 
@@ -128,7 +129,7 @@ def test_the_recorded_spectral_components_are_the_ones_used(llama_pair, tmp_path
     monkeypatch.setattr(spectral, "adjacency_spectral_embedding", spy)
     # 40 sampled tokens: the omnibus matrix has 80 nodes, so at most 79 components of the 500 asked
     argv = ["pair", "--tied", llama_pair["tied"], "--untied", llama_pair["untied"], "--cache-dir", tmp_path,
-            "--name", "clamped", "--skip", "alignment,umap,lens", "--neighbours-k", "10",
+            "--name", "clamped", "--skip", f"alignment,{MATRICES_ONLY}", "--neighbours-k", "10",
             "--spectral-tokens", "40", "--spectral-k", "60", "--spectral-components", "500"]
     code, _, err = _run(capsys, *argv)
     assert code == 0, err
