@@ -232,6 +232,31 @@ def lens_tables(run, progress) -> tuple[dict[str, pd.DataFrame], dict]:
                             trust_remote_code=run.cfg.trust_remote_code)
 
 
+SELF_PREDICTION_TOKENS = 8_192
+"""Positions of the lens's evaluation text read by the self_prediction stage, per model."""
+
+
+def self_prediction_tables(run, progress) -> tuple[dict[str, pd.DataFrame], None]:
+    """Each model read through the logit lens (an untied one through O and I) and through its tuned
+    lens where the lens stage saved one that fits it: the share of positions whose top-1 is the
+    input token itself, per hidden state."""
+    from tying.lens.files import load_lens
+    from tying.lens.self_prediction import self_prediction
+
+    opts, text, frames = run.cfg.lens, lens.LensText.load(run.cfg.lens), []
+    for role, m in run.models.items():
+        progress(f"{role}: loading the model")
+        lm = lens.LensModel.load(role, m.local_dir, run.device, run.cfg.trust_remote_code)
+        tuned = next((t for f in layout.lens_files(run.path, role)
+                      if (t := load_lens(f, lm.fingerprint, device=run.device)) is not None), None)
+        seq = lens.model_budget(opts, run.device, lm.context).seq_len
+        progress(f"{role}: reading {SELF_PREDICTION_TOKENS:,} positions through each lens")
+        frames.append(self_prediction(lm.model, lm.batches(text.evaluate, seq, opts.batch_size, SELF_PREDICTION_TOKENS),
+                                      tied=role == "tied", tuned=tuned, device=run.device,
+                                      parts=lm.parts).assign(model=role))
+    return {"self_prediction": pd.concat(frames, ignore_index=True)}, None
+
+
 @dataclass(frozen=True)
 class Stage:
     """How the writer computes one analysis: the parameters its stage hashes and its builder
@@ -252,6 +277,8 @@ STAGES: dict[str, Stage] = {
     "cka": Stage(lambda run: {}, cka_tables),
     "umap": Stage(umap_params, umap_tables),
     "lens": Stage(lambda run: run.cfg.lens.params() | {"budget": run.requested_lens_budget()}, lens_tables),
+    "self_prediction": Stage(lambda run: {"tokens": SELF_PREDICTION_TOKENS, "lens": STAGES["lens"].params(run)},
+                             self_prediction_tables),
     "training": Stage(lambda run: {}, None),
 }
 """Every analysis's stage, by the registry's name, in its order."""

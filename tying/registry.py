@@ -301,6 +301,18 @@ ANALYSES: tuple[Analysis, ...] = (
     Analysis("lens", _ddl("lens_kl", "lens_curve", "lens_trajectory"), "tuned- and logit-lens KL per hidden state, "
              "the tuned lens's training curves, prediction trajectories of sample texts", MODEL,
              about=_about("lens_kl", "lens_curve", "lens_trajectory")),
+    Analysis("self_prediction", {"self_prediction": """
+                model VARCHAR,
+                lens VARCHAR,
+                matrix VARCHAR,
+                layer INTEGER,
+                share DOUBLE,
+                n_positions INTEGER
+            """}, "per model, lens and readout matrix, the share of positions whose top-1 at each hidden state is the "
+             "input token itself", MODEL,
+             about={"self_prediction": "share of positions whose top-1 is the input token itself, per model, lens "
+                                       "(`logit`, `tuned`), readout `matrix` (T; an untied model's O and, logit lens, "
+                                       "I) and hidden state"}),
     Analysis("training", _ddl("runs", "train_log", "evolution", "scaling", "seed_metrics"), "the toy lab's training: "
              "gradient provenance, embedding evolution, input-gradient scaling, per-seed headline numbers", TRAINING,
              optional=False, about=_about("runs", "train_log", "evolution", "scaling", "seed_metrics")),

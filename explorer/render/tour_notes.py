@@ -74,8 +74,9 @@ NOTES: dict[str, Notes] = {
     "lens": Notes(
         "A consequence: read each layer through a tuned lens; the tied model's early layers sit further from "
         "its output (higher KL): they contribute less usefully to the residual stream.",
-        "What is a tuned lens? An affine probe per layer trained to predict the final layer's distribution; "
-        "KL says how far that layer is from the answer.",
+        "Why are the tied model's first layers hard to read? Its readout is its embedding: read through T, an "
+        "early hidden state returns the token just typed, not a guess at the next (the Lens page's "
+        "self-prediction figure counts how often). A tuned lens is an affine probe per layer.",
         "Undertrained translators read like the logit lens; the authors' curve is shifted by one layer against "
         "a by-the-book tuned lens."),
     "published": Notes(
