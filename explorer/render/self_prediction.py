@@ -8,7 +8,7 @@ import pandas as pd
 
 from explorer.render import read
 from explorer.render.figure import Figure, has
-from explorer.render.style import PALETTE, legend, present
+from explorer.render.style import NEUTRAL, PALETTE, legend, present
 
 READOUTS = {"T": "T (tied model)", "O": "O (untied model)", "I": "I (untied model, logit lens)"}
 LENSES = {"logit": "logit lens", "tuned": "tuned lens"}
@@ -23,14 +23,19 @@ def self_prediction_chart(df: pd.DataFrame) -> alt.Chart:
     colour = alt.Color("readout:N", scale=alt.Scale(domain=readouts, range=[PALETTE[m] for m in READOUTS
                                                                             if READOUTS[m] in readouts]),
                        legend=legend("read through", readouts, symbolOpacity=1.0))
+    # one legend for the lens: shape and dash share its field and title, so Vega-Lite merges them
+    lens_legend = legend("lens", readings, symbolStrokeColor=NEUTRAL, symbolFillColor="transparent",
+                         symbolStrokeWidth=1.5)
     dash = alt.StrokeDash("reading:N", scale=alt.Scale(domain=readings, range=[[1, 0], [8, 4]][:len(readings)]),
-                          legend=legend("lens", readings))
+                          legend=lens_legend)
+    shape = alt.Shape("reading:N", scale=alt.Scale(domain=readings, range=["circle", "square"][:len(readings)]),
+                      legend=lens_legend)
     tip = ["model", "reading", "readout", "layer", alt.Tooltip("share:Q", format=".1%"),
            alt.Tooltip("n_positions:Q", format=",")]
     return alt.Chart(d).mark_line(point=True).encode(
         x=alt.X("layer:O", title="hidden state (0 = input embedding)", axis=alt.Axis(labelAngle=0)),
         y=alt.Y("share:Q", title="top-1 is the typed token", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),
-        color=colour, strokeDash=dash, detail="model:N", tooltip=tip,
+        color=colour, strokeDash=dash, shape=shape, detail="model:N", tooltip=tip,
     ).properties(width="container", height=300)
 
 
