@@ -18,6 +18,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):  # one thread per worker: the workers 
 import pytest
 
 from tests.tiny_models import make_tiny_model, make_tokenizer
+from tying import layout
 
 pytest_plugins = ("tests.appbrowser",)  # the app's `server` and `browser` fixtures (one of each per module)
 
@@ -205,7 +206,7 @@ def demo_site(tmp_path_factory):
         caches = folder / "caches"
         (caches / "lens").mkdir(parents=True)
         shutil.copy(ROOT / "cache" / "demo.duckdb", caches / "demo.duckdb")
-        shutil.copytree(ROOT / "cache" / "lens" / "demo", caches / "lens" / "demo")
+        shutil.copytree(layout.lens_dir(ROOT / "cache", "demo"), layout.lens_dir(caches, "demo"))
         code, _, err = site_command("demo", "--cache-dir", caches, "--out", folder / "site")
         assert code == 0, err
 

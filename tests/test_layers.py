@@ -323,6 +323,14 @@ def test_the_string_check_sees_a_module_above():
                                                                           "explorer.render.cka:FIGURES"]
 
 
+def test_the_app_imports_nothing_that_reads_model_files():
+    """The app finds a cache's models through the cache folder's layout (tying.layout) and runs them
+    only in its child process: nothing of the explorer, the pages or app.py imports tying.loading."""
+    found = {name: deps for name in _modules() if name.split(".")[0] in APP
+             if (deps := [d for d in _imports(_tree(name)) if d.startswith("tying.loading")])}
+    assert found == {}, found
+
+
 def test_every_analysis_has_a_stage_figures_and_a_page():
     """The four registries joined by name: the cache's (tying.registry), the writer's stages
     (precompute.stages.STAGES, in the registry's order), the render layer's figures (by the stages
