@@ -160,6 +160,18 @@ def having(table: str, but: str) -> str | None:
     return None
 
 
+def opened(path: str, ref: data.CacheRef | None = None) -> data.CacheRef:
+    """A page's start, from its entry in explorer.render.pages: the picked cache (``ref``, or the
+    sidebar's: the page stops with a message when there is none), the table it shows required (the
+    page stops with one line when the cache lacks it) and its title."""
+    page = pages.BY_PATH[path]
+    ref = ref if ref is not None else current()
+    if page.needs:
+        require(ref, page.needs, page.lacks, page.adds)
+    st.title(f"{page.title} · {ref.name}")
+    return ref
+
+
 def require(ref: data.CacheRef, table: str, what: str, command: str) -> None:
     """Stop the page with one line when the cache has no rows in ``table``: what the cache is,
     and a button to switch to a cache of the folder that has them (else how to add them)."""

@@ -6,9 +6,7 @@ from explorer import data, export, frame, state
 from explorer.render import alignment_charts, alignment_tables, seed_tables
 from explorer.words import DISPLAY_COMPARISONS, display_comparison
 
-ref = frame.current()
-frame.require(ref, "alignment", "alignment results", "python -m precompute pair ... (without --skip alignment)")
-st.title(f"Alignment · {ref.name}")
+ref = frame.opened("alignment")
 st.markdown("Each token's row in one matrix is mapped onto its row in another and scored by cosine. If the tied "
             "matrix T is *output-like*, **O→T** sits far to the right of **I→T**.")
 

@@ -5,9 +5,7 @@ import streamlit as st
 from explorer import data, export, frame
 from explorer.render import cka
 
-ref = frame.current()
-frame.require(ref, "cka", "CKA results", "python -m precompute pair ... (without --skip cka)")
-st.title(f"CKA · {ref.name}")
+ref = frame.opened("cka")
 st.markdown("Linear CKA compares two matrices as wholes: the token-by-token similarity structure of one against the "
             "other's, blind to rotations and overall scale. **1** means the same up to a rotation and a scale, "
             "**0** unrelated. If the tied matrix T is *output-like*, **T~O** sits above **T~I**.")

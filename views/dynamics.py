@@ -8,9 +8,7 @@ from explorer import data, export, frame, sections, state
 from explorer.render import dynamics_charts, dynamics_tables, paper_tables
 from explorer.words import PaperReference, reference
 
-ref = frame.current()
-frame.require(ref, "runs", "training dynamics", "python -m precompute demo (or evolution / grads)")
-st.title(f"Training dynamics · {ref.name}")
+ref = frame.opened("dynamics")
 s = data.summary(ref)
 choices = dynamics_tables.run_choices(ref)  # once per cache
 

@@ -7,9 +7,7 @@ from explorer import data, export, frame, live, sections, state
 from explorer.render import lens_charts, lens_tables, style
 from explorer.words import UserError, first_line, reference
 
-ref = frame.current()
-frame.require(ref, "lens_kl", "lens results", "python -m precompute lens ...")
-st.title(f"Lens · {ref.name}")
+ref = frame.opened("lens")
 st.markdown("How far is each hidden state from the model's final prediction? The **tuned lens** learns an affine "
             "translator per layer before the model's own final norm and unembedding; the **logit lens** uses none. "
             "KL(final ‖ lens) in bits. The paper: early layers of tied models have higher KL.")

@@ -7,10 +7,9 @@ import streamlit as st
 from explorer import data, export, frame, sections, words
 from explorer.render import mechanism, tour
 
-ref = frame.current_of("mechanism")
+ref = frame.opened("mechanism", frame.current_of("mechanism"))
 s = data.summary(ref)
 cfg = s.mechanism_settings or {}
-st.title(f"Why? · {ref.name}")
 st.markdown("The paper explains T's output bias by the output-side gradient dominating what reaches the tied matrix. "
             "But the output side differs from the input side in two ways at once: its **size** (it is larger) and "
             "its **reach** (the softmax sends it to every row of T at every step; the input lookup reaches only the "

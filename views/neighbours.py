@@ -9,9 +9,7 @@ from explorer import words as summary_text
 from explorer.render import alignment_charts, neighbour_tables, seed_tables
 from explorer.words import MATRIX_NAMES, OVERLAP_K, pair_label
 
-ref = frame.current()
-frame.require(ref, "neighbours", "neighbour lists", "python -m precompute pair ... (without --skip neighbours)")
-st.title(f"Neighbours · {ref.name}")
+ref = frame.opened("neighbours")
 toks = data.tokens(ref)
 n_tokens = len(toks)
 K = data.max_k(ref)

@@ -17,10 +17,9 @@ from explorer.words import (
     spectral_scope,
 )
 
-ref = frame.current()
+ref = frame.opened("overview")
 s = data.summary(ref)
 paper = s.paper or PaperReference()
-st.title(f"Overview · {ref.name}")
 kinds = {"pair": "a tied/untied model pair", "toylab": "the toy lab: tied and untied twins trained here",
          "evolution": "embedding evolution over checkpoints", "provenance": "an imported gradient-provenance log",
          "published": "the paper's published real-model measurements: the authors' released data (Apache-2.0) and "

@@ -13,9 +13,7 @@ from explorer import data, deck, deck_backdrop, deck_grid, export, frame, state
 from explorer.render import projection_charts
 from explorer.words import MATRIX_NAMES, ONE_MODEL_NOTE, OVERLAP_K, projection_text
 
-ref = frame.current()
-frame.require(ref, "umap", "UMAP projection", "python -m precompute pair ... (without --skip umap)")
-st.title(f"Projection · {ref.name}")
+ref = frame.opened("projection")
 coords = data.umap_shown(ref)
 order = tuple(m for m in projection_charts.PROJECTION_ORDER if m in data.matrices(ref, "umap"))
 single = len(order) == 1  # one tied model: T's map alone

@@ -8,11 +8,10 @@ import streamlit as st
 from explorer import data, export, frame, sections, state, words
 from explorer.render import sweep_charts, sweep_tables, tour
 
-ref = frame.current_sweep()
+ref = frame.opened("sweep", frame.current_sweep())
 s = data.summary(ref)
 cells = s.sweep_cells
 cfg = s.sweep_settings or {}
-st.title(f"Sweep · {ref.name}")
 st.markdown("The paper leaves open **when untying pays off**. Here tied and untied twins (same architecture, initial "
             "weights, batches and held-out text) are trained at several widths: does the tied matrix stay "
             "output-like, and where, if anywhere, does the untied twin reach a lower loss? The untied twin has "

@@ -24,6 +24,8 @@ class Page:
     default: bool = False  # served at "/", for every cache
     folder: str | None = None  # the kind of cache of the folder it shows ("sweep", "mechanism"), not the picked cache
     about: str = ""  # what it shows, one line (the README's page table)
+    lacks: str = ""  # what a cache without its table lacks, as the page says so ("alignment results")
+    adds: str = ""  # the command that adds it
 
     @property
     def script(self) -> str:
@@ -44,19 +46,25 @@ PAGES: tuple[Page, ...] = (
          about="the paper's claims with this cache's numbers and verdicts, the headline numbers beside the paper's"),
     Page("alignment", "Alignment", ":material/compare_arrows:", shows=("alignment", "load"),
          about="per-token cosine of O->T against I->T by map and split (Figure 1); best- and worst-aligned tokens; "
-               "norm vs frequency (Figure 5)"),
+               "norm vs frequency (Figure 5)",
+         lacks="alignment results", adds="python -m precompute pair ... (without --skip alignment)"),
     Page("neighbours", "Neighbours", ":material/hub:", shows=("neighbours",),
-         about="a token's nearest neighbours in T, I and O side by side; overlap@k (Table 5)"),
+         about="a token's nearest neighbours in T, I and O side by side; overlap@k (Table 5)",
+         lacks="neighbour lists", adds="python -m precompute pair ... (without --skip neighbours)"),
     Page("cka", "CKA", ":material/grid_on:", shows=("cka",),
          about="linear CKA (debiased) of T~O, T~I and I~O: how alike the matrices are as wholes, blind to rotations "
-               "and scale"),
+               "and scale",
+         lacks="CKA results", adds="python -m precompute pair ... (without --skip cka)"),
     Page("projection", "Projection", ":material/map:", shows=("umap",),
-         about="aligned UMAP maps of I, T and O; click or search a token to follow it across the three"),
+         about="aligned UMAP maps of I, T and O; click or search a token to follow it across the three",
+         lacks="UMAP projection", adds="python -m precompute pair ... (without --skip umap)"),
     Page("lens", "Lens", ":material/layers:", shows=("lens",),
-         about="tuned- and logit-lens KL per layer, and the prediction trajectory of your own text"),
+         about="tuned- and logit-lens KL per layer, and the prediction trajectory of your own text",
+         lacks="lens results", adds="python -m precompute lens ..."),
     Page("dynamics", "Training dynamics", ":material/trending_up:", shows=("training",),
          about="gradient provenance (Figure 4), embedding evolution (Figure 3), input-gradient scaling (Table 2), "
-               "beside the paper's real runs"),
+               "beside the paper's real runs",
+         lacks="training dynamics", adds="python -m precompute demo (or evolution / grads)"),
     Page("mechanism", "Why?", ":material/psychology_alt:", folder="mechanism",
          about="the mechanism lab: does balancing the output side's size (gradient or AdamW update), matching its "
                "reach, or SGD move T toward I, or only away from O, beyond what a rerun changes? 95% intervals over "
