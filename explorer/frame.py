@@ -167,7 +167,7 @@ def opened(path: str, ref: data.CacheRef | None = None) -> data.CacheRef:
     page = pages.BY_PATH[path]
     ref = ref if ref is not None else current()
     if page.needs:
-        require(ref, page.needs, page.lacks, page.adds)
+        require(ref, page.needs, page.lacks, page.command)
     st.title(f"{page.title} · {ref.name}")
     return ref
 

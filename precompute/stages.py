@@ -247,9 +247,10 @@ def self_prediction_tables(run, progress) -> tuple[dict[str, pd.DataFrame], None
     for role, m in run.models.items():
         progress(f"{role}: loading the model")
         lm = lens.LensModel.load(role, m.local_dir, run.device, run.cfg.trust_remote_code)
-        tuned = next((t for f in layout.lens_files(run.path, role)
+        budget = lens.model_budget(opts, run.device, lm.context)
+        tuned = next((t for f in layout.lens_files(run.path, role, budget)  # this run's lens first
                       if (t := load_lens(f, lm.fingerprint, device=run.device)) is not None), None)
-        seq = lens.model_budget(opts, run.device, lm.context).seq_len
+        seq = budget.seq_len
         progress(f"{role}: reading {SELF_PREDICTION_TOKENS:,} positions through each lens")
         frames.append(self_prediction(lm.model, lm.batches(text.evaluate, seq, opts.batch_size, SELF_PREDICTION_TOKENS),
                                       tied=role == "tied", tuned=tuned, device=run.device,

@@ -347,7 +347,7 @@ def test_every_analysis_has_a_stage_figures_and_a_page():
     for page in pages.PAGES:
         assert (ROOT / "views" / page.script).is_file(), page
         assert set(page.shows) <= set(names), page
-        assert not page.needs or (page.lacks and page.adds), page  # what a cache lacks, and the command that adds it
+        assert not page.needs or (page.lacks and page.command), page  # what a cache lacks, and the command that adds it
         script = (ROOT / "views" / page.script).read_text()  # its title and needs come from its entry, once
         assert "st.title(" not in script and "frame.require(" not in script, page.path
         assert f'frame.opened("{page.path}"' in script or page.path == "tour", page.path  # a slide has no page title

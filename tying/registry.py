@@ -276,30 +276,30 @@ def _about(*tables: str) -> dict[str, str]:
     return {t: _ABOUT[t] for t in tables}
 
 
-MATRICES, TWIN, MODEL, TRAINING = (frozenset(n) for n in (("matrices",), ("matrices", "twin"), ("matrices", "model"),
+_ON_MATRICES, _ON_TWIN, _RUNS_MODEL, _TRAINED = (frozenset(n) for n in (("matrices",), ("matrices", "twin"), ("matrices", "model"),
                                                         ("training",)))
 
 ANALYSES: tuple[Analysis, ...] = (
     Analysis("load", _ddl("models", "tokens", "norms"), "the models' provenance, the common vocabulary and its "
-             "corpus counts, each matrix's row norms", MATRICES, optional=False, about=_about("models", "tokens", "norms")),
+             "corpus counts, each matrix's row norms", _ON_MATRICES, optional=False, about=_about("models", "tokens", "norms")),
     Analysis("alignment", _ddl("alignment", "alignment_summary"), "per-token cosine of O->T, I->T and I->O after "
-             "identity, orthogonal and linear maps, in-sample and held-out (Table 1, Figure 1)", TWIN,
+             "identity, orthogonal and linear maps, in-sample and held-out (Table 1, Figure 1)", _ON_TWIN,
              about=_about("alignment", "alignment_summary")),
     Analysis("neighbours", _ddl("neighbours", "overlap_curve"), "each token's nearest neighbours in T, I and O, and "
-             "their overlap@k (Table 5)", MATRICES, about=_about("neighbours", "overlap_curve")),
-    Analysis("spectral", _ddl("spectral"), "spectral distance of the matrices' weighted k-NN graphs (Appendix B)", TWIN,
+             "their overlap@k (Table 5)", _ON_MATRICES, about=_about("neighbours", "overlap_curve")),
+    Analysis("spectral", _ddl("spectral"), "spectral distance of the matrices' weighted k-NN graphs (Appendix B)", _ON_TWIN,
              about=_about("spectral")),
     Analysis("cka", {"cka": """
                 pair VARCHAR,
                 n_tokens INTEGER,
                 cka DOUBLE,
                 cka_biased DOUBLE
-            """}, "linear CKA of each matrix pair over every common token", TWIN,
+            """}, "linear CKA of each matrix pair over every common token", _ON_TWIN,
              about={"cka": "linear CKA of each matrix pair over every common token: debiased (`cka`, Kornblith "
                            "et al. 2019 with the unbiased HSIC) and plain (`cka_biased`)"}),
-    Analysis("umap", _ddl("umap"), "aligned 2-D maps of T, I and O", MATRICES, about=_about("umap")),
+    Analysis("umap", _ddl("umap"), "aligned 2-D maps of T, I and O", _ON_MATRICES, about=_about("umap")),
     Analysis("lens", _ddl("lens_kl", "lens_curve", "lens_trajectory"), "tuned- and logit-lens KL per hidden state, "
-             "the tuned lens's training curves, prediction trajectories of sample texts", MODEL,
+             "the tuned lens's training curves, prediction trajectories of sample texts", _RUNS_MODEL,
              about=_about("lens_kl", "lens_curve", "lens_trajectory")),
     Analysis("self_prediction", {"self_prediction": """
                 model VARCHAR,
@@ -309,12 +309,12 @@ ANALYSES: tuple[Analysis, ...] = (
                 share DOUBLE,
                 n_positions INTEGER
             """}, "per model, lens and readout matrix, the share of positions whose top-1 at each hidden state is the "
-             "input token itself", MODEL,
+             "input token itself", _RUNS_MODEL,
              about={"self_prediction": "share of positions whose top-1 is the input token itself, per model, lens "
                                        "(`logit`, `tuned`), readout `matrix` (T; an untied model's O and, logit lens, "
                                        "I) and hidden state"}),
     Analysis("training", _ddl("runs", "train_log", "evolution", "scaling", "seed_metrics"), "the toy lab's training: "
-             "gradient provenance, embedding evolution, input-gradient scaling, per-seed headline numbers", TRAINING,
+             "gradient provenance, embedding evolution, input-gradient scaling, per-seed headline numbers", _TRAINED,
              optional=False, about=_about("runs", "train_log", "evolution", "scaling", "seed_metrics")),
 )
 """Every analysis, in the order ``precompute pair`` runs its stages (``training``, the toy lab's, is

@@ -25,11 +25,16 @@ class Page:
     folder: str | None = None  # the kind of cache of the folder it shows ("sweep", "mechanism"), not the picked cache
     about: str = ""  # what it shows, one line (the README's page table)
     lacks: str = ""  # what a cache without its table lacks, as the page says so ("alignment results")
-    adds: str = ""  # the command that adds it
+    adds: str | None = None  # the command that adds it; None: the pair command without --skip of its analysis
 
     @property
     def script(self) -> str:
         return f"{self.path}.py"
+
+    @property
+    def command(self) -> str:
+        """The command that adds the page's table to a cache that lacks it."""
+        return self.adds or f"python -m precompute pair ... (without --skip {self.shows[0]})"
 
     @property
     def needs(self) -> str | None:
@@ -47,17 +52,17 @@ PAGES: tuple[Page, ...] = (
     Page("alignment", "Alignment", ":material/compare_arrows:", shows=("alignment", "load"),
          about="per-token cosine of O->T against I->T by map and split (Figure 1); best- and worst-aligned tokens; "
                "norm vs frequency (Figure 5)",
-         lacks="alignment results", adds="python -m precompute pair ... (without --skip alignment)"),
+         lacks="alignment results"),
     Page("neighbours", "Neighbours", ":material/hub:", shows=("neighbours",),
          about="a token's nearest neighbours in T, I and O side by side; overlap@k (Table 5)",
-         lacks="neighbour lists", adds="python -m precompute pair ... (without --skip neighbours)"),
+         lacks="neighbour lists"),
     Page("cka", "CKA", ":material/grid_on:", shows=("cka",),
          about="linear CKA (debiased) of T~O, T~I and I~O: how alike the matrices are as wholes, blind to rotations "
                "and scale",
-         lacks="CKA results", adds="python -m precompute pair ... (without --skip cka)"),
+         lacks="CKA results"),
     Page("projection", "Projection", ":material/map:", shows=("umap",),
          about="aligned UMAP maps of I, T and O; click or search a token to follow it across the three",
-         lacks="UMAP projection", adds="python -m precompute pair ... (without --skip umap)"),
+         lacks="UMAP projection"),
     Page("lens", "Lens", ":material/layers:", shows=("lens",),
          about="tuned- and logit-lens KL per layer, and the prediction trajectory of your own text",
          lacks="lens results", adds="python -m precompute lens ..."),
