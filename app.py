@@ -15,15 +15,17 @@ from pathlib import Path
 
 import streamlit as st
 
-from explorer import data, frame, state
+from explorer import data, frame, live, state
 from explorer.render import pack, pages
 
 HERE = Path(__file__).resolve().parent
 
-st.set_page_config(page_title="Weight-tying explorer", page_icon="🪢", layout="wide")
+st.set_page_config(page_title="Weight-tying explorer", page_icon=pages.TAB_ICON, layout="wide")
 
 notes = state.read_url()  # first: the URL is the view's state (explorer/state.py)
 listing = data.caches(str(data.cache_dir()))
+# once per server, in the background: models slow to load (SmolLM2's GGUF) start before a first text
+live.warm_at_start(str(data.cache_dir()))
 filled = frame.filled(listing)  # the pages with something to show for the picked cache (None: all)
 
 
@@ -55,9 +57,11 @@ with st.sidebar:
                "T = tied, I = untied input, O = untied output.")
     if listing:
         names = [c.name for c in listing]
-        st.selectbox("Model pair (cache)", names, on_change=state.change_pair,
+        st.selectbox("Models and results", names, on_change=state.change_pair,
+                     help="Each entry is a cache: the results precomputed for a model pair, the toy lab, the "
+                          "paper's published numbers, a sweep or the mechanism lab (docs/cache.md).",
                      key=state.widget_key("pair", frame.default_pair(names), lambda v: v in names, "no such cache here"),
-                     format_func=lambda n: n + ("  ⚠" if next(c for c in listing if c.name == n).error else ""))
+                     format_func=lambda n: n + (" (cannot be opened)" if next(c for c in listing if c.name == n).error else ""))
     st.toggle("Presentation mode", on_change=state.sync, args=("presentation",),
               key=state.widget_key("presentation", False, lambda v: isinstance(v, bool)),
               help="Large headline numbers, text and chart fonts, for talks; kept in the URL.")

@@ -12,11 +12,15 @@ import and model loading per text. Here:
   text already queued is not queued twice.
 * :func:`submit`, :func:`warm`, :func:`trajectory`: what the Lens page asks; while a text
   waits the page shows how many texts are ahead of it (:meth:`~explorer.trajectory_worker.Job.ahead`,
-  :func:`waiting_line`).
+  :func:`waiting_line`), then what the worker is doing, with the share of its steps done
+  (:meth:`~explorer.trajectory_worker.Job.progress`).
+* :func:`warm_at_start`: app.py's call, once per server: the workers of the caches whose models
+  are slow to load (a GGUF file) start in the background before anyone opens the Lens page.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -29,12 +33,13 @@ from explorer import data
 from explorer.trajectory_worker import Job, Worker, worker_command
 from tying.cache.store import stage_params
 from tying.errors import UserError
-from tying.layout import install_hint, model_dirs
+from tying.layout import SUFFIX, install_hint, model_dirs
 
 MAX_CHARS = 400  # what the page lets a visitor type
 TOP_K = 5
 MAX_TOKENS = 32
 RESULTS = 256  # answered texts kept
+WARM_ENV = "TYING_WARM_AT_START"  # "0": no worker is started with the server (warm_at_start)
 
 
 @st.cache_resource(ttl=30, show_spinner=False)
@@ -138,13 +143,63 @@ def warm(ref: data.CacheRef) -> None:
     tracers().warm(ref)
 
 
-def waiting_line(job: Job) -> str:
-    """What the page says while a text waits: its place in the queue, or what is running."""
+def _models_named(roles) -> tuple[str, bool]:
+    """("the model", True) for one model, ("the tied and untied models", False) for two."""
+    roles = [r for r in ("tied", "untied") if r in set(roles or ("tied", "untied"))]
+    return ("the model", True) if len(roles) == 1 else ("the tied and untied models", False)
+
+
+def waiting_line(job: Job, models=None) -> str:
+    """What the page says while a text waits: its place in the queue, or what its worker is
+    doing (loading the models and lenses, reading the text through each lens). ``models``: the
+    roles of the cache's models here (:func:`models_here`; default both): one model is named as one."""
+    who, one = _models_named(models)
     n = job.ahead()
-    loading = " (the models are loading: a few seconds, once)" if job.starting() else ""
+    loading = f" ({who} {'is' if one else 'are'} loading: once)" if job.starting() else ""
     if n:
         return f"{n} text{'s' if n != 1 else ''} ahead of yours{loading}…"
-    return f"Running the tied and untied models on your text{loading}…"
+    doing = job.doing()
+    if doing and doing != "ready":
+        return doing[:1].upper() + doing[1:] + "…"
+    return f"Running {who} on your text{loading}…"
+
+
+def slow_to_load(dirs: dict[str, Path]) -> bool:
+    """Whether a cache's models load slowly enough to be warmed when the server starts: a GGUF file
+    (SmolLM2's wheel: transformers parses and dequantises it, tens of seconds on a busy CPU)."""
+    return any(Path(d).suffix.lower() == SUFFIX for d in dirs.values())
+
+
+def _warm_slow(t: Tracers, directory: str) -> list[str]:
+    """Start the workers of the caches in ``directory`` whose models are here and slow to load;
+    their names."""
+    warmed = []
+    for c in data.read.caches(directory):
+        try:
+            if c.error:
+                continue
+            ref = data.CacheRef.of(Path(c.path))
+            s = data.summary(ref)
+            if s.kind != "published" and slow_to_load(model_dirs(stage_params(s.stages, "load"), ref.path)):
+                t.warm(ref)
+                warmed.append(ref.name)
+        except Exception:  # a cache that cannot be read is the page's to report, not the warm-up's
+            continue
+    return warmed
+
+
+@st.cache_resource(show_spinner=False)
+def warm_at_start(directory: str) -> threading.Thread | None:
+    """Once per server process, at the first run of any page (app.py): in a background thread,
+    start the workers of the caches whose models are installed here and slow to load
+    (:func:`slow_to_load`), so that a first text finds them loaded. The page does not wait.
+    ``TYING_WARM_AT_START=0`` leaves them to the Lens page (the tests' app runs: none of them
+    traces SmolLM2)."""
+    if os.environ.get(WARM_ENV, "1").strip() == "0":
+        return None
+    thread = threading.Thread(target=_warm_slow, args=(tracers(), directory), name="warm-at-start", daemon=True)
+    thread.start()
+    return thread
 
 
 def trajectory(ref: data.CacheRef, text: str) -> tuple[pd.DataFrame, dict]:

@@ -10,7 +10,9 @@ so that the app's own process never imports torch, and the queue of texts waitin
   gets a one-line error, and the next texts are served by a fresh process.
 
 The text goes in on the worker's standard input, as JSON: it is data, never a command-line
-option. The app reaches the workers through :mod:`explorer.live`.
+option. What the process says it is doing (loading the models and lenses, reading a text
+through each lens) is kept as :attr:`Worker.status`, and read by the texts waiting for it
+(:meth:`Job.progress`, :meth:`Job.doing`). The app reaches the workers through :mod:`explorer.live`.
 """
 
 from __future__ import annotations
@@ -80,10 +82,24 @@ class Job:
         return 0 if self.done() or self.worker is None else self.worker.position(self)
 
     def progress(self) -> float:
-        """Of its wait, the share done: texts ahead of it answered since it was queued."""
+        """Of its wait, the share done: while texts are ahead of it, those answered since it was
+        queued; once it is next, the share of the steps its worker said it has done (loading the
+        models and lenses, then reading the text through each lens, hidden state by hidden state)."""
         if self.done():
             return 1.0
-        return min(1.0, (self.queued_ahead - self.ahead()) / (self.queued_ahead + 1))
+        ahead = self.ahead()
+        status = self.worker.status if self.worker is not None and not ahead else None
+        if status is not None:
+            done, of, _ = status
+            return min(1.0, max(0.0, done / of)) if of > 0 else 0.0
+        return min(1.0, (self.queued_ahead - ahead) / (self.queued_ahead + 1))
+
+    def doing(self) -> str | None:
+        """What its worker says it is doing, once no text is ahead of it (None: nothing said)."""
+        if self.done() or self.worker is None or self.ahead():
+            return None
+        status = self.worker.status
+        return status[2] if status is not None else None
 
     def starting(self) -> bool:
         """Whether its worker is loading the models (the first text, or after a restart)."""
@@ -139,6 +155,7 @@ class Worker:
         self.command = command or worker_command(cache_path)
         self.timeout_s, self.start_timeout_s, self.idle_s, self.batch = timeout_s, start_timeout_s, idle_s, batch
         self.starting = False
+        self.status: tuple[int, int, str] | None = None  # the process's last (done, of, doing)
         self.starts = 0  # processes started
         self.sent = 0  # requests written to a process
         self.writes = 0  # times texts were written (the waiting ones together)
@@ -286,6 +303,7 @@ class Worker:
             return
         self._stop_process()
         self.starting = True
+        self.status = None
         try:
             proc = subprocess.Popen(self.command, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, text=True, encoding="utf-8", errors="replace",
@@ -298,10 +316,14 @@ class Worker:
             errs.start()
             self._proc, self._lines = proc, lines
             self.starts += 1
-            try:
-                line = lines.get(timeout=self.start_timeout_s)
-            except queue.Empty:
-                raise _StartFailed(f"the models did not load within {self.start_timeout_s:g} s") from None
+            deadline = time.monotonic() + self.start_timeout_s
+            while True:  # what it says while it loads, then its ready line
+                try:
+                    line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+                except queue.Empty:
+                    raise _StartFailed(f"the models did not load within {self.start_timeout_s:g} s") from None
+                if not self._said_progress(line):
+                    break
         finally:
             self.starting = False
         if line is None:
@@ -325,6 +347,7 @@ class Worker:
         ``timeout_s`` without an answer."""
         requests = "".join(json.dumps({"id": j.id, "text": j.text, "top_k": j.top_k, "max_tokens": j.max_tokens})
                            + "\n" for j in jobs)
+        self.status = None  # what it said of its start or of the texts before these
         try:
             self._proc.stdin.write(requests)
             self._proc.stdin.flush()
@@ -340,6 +363,8 @@ class Worker:
                 raise TimeoutError from None
             if line is None:
                 raise _Died
+            if self._said_progress(line):
+                continue
             try:
                 answer = json.loads(line)
                 job = waiting.pop(answer.get("id"))
@@ -350,7 +375,20 @@ class Worker:
             else:
                 job.finish(answer=answer)
 
+    def _said_progress(self, line: str | None) -> bool:
+        """Whether ``line`` is a progress line (``{"progress": {"done", "of", "doing"}}``); it is
+        then kept as :attr:`status`."""
+        if not line or not line.startswith('{"progress"'):
+            return False
+        try:
+            said = json.loads(line)["progress"]
+            self.status = (int(said["done"]), int(said["of"]), str(said["doing"]))
+        except (ValueError, KeyError, TypeError):
+            return False
+        return True
+
     def _stop_process(self, *, kill: bool = False) -> None:
+        self.status = None
         proc, self._proc, self._lines, self.pid = self._proc, None, None, None
         if proc is None:
             return

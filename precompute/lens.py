@@ -316,8 +316,10 @@ class LensSetup:
                                  {"step": [], "layer": [], "kl_bits": []})
             return lens, curve, budget
         lens, curve = self.train(lm, budget, train, progress)
-        save_lens(lens, path, lm.fingerprint, meta | {"budget": budget.to_dict(), "curve": curve.to_dict("list")})
-        return lens, curve, budget
+        save_lens(lens, path, lm.fingerprint, meta | {"budget": budget.to_dict(), "tokens_seen": budget.tokens_seen,
+                                                      "curve": curve.to_dict("list")})
+        # read back as saved (a large lens in float16): the cache's KL is that of the lens on disk
+        return load_lens(path, lm.fingerprint, device=self.device), curve, budget
 
     def train(self, lm: LensModel, budget: LensBudget, train: list, progress: Callable[[str], None]):
         """Train a model's tuned lens with ``budget`` on ``train``: the estimate (and, when long, the

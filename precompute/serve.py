@@ -10,8 +10,13 @@ with one JSON object a line on standard output, in order::
     {"id": 7, "models": {"tied": {"model": ..., "lens": ...}, ...}, "columns": {"position": [...], ...}}
     {"id": 8, "error": "one line"}
 
-``columns`` are the trajectory command's rows, column by column. Its first line, once the
-models are loaded, is ``{"ready": true, "models": ..., "pid": ...}``; a cache it cannot load
+``columns`` are the trajectory command's rows, column by column. While it loads, and while it
+reads texts, it says what it is doing, at most every :data:`PROGRESS_EVERY_S` seconds (and at a
+phase's first and last step)::
+
+    {"progress": {"done": 1, "of": 2, "doing": "loading the tuned lens of the model"}}
+
+Its first other line, once the models are loaded, is ``{"ready": true, "models": ..., "pid": ...}``; a cache it cannot load
 ends it before that, with ``error: ...`` on standard error and exit code 2 (as every command).
 It stops at the end of its input (the app closed the pipe, or died). A text is data, never
 an option: "--help" is traced like any other. The requests waiting when it takes the next
@@ -29,10 +34,12 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import queue
 import sys
 import threading
+import time
 import traceback
 from dataclasses import dataclass
 from typing import TextIO
@@ -41,6 +48,9 @@ from precompute.options import cache_dir_option, check_positive, device_option, 
 from precompute.report import resolve_cache
 from precompute.trajectory import Tracer, check_text
 from tying.errors import UserError, first_line
+
+PROGRESS_EVERY_S = 0.1
+"""The least time between two progress lines of one phase (its first and last always go)."""
 
 
 @dataclass
@@ -142,12 +152,31 @@ def _protocol_stdout() -> TextIO:
     return out
 
 
+def progress_reporter(out: TextIO, every_s: float = PROGRESS_EVERY_S):
+    """``(done, of, doing)`` -> a progress line on ``out``: a phase's first and last step always,
+    the steps between at most every ``every_s`` seconds."""
+    last = -math.inf
+
+    def report(done: int, of: int, doing: str) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if 0 < done < of and now - last < every_s:
+            return
+        last = now
+        out.write(_dumps({"progress": {"done": int(done), "of": int(of), "doing": str(doing)}}) + "\n")
+
+    return report
+
+
 def run_serve(cfg: ServeConfig) -> None:
+    out = _protocol_stdout()
+    report = progress_reporter(out)
+    report(0, 1, "starting torch")
     import torch
 
-    out = _protocol_stdout()
     torch.set_num_threads(cfg.threads)
-    tracer = Tracer(resolve_cache(cfg.cache, cfg.cache_dir), cfg.device, trust_remote_code=cfg.trust_remote_code)
+    tracer = Tracer(resolve_cache(cfg.cache, cfg.cache_dir), cfg.device, trust_remote_code=cfg.trust_remote_code,
+                    progress=report)
     out.write(_dumps({"ready": True, "models": tracer.models, "pid": os.getpid()}) + "\n")
     requests: queue.Queue[str | None] = queue.Queue()
     stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")

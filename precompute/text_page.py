@@ -53,7 +53,7 @@ def sources(ref) -> dict[str, tuple[Path, Path]] | None:
         if folder is None or not Path(folder).is_dir() or not _llama_f32(Path(folder)):
             return None
         lenses = lens_files(ref.path, role, LensBudget.recorded(budget, role))
-        if not lenses:
+        if not lenses or lenses[0].with_name(lenses[0].stem + ".parts").exists():  # twins.js reads one float32 file
             return None
         out[role] = (Path(folder), lenses[0])
     return out

@@ -9,6 +9,7 @@ keeps one for a visitor's own texts on the Lens page, so the app itself never im
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,17 +92,25 @@ def fitting_lens(cache_path: Path, role: str, parts, lens_stage: dict, device=No
     return None, None
 
 
+def _silent(done: int, of: int, doing: str) -> None:
+    pass
+
+
 class Tracer:
     """A cache's models and their translators, loaded once; :meth:`trace` runs them on a text.
 
     The one-shot ``trajectory`` command makes one per run; ``serve-trajectory``
-    (:mod:`precompute.serve`) keeps one for every text of its queue.
+    (:mod:`precompute.serve`) keeps one for every text of its queue and passes ``progress``:
+    called ``(steps done, steps in all, what it is doing)`` while the models and their tuned
+    lenses load (four steps a model: its configuration, weights, tokenizer and tuned lens) and
+    while a text is read (one step a lens and hidden state).
     """
 
-    def __init__(self, cache_path: Path, device: str | None = None, *, trust_remote_code: bool = False):
+    def __init__(self, cache_path: Path, device: str | None = None, *, trust_remote_code: bool = False,
+                 progress: Callable[[int, int, str], None] = _silent):
         from tying.device import as_device
         from tying.lens.parts import find_lens_parts
-        from tying.loading.causal_lm import load_causal_lm
+        from tying.loading.causal_lm import LOAD_STEPS, load_causal_lm
 
         if not cache_path.is_file():
             raise UserError(f"no cache at {cache_path}")
@@ -111,14 +120,40 @@ class Tracer:
             raise UserError(f"the models of {cache_path.name} are not on this machine (the cache records where "
                             "they were when it was built)")
         self.device = as_device(device)
+        self.progress = progress
         self._loaded = []  # (role, model, tokenizer, lens parts, tuned lens or None)
         self.models: dict[str, dict] = {}  # {role: {"model": folder, "lens": translator file or None}}
-        for role, folder in dirs.items():
-            model, tok = load_causal_lm(str(folder), self.device, trust_remote_code=trust_remote_code)
+        per_model = len(LOAD_STEPS) + 1  # the model's, then its tuned lens
+        steps = per_model * len(dirs)
+        for i, (role, folder) in enumerate(dirs.items()):
+            who = self._who(role, len(dirs))
+            model, tok = load_causal_lm(str(folder), self.device, trust_remote_code=trust_remote_code,
+                                        progress=lambda k, what, i=i, who=who, name=Path(folder).name:
+                                        progress(per_model * i + k, steps, f"loading {who} ({name}): {what}"))
             parts = find_lens_parts(model)
+            progress(per_model * (i + 1) - 1, steps, f"loading the tuned lens of {who}")
             lens, lens_file = fitting_lens(cache_path, role, parts, lens_stage, self.device)
             self._loaded.append((role, model, tok, parts, lens))
             self.models[role] = {"model": str(folder), "lens": str(lens_file) if lens_file else None}
+        progress(steps, steps, "ready")
+
+    @staticmethod
+    def _who(role: str, n_models: int) -> str:
+        return "the model" if n_models == 1 else f"the {role} model"
+
+    def _reading(self, texts: int = 1) -> Callable[[str, str, int, int], None]:
+        """A text's progress: called (role, lens name, layer, hidden states) after each reading."""
+        total = sum((1 if lens is None else 2) * parts.n_hidden for _, _, _, parts, lens in self._loaded)
+        done = 0
+        what = "your text" if texts == 1 else f"{texts} texts"
+
+        def tick(role: str, name: str, layer: int, n_hidden: int) -> None:
+            nonlocal done
+            done += 1
+            who = "" if len(self._loaded) == 1 else f"{self._who(role, 2)}, "
+            self.progress(done, total, f"reading {what}: {who}{name} lens, hidden state {layer} of {n_hidden - 1}")
+
+        return tick
 
     def trace(self, text: str, *, top_k: int = 5, max_tokens: int = 32) -> pd.DataFrame:
         """One row per model x lens x hidden state x position x rank (the lens_trajectory columns
@@ -126,12 +161,14 @@ class Tracer:
         from tying.lens.evaluate import prediction_trajectory
         from tying.lens.lenses import LogitLens
 
-        frames = []
+        frames, tick = [], self._reading()
         for role, model, tok, parts, lens in self._loaded:
             lenses = [LogitLens()] if lens is None else [lens, LogitLens()]
             try:
                 t = prediction_trajectory(model, tok, text, lenses, top_k=top_k, max_tokens=max_tokens,
-                                          device=self.device, parts=parts)
+                                          device=self.device, parts=parts,
+                                          progress=lambda name, layer, role=role, n=parts.n_hidden:
+                                          tick(role, name, layer, n))
             except ValueError as exc:
                 raise UserError(str(exc)) from None
             frames.append(t.assign(model=role))
@@ -155,6 +192,7 @@ class Tracer:
         from tying.lens.run import chunks
 
         per_text: list[list[pd.DataFrame]] = [[] for _ in texts]
+        tick = self._reading(len(texts))
         for role, model, tok, parts, lens in self._loaded:
             context = getattr(getattr(model, "config", None), "max_position_embeddings", None)
             limit = int(max_tokens) if not context else min(int(max_tokens), int(context))
@@ -184,6 +222,7 @@ class Tracer:
                             probs.append(p.cpu().numpy().astype(np.float64))
                             top.append(t.cpu().numpy())
                         blocks.append((kind.name, layer, np.concatenate(probs), np.concatenate(top)))
+                        tick(role, kind.name, layer, parts.n_hidden)
             decoded: dict[int, str] = {}
 
             def decode(i: int, tok=tok, decoded=decoded) -> str:

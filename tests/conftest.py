@@ -11,6 +11,9 @@ import os
 import shutil
 from pathlib import Path
 
+# the app's runs here start no model worker with the server (explorer.live.warm_at_start): where SmolLM2's
+# wheel is installed, each test process would load it for nothing (tests/test_live.py turns it on)
+os.environ.setdefault("TYING_WARM_AT_START", "0")
 if os.environ.get("PYTEST_XDIST_WORKER"):  # one thread per worker: the workers share the machine's cores
     for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
         os.environ.setdefault(_var, "1")
@@ -142,7 +145,7 @@ def _build_synthetic_caches(caches: Path) -> None:
     from precompute.fixtures import build_mechanism_cache, build_sweep_cache, build_synthetic_cache
     from precompute.published import PaperConfig, build_paper
 
-    build_synthetic_cache(caches, "synthetic")
+    build_synthetic_cache(caches, "synthetic", model_dir=caches / "toylab" / "synthetic")  # absolute: kept off the site
     build_sweep_cache(caches, SWEEP_GAPS)
     build_mechanism_cache(caches)
     build_paper(PaperConfig(cache_dir=str(caches)))

@@ -209,6 +209,33 @@ def test_the_lens_stage_runs_the_gguf_models_through_transformers(tmp_path, caps
                                                               for lens in ("tuned", "logit")}
 
 
+@pytest.mark.slow
+def test_a_gguf_model_is_parsed_once_and_loads_as_transformers_alone_loads_it(tmp_path, monkeypatch):
+    """transformers parses a GGUF file for the config, the weights and the tokenizer; the load
+    parses it once (SmolLM2: about half of the app's worker start), to the same model."""
+    pytest.importorskip("accelerate")
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from tying.loading import causal_lm
+
+    path = write_tiny_llama(tmp_path / "m.gguf", tied=True, seed=3)
+    real, parsed, said = gguf.GGUFReader, [], []
+    monkeypatch.setattr(gguf, "GGUFReader", lambda *a, **k: parsed.append(a) or real(*a, **k))
+    counting = gguf.GGUFReader
+    model, tok = causal_lm.load_causal_lm(str(path), "cpu", progress=lambda i, what: said.append((i, what)))
+    assert len(parsed) == 1 and gguf.GGUFReader is counting  # once, and put back after
+    assert said == list(enumerate(causal_lm.LOAD_STEPS))  # what it loads, in order, for the app's progress bar
+    parsed.clear()
+    where = {"pretrained_model_name_or_path": str(path.parent), "gguf_file": path.name}
+    alone = AutoModelForCausalLM.from_pretrained(**where, dtype=torch.float32)
+    tok_alone = AutoTokenizer.from_pretrained(**where)
+    assert len(parsed) >= 3
+    ours, theirs = model.state_dict(), alone.state_dict()
+    assert ours.keys() == theirs.keys() and all(torch.equal(ours[k], theirs[k]) for k in ours)
+    assert tok("the thin hat")["input_ids"] == tok_alone("the thin hat")["input_ids"]
+
+
 def test_an_architecture_transformers_cannot_run_is_named_in_one_line(tmp_path):
     """Its matrices still read (the reader needs no architecture); running it says which one."""
     pytest.importorskip("accelerate")

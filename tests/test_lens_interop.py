@@ -193,3 +193,40 @@ def test_lens_from_takes_a_folder_per_model_or_one_lens_for_a_one_model_run(expo
     assert chosen == exported / "tied"
     with pytest.raises(UserError, match="no tuned-lens folder for the untied model"):
         lens_from(exported / "tied", "untied", parts, "the untied model")
+
+
+def test_a_lens_saved_in_float16_parts_exports_as_it_reads(tmp_path):
+    """A lens over 10 MB ships in float16 parts (SmolLM2's: tying/lens/shards.py); export-lens reads
+    it whole: the library's params are the saved float16 values, within float16 of the trained ones."""
+    import shutil
+
+    from precompute.trajectory import _stage_params, fitting_lens
+    from tying import layout
+    from tying.lens.files import load_lens, read_lens_meta, save_lens
+    from tying.lens.parts import find_lens_parts
+    from tying.lens.shards import HEADER_MARGIN, parts_dir
+
+    if not DEMO.exists():
+        pytest.skip("the shipped demo cache is absent")
+    cache = tmp_path / "demo.duckdb"
+    shutil.copy(DEMO, cache)
+    shutil.copytree(layout.lens_dir_of(DEMO), layout.lens_dir_of(cache))
+    trained = {}
+    for f in layout.lens_dir_of(cache).glob("*.safetensors"):  # the demo's, saved again in parts of 40 kB
+        side = read_lens_meta(f)
+        trained[f.name] = load_lens(f, side["fingerprint"])
+        save_lens(trained[f.name], f, side["fingerprint"], side["meta"], max_bytes=HEADER_MARGIN + 40_000)
+        assert len(list(parts_dir(f).iterdir())) >= 3
+    out = tmp_path / "exported"
+    assert main(["export-lens", str(cache), "--out", str(out)]) == 0
+    _, lens_stage = _stage_params(cache)
+    for role in ("tied", "untied"):
+        parts = find_lens_parts(_model(role)[0])
+        lens, used = fitting_lens(cache, role, parts, lens_stage)
+        assert parts_dir(used).is_dir()
+        state = torch.load(out / role / "params.pt", weights_only=True)
+        for i in range(parts.n_hidden - 1):
+            for k in ("weight", "bias"):
+                saved, before = getattr(lens.translators[i], k), getattr(trained[used.name].translators[i], k)
+                assert torch.equal(state[f"{i}.{k}"], saved.detach())
+                assert torch.equal(saved, before.to(torch.float16).to(torch.float32))

@@ -37,6 +37,17 @@ log = open(sys.argv[1], "a") if len(sys.argv) > 1 else None
 if os.environ.get("FAKE_START_ERROR"):
     print("error: " + os.environ["FAKE_START_ERROR"], file=sys.stderr)
     sys.exit(2)
+def wait_for(name):  # until the test releases it (or 60 s pass)
+    gate = os.path.join(os.path.dirname(sys.argv[1]), name)
+    deadline = time.monotonic() + 60
+    while not os.path.exists(gate) and time.monotonic() < deadline:
+        time.sleep(0.01)
+def progress(done, of, doing):
+    print(json.dumps({"progress": {"done": done, "of": of, "doing": doing}}), flush=True)
+if os.environ.get("FAKE_LOAD_GATE"):  # a load that says what it does, until released
+    progress(1, 2, "loading the model (tiny.gguf)")
+    wait_for(os.environ["FAKE_LOAD_GATE"])
+    progress(2, 2, "ready")
 print(json.dumps({"ready": True, "models": {}, "pid": os.getpid()}), flush=True)
 for line in sys.stdin:
     req = json.loads(line)
@@ -48,10 +59,9 @@ for line in sys.stdin:
     if text.startswith("sleep:"):  # a slow text
         time.sleep(float(text.split(":")[1].split()[0]))
     if text.startswith("hold:"):  # a text traced until the test releases it (or 60 s pass)
-        gate = os.path.join(os.path.dirname(sys.argv[1]), text.split(":")[1].split()[0])
-        deadline = time.monotonic() + 60
-        while not os.path.exists(gate) and time.monotonic() < deadline:
-            time.sleep(0.01)
+        if os.environ.get("FAKE_TRACE_PROGRESS"):
+            progress(3, 4, "reading your text: tuned lens, hidden state 2 of 3")
+        wait_for(text.split(":")[1].split()[0])
     if text.startswith("fail"):
         print(json.dumps({"id": req["id"], "error": "no text to trace predictions on"}), flush=True)
         continue
@@ -147,6 +157,28 @@ def test_a_visitor_sees_their_place_in_the_queue(fake, ref):
     for j in jobs:
         j.result(timeout=60)
     assert [j.ahead() for j in jobs] == [0, 0, 0, 0] and jobs[3].progress() == 1.0
+
+
+def test_the_wait_names_one_model_as_one_and_says_what_the_worker_is_doing(fake, ref, monkeypatch):
+    unsent = live.Job(("k",), "a text", 5, 32)  # nothing said yet: the models it runs, named
+    assert live.waiting_line(unsent, ["tied"]) == "Running the model on your text…"
+    assert live.waiting_line(unsent, ["tied", "untied"]) == "Running the tied and untied models on your text…"
+    monkeypatch.setenv("FAKE_LOAD_GATE", "loaded")
+    monkeypatch.setenv("FAKE_TRACE_PROGRESS", "1")
+    tracers = fake(batch=1)
+    job, second = tracers.submit(ref, "hold:traced #1"), tracers.submit(ref, "#2")
+    wait_until(job.doing, timeout=60, interval=0.02, what="the worker saying what it loads")
+    assert live.waiting_line(job, ["tied"]) == "Loading the model (tiny.gguf)…" and job.progress() == 0.5
+    assert live.waiting_line(second, ["tied"]) == "1 text ahead of yours (the model is loading: once)…"
+    assert second.doing() is None and second.progress() == 0.0  # its share is its place in the queue
+    fake.release("loaded")
+    wait_until(lambda: (job.doing() or "").startswith("reading"), timeout=60, interval=0.02,
+               what="the worker reading the text")
+    assert live.waiting_line(job, ["tied"]) == "Reading your text: tuned lens, hidden state 2 of 3…"
+    assert job.progress() == 0.75
+    fake.release("traced")
+    assert job.result(timeout=60) and second.result(timeout=60)
+    assert job.progress() == second.progress() == 1.0 and tracers.worker(ref).status is None
 
 
 def test_waiting_texts_go_to_the_worker_together(fake, ref):
@@ -356,6 +388,39 @@ def test_the_one_shot_command_takes_such_a_text_too(capsys):
     assert traced_text("--text=--help") == "--help"
     assert traced_text("--text", "-- a dash") == "-- a dash"
     assert traced_text("--text=--") == "--"  # argparse's separator, as a text
+
+
+def test_only_models_slow_to_load_are_warmed_with_the_server(monkeypatch):
+    assert live.slow_to_load({"tied": Path("/x/SmolLM2-135M-Instruct.Q4_1.gguf")})
+    assert not live.slow_to_load({"tied": ROOT / "cache/toylab/demo/tied-seed0", "untied": ROOT / "u"})
+    monkeypatch.setenv(live.WARM_ENV, "0")
+    assert live.warm_at_start.__wrapped__("nowhere") is None  # switched off: no thread, no worker
+
+
+@pytest.mark.slow
+def test_the_server_warms_the_worker_of_a_gguf_model_before_any_text(tmp_path, monkeypatch):
+    """app.py's first run starts, in the background, the worker of a cache whose model is a GGUF
+    file here (SmolLM2's wheel, tens of seconds to load): a tiny one, loaded before any text."""
+    pytest.importorskip("accelerate")
+    from tests.apppage import open_page
+    from tests.test_gguf import write_tiny_llama
+
+    model = write_tiny_llama(tmp_path / "tiny.gguf", tied=True, seed=1)
+    caches = tmp_path / "caches"
+    assert main(["pair", "--tied", str(model), "--cache-dir", str(caches), "--name", "tiny",
+                 "--skip", "alignment,neighbours,spectral,cka,umap,lens,self_prediction"]) == 0
+    monkeypatch.setenv(live.WARM_ENV, "1")
+    at = open_page(caches, monkeypatch, "overview", pair="tiny")
+    assert not at.exception
+    ref = data.CacheRef.of(caches / "tiny.duckdb")
+    worker = live.tracers().worker(ref)
+    try:
+        wait_until(lambda: worker.pid, timeout=180, interval=0.05, what="the warmed worker, ready")
+        assert worker.starts == 1 and worker.status == (4, 4, "ready")  # configuration, weights, tokenizer, lens
+        rows, used = live.tracers().submit(ref, "the thin tea").result(timeout=120)
+        assert worker.starts == 1 and Path(used["tied"]["model"]).name == "tiny.gguf" and not rows.empty
+    finally:
+        worker.close()
 
 
 @pytest.mark.slow

@@ -72,3 +72,60 @@ def test_every_page_renders_and_the_lens_page_names_the_install_line(monkeypatch
         assert not at.exception, (page, [e.value for e in at.exception])
         if page == "lens":
             assert any(layout.SMOLLM2_INSTALL in str(c.value) for c in at.caption)
+
+
+def test_the_builders_path_is_recorded_but_never_shown(con, capsys):
+    """The cache records where its builder's wheel put the file (the app finds it there, or in this
+    machine's wheel by name); the Overview's tables and the summary show its name, size and sha256."""
+    import json
+
+    from explorer.render import provenance, read
+    from precompute.cli import main
+
+    recorded = summarize(con).models["tied"]["source"]
+    sha = summarize(con).models["tied"]["files"][0]["sha256"]
+    ref = read.CacheRef.of(CACHE)
+    meta, stages = provenance.build_tables(ref)
+    shown = meta.to_csv() + stages.to_csv() + provenance.models_table(read.summary(ref)).to_csv()
+    assert recorded not in shown and layout.SMOLLM2_FILE in shown and sha in shown
+    assert main(["summary", str(CACHE), "--json"]) == 0
+    out = capsys.readouterr().out
+    assert recorded not in out and json.loads(out)["models"]["tied"]["source"] == layout.SMOLLM2_FILE
+    assert main(["summary", str(CACHE)]) == 0
+    out = capsys.readouterr().out
+    assert recorded not in out and f"{layout.SMOLLM2_FILE} (98.4 MB, sha256 {sha})" in out
+
+
+def test_its_tuned_lens_ships_in_float16_files_of_at_most_10_mb_labelled_with_its_budget(con):
+    """Issue 52: the translators the cache's tuned-lens rows were read with ship beside it, found for
+    the recorded budget, whole (each part's sha256), readable without the wheel; git keeps them."""
+    import shutil
+    import subprocess
+
+    from safetensors import safe_open
+
+    from tying.cache.store import stage_params
+    from tying.lens import LensBudget
+    from tying.lens.files import read_lens_meta
+    from tying.lens.shards import MAX_FILE_BYTES, part_files, read_parts
+
+    budget = LensBudget.recorded(stage_params(summarize(con).stages, "lens")["budget"], "tied")
+    shipped = layout.lens_files(CACHE, "tied", budget)[0]
+    meta = read_lens_meta(shipped)
+    assert {k: v for k, v in budget.to_dict().items() if k != "device"}.items() <= meta["meta"]["budget"].items()
+    assert meta["meta"]["tokens_seen"] == budget.tokens_seen == budget.steps * budget.tokens_per_step > 0
+    with safe_open(str(shipped), framework="pt") as f:
+        header = f.metadata()
+    files = part_files(shipped, header)
+    assert len(files) >= 3 and all(f.stat().st_size <= MAX_FILE_BYTES for f in files)
+    assert header["dtype"] == meta["dtype"] == "float16"
+    tensors = read_parts(shipped, header)
+    assert set(tensors) == {f"translators.{i}.{k}" for i in range(31) for k in ("weight", "bias")}
+    assert tensors["translators.0.weight"].shape == (576, 576) and tensors["translators.0.weight"].abs().sum() > 0
+    assert not tensors["translators.30.weight"].any()  # the last hidden state's: the identity, untrained
+    rows = query_df(con, "SELECT lens, count(*) AS n FROM self_prediction WHERE model = 'tied' GROUP BY lens")
+    assert dict(zip(rows["lens"], rows["n"])) == {"logit": 31, "tuned": 31}
+    if shutil.which("git") and (CACHE.parent.parent / ".git").exists():
+        ignored = subprocess.run(["git", "check-ignore", *map(str, files)], cwd=CACHE.parent.parent,
+                                 capture_output=True, text=True)
+        assert ignored.stdout == "", ignored.stdout

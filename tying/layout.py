@@ -2,8 +2,8 @@
 
 One place for the folders a cache keeps beside it: ``<cache folder>/<name>.duckdb`` and
 
-- ``<cache folder>/lens/<name>/<role>-<key>.safetensors`` (and ``.json``): its tuned-lens
-  translators (:func:`lens_dir`);
+- ``<cache folder>/lens/<name>/<role>-<key>.safetensors`` (and ``.json``; a lens over 10 MB
+  also ``<role>-<key>.parts/``, its float16 parts): its tuned-lens translators (:func:`lens_dir`);
 - ``<cache folder>/toylab/<name>/``: the toy lab's, sweep's and mechanism lab's models, corpus and
   tokenizer (:func:`work_dir`).
 

@@ -114,11 +114,12 @@ if data.has_rows(ref, "lens_trajectory") or own_text_possible:
         else:
             try:
                 job = live.submit(ref, own)  # a text traced lately is answered at once
-                if not job.done():
-                    with st.status(live.waiting_line(job), expanded=True) as status:
+                if not job.done():  # what the worker is doing (loading, each lens read) and its share done
+                    roles = list(live.models_here(ref))
+                    with st.status(live.waiting_line(job, roles), expanded=True) as status:
                         bar = st.progress(job.progress())
                         while not job.wait(0.25):
-                            status.update(label=live.waiting_line(job))
+                            status.update(label=live.waiting_line(job, roles))
                             bar.progress(job.progress())
                         status.update(label="Traced your text" if job.ok else "Could not trace your text",
                                       state="complete" if job.ok else "error", expanded=False)

@@ -14,7 +14,8 @@ Belrose et al. 2023 (arXiv 2303.08112). One job per module:
   prediction trajectories;
 * :mod:`tying.lens.batches`: token-id batches from text;
 * :mod:`tying.lens.run`: running a frozen model (device, autocast, token blocks);
-* :mod:`tying.lens.files`: saving and loading a tuned lens (safetensors, fingerprinted).
+* :mod:`tying.lens.files`: saving and loading a tuned lens (safetensors, fingerprinted);
+* :mod:`tying.lens.shards`: a lens over 10 MB, saved in float16 parts of at most 10 MB;
 * :mod:`tying.lens.interop`: a tuned lens in the ``tuned-lens`` library's format, out
   (``export-lens``) and in (``--lens-from``).
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -83,6 +83,7 @@ def prediction_trajectory(
     device=None,
     layers: Iterable[int] | None = None,
     parts: LensParts | None = None,
+    progress: Callable[[str, int], None] | None = None,
 ) -> pd.DataFrame:
     """Top-k next-token predictions of every hidden state at every position of ``text``.
 
@@ -91,7 +92,8 @@ def prediction_trajectory(
     lenses: a lens or several of distinct kinds (default: the logit lens alone). Returns a
     DataFrame with columns position, token (the input token there, decoded), layer, lens
     (each lens's ``name``), rank (1 = top), prediction (decoded token) and prob (its
-    probability under that lens): one row per position x layer x lens x rank.
+    probability under that lens): one row per position x layer x lens x rank. ``progress``:
+    called with (lens name, layer) after each hidden state is read through each lens.
     """
     if not isinstance(text, str) or not text.strip():
         raise ValueError("no text to trace predictions on")
@@ -122,6 +124,8 @@ def prediction_trajectory(
                 cols["rank"].append(np.tile(np.arange(1, k + 1), n_pos))
                 cols["pred_id"].append(top.reshape(-1).cpu().numpy())
                 cols["prob"].append(probs.reshape(-1).cpu().numpy().astype(np.float64))
+                if progress is not None:
+                    progress(lens.name, layer)
     flat = {key: np.concatenate(parts_) for key, parts_ in cols.items()}
     decoded = {}
 

@@ -3,7 +3,9 @@
 A lens is only meaningful with the unembedding and final norm it was trained through, so
 :func:`save_lens` stores :func:`unembedding_fingerprint` in the safetensors header and a
 JSON sidecar beside it (same name, ``.json``: shapes, fingerprint and the caller's ``meta``),
-and :func:`load_lens` refuses, with a warning, a lens whose fingerprint differs.
+and :func:`load_lens` refuses, with a warning, a lens whose fingerprint differs. A lens whose
+float32 file would pass 10 MB is saved in float16 parts of at most 10 MB each
+(:mod:`tying.lens.shards`), so that it can ship; :func:`load_lens` reads both.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from tying.device import as_device
 from tying.lens.lenses import TunedLens
 from tying.lens.parts import LensParts
 from tying.lens.run import chunks
+from tying.lens.shards import HEADER_MARGIN, MAX_FILE_BYTES, clear_parts, read_parts, tensor_bytes, write_parts
 
 LENS_FORMAT = "tying-tuned-lens/1"
 """The ``format`` entry of a saved lens's header and sidecar."""
@@ -55,13 +58,17 @@ def sidecar_path(path) -> Path:
     return Path(path).with_suffix(".json")
 
 
-def save_lens(lens: TunedLens, path, fingerprint: str, meta: dict | None = None) -> Path:
+def save_lens(lens: TunedLens, path, fingerprint: str, meta: dict | None = None, *,
+              max_bytes: int = MAX_FILE_BYTES) -> Path:
     """Save ``lens`` to ``path`` (safetensors) with a JSON sidecar next to it (same name, .json).
 
     The fingerprint (see :func:`unembedding_fingerprint`) and the shapes go into the
-    safetensors header; the sidecar repeats them with ``meta`` (JSON-serialisable: model id,
-    training settings, ...). Each file is written to a temporary file and renamed, so a
-    crash never leaves a half-written lens. Returns the path.
+    safetensors header, with ``meta["budget"]`` when given (the training budget: the file says
+    what it was trained with); the sidecar repeats them with ``meta`` (JSON-serialisable: model
+    id, training settings, ...). A lens whose float32 data would pass ``max_bytes`` is saved in
+    float16 parts of at most ``max_bytes`` each (:func:`tying.lens.shards.write_parts`); the
+    sidecar then lists the files and their dtype. Each file is written to a temporary file and
+    renamed, so a crash never leaves a half-written lens. Returns the path.
     """
     from safetensors.torch import save_file
 
@@ -73,6 +80,8 @@ def save_lens(lens: TunedLens, path, fingerprint: str, meta: dict | None = None)
         "n_hidden": str(lens.n_hidden),
         "d_model": str(lens.d_model),
     }
+    if (meta or {}).get("budget"):
+        header["budget"] = json.dumps(meta["budget"], sort_keys=True, default=str)
     sidecar = {
         "format": LENS_FORMAT,
         "fingerprint": str(fingerprint),
@@ -81,9 +90,16 @@ def save_lens(lens: TunedLens, path, fingerprint: str, meta: dict | None = None)
         "meta": meta or {},
     }
     try:
-        text = json.dumps(sidecar, indent=2, sort_keys=True, default=str)
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, lambda tmp: save_file(tensors, tmp, metadata=header))
+        if tensor_bytes(tensors) + HEADER_MARGIN > max_bytes:
+            files = write_parts(tensors, path, header, max_bytes)
+            sidecar["dtype"] = _read_header(path).get("dtype")
+            sidecar["files"] = [{"name": f.relative_to(path.parent).as_posix(), "bytes": f.stat().st_size}
+                                for f in files]
+        else:
+            atomic_write(path, lambda tmp: save_file(tensors, tmp, metadata=header))
+            clear_parts(path)
+        text = json.dumps(sidecar, indent=2, sort_keys=True, default=str)
         atomic_write(sidecar_path(path), lambda tmp: Path(tmp).write_text(text + "\n"))
     except OSError as exc:
         raise ValueError(f"cannot write the lens to {path}: {exc.strerror or exc}") from exc
@@ -135,7 +151,8 @@ def load_lens(path, fingerprint: str, *, device=None) -> TunedLens | None:
         return None
     lens = TunedLens(int(header["n_hidden"]), int(header["d_model"]))
     try:
-        lens.load_state_dict(load_file(str(path)), strict=True)
+        tensors = read_parts(path, header) if "parts" in header else load_file(str(path))
+        lens.load_state_dict(tensors, strict=True)
     except (RuntimeError, KeyError) as exc:
         raise ValueError(f"the lens at {path} does not match its header: {exc}") from exc
     lens.eval()
