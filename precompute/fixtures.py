@@ -8,6 +8,7 @@ lens and training tables are synthetic curves. Every value is reproducible from 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -57,8 +58,13 @@ registry's ``MATRIX_STAGES``) is computed by its stage's own builder (precompute
 
 
 def build_synthetic_cache(cache_dir, name: str = "synthetic", *, n_tokens: int = 600, d: int = 32, k: int = 20,
-                          seed: int = 0, n_layers: int = 4, lens: bool = True, training: bool = True) -> Path:
-    """Write ``cache_dir/<name>.duckdb`` with every table filled; return its path."""
+                          seed: int = 0, n_layers: int = 4, lens: bool = True, training: bool = True,
+                          model_dir: str | Path | None = None) -> Path:
+    """Write ``cache_dir/<name>.duckdb`` with every table filled; return its path. ``model_dir``
+    (absolute): the twins recorded as its folders ``tied-seed0`` and ``untied-seed0`` and the corpus
+    as its ``corpus.txt``, as a toy lab built with an absolute ``--cache-dir`` records them, each
+    twin with a weights file's name, size and sha256 (none of them need exist); else the twins as
+    ``synthetic/<role>``."""
     rng = np.random.default_rng(seed)
     shared = rng.standard_normal((n_tokens, d)).astype(np.float32)
     T = shared + 0.3 * rng.standard_normal((n_tokens, d)).astype(np.float32)
@@ -76,19 +82,26 @@ def build_synthetic_cache(cache_dir, name: str = "synthetic", *, n_tokens: int =
         meta["toylab"] = {"d_model": d, "n_layers": n_layers, "vocab_size": n_tokens, "steps": 100, "batch_size": 4,
                           "context": 16, "seeds": 3}
     w = CacheWriter(path, force=True, meta=meta)
+    sources = {role: str(Path(model_dir) / f"{role}-seed0") if model_dir else f"synthetic/{role}"
+               for role in ("tied", "untied")}
+    files = {role: json.dumps([{"name": "model.safetensors", "size": 4 * n_tokens * d * (1 if role == "tied" else 2),
+                                "sha256": hashlib.sha256(f"{name}/{role}".encode()).hexdigest()}] if model_dir else [])
+             for role in sources}
     models = pd.DataFrame([
-        {"role": role, "source": f"synthetic/{role}", "revision": None, "commit_sha": None, "model_type": "llama",
+        {"role": role, "source": sources[role], "revision": None, "commit_sha": None, "model_type": "llama",
          "tied_in_weights": role == "tied", "d_model": d, "n_vocab": n_tokens, "n_rows_stored": n_tokens,
          "n_params": 10 * n_tokens * d, "n_embedding_params": (1 if role == "tied" else 2) * n_tokens * d,
          "embedding_share": (1 if role == "tied" else 2) / 10, "dtype": "F32", "input_key": "model.embed_tokens.weight",
          "output_key": None if role == "tied" else "lm_head.weight", "fingerprint": json.dumps({"seed": seed}),
-         "files": "[]", "load_seconds": 0.0} for role in ("tied", "untied")])
+         "files": files[role], "load_seconds": 0.0} for role in ("tied", "untied")])
     toks = pd.DataFrame({"token": np.arange(n_tokens, dtype=np.int32), "raw": raws, "text": texts,
                          "tied_id": np.arange(n_tokens, dtype=np.int32), "untied_id": np.arange(n_tokens, dtype=np.int32),
                          "freq_tied": freq, "freq_untied": freq})
     norms = pd.concat([pd.DataFrame({"matrix": m, "token": np.arange(n_tokens, dtype=np.int32),
                                      "norm": np.linalg.norm(x, axis=1)}) for m, x in mats.items()])
-    w.write_stage("load", {"seed": seed}, {"models": models, "tokens": toks, "norms": norms}, seconds=0.0)
+    recorded = {**sources, "text": str(Path(model_dir) / "corpus.txt")} if model_dir else {}  # as the demo records them
+    w.write_stage("load", {"seed": seed, **recorded},
+                  {"models": models, "tokens": toks, "norms": norms}, seconds=0.0)
 
     results = run_alignment(mats, held_out_fraction=0.2, seed=seed)
     al = [pd.DataFrame({"comparison": r["comparison"], "method": r["method"], "split": r["split"],

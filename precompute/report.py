@@ -16,7 +16,14 @@ from tying.cache.schema import MATRIX_PAIRS, METHOD_LABELS, TABLE1_COMPARISONS, 
 from tying.cache.sentences import coverage_text, match_text, paper_label, plus_minus, spectral_scope
 from tying.cache.store import CACHE_SUFFIX, CacheError, open_cache
 from tying.cache.summary import share_beside_paper, summarize_cache
-from tying.cache.summary_types import EARLY_LAYERS, PaperReference, Summary, stored_as
+from tying.cache.summary_types import (
+    EARLY_LAYERS,
+    PaperReference,
+    Summary,
+    model_source,
+    stored_as,
+    without_local_paths,
+)
 from tying.cache.verdicts import NO_DATA
 from tying.errors import UserError
 
@@ -52,7 +59,7 @@ def print_summary(path: Path, *, as_json: bool) -> None:
     finally:
         con.close()
     if as_json:
-        out = s.to_json() | {"claims": claims.as_json(s)}
+        out = without_local_paths(s.to_json() | {"claims": claims.as_json(s)})  # no path of the builder's disk
         print(json.dumps(out, indent=2, sort_keys=True, default=str, allow_nan=False))
     else:
         print(format_summary(s))
@@ -74,9 +81,8 @@ def format_summary(s: Summary) -> str:
     for role in ("tied", "untied"):
         m = s.models.get(role)
         if m:
-            rev = f"@{m['revision']}" if m.get("revision") else ""
             lines.append(
-                f"  {role:<7} {m['source']}{rev}  d={m['d_model']}  vocab={m['n_vocab']}  "
+                f"  {role:<7} {model_source(m)}  d={m['d_model']}  vocab={m['n_vocab']}  "
                 f"embedding share={m['embedding_share']:.1%}  stored as {stored_as(m.get('dtype'))}"
             )
     v = s.vocabulary or {}

@@ -102,9 +102,23 @@ def vega_bundle() -> str:
     return "(function () {\n" + bundle + "\n})();\n"
 
 
+NARROW = "@narrow"  # a chart's phone layout, registered under its key and this: assets/site.js draws it in a narrow column
+NARROW_PX = 560  # a column narrower than this takes a chart's phone layout where it has one
+
+
+def narrow_chart(key: str):
+    """The phone layout of the chart registered under ``key`` (None where it has none): the set-up
+    diagram's, two columns (explorer.render.setup_narrow), where one row per model needs about 570 px."""
+    if key.rsplit("/", 1)[-1] not in ("setup", "figure-setup"):
+        return None
+    from explorer.render.setup_narrow import setup_diagram_narrow
+
+    return setup_diagram_narrow()
+
+
 # how the site names each kind of cache
 KIND_LABELS = {
-    "toylab": "the toy lab: tied and untied twins trained on this machine",
+    "toylab": "the toy lab: tied and untied twins trained from scratch by python -m precompute demo",
     "published": "the paper's authors' published measurements of real models",
     "sweep": "the width sweep: tied and untied twins over a grid of widths and seeds",
     "mechanism": "the mechanism lab: tied twins whose output-side gradient is balanced in size or matched in reach, "

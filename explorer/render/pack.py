@@ -14,7 +14,8 @@ sidebar offers the same pack as one zip (:func:`pack_zip`). Both draw with the r
 Every image carries its caption (the registry's) and a source line (the cache, its models
 or data, this repository's commit, the parameters of the stage behind it) under the plot,
 and in its metadata (SVG ``<title>``/``<desc>``, PNG ``iTXt``). ``manifest.json`` lists
-every other file with its figure, title, caption, source and format.
+every other file with its figure, title, caption, source and format, and the cache's models
+(a local model by its file's name, size and sha256, never the builder's path).
 
 Nothing here needs a Streamlit server, and nothing starts a process (the app imports this
 module; tests/test_layers.py): the commit is read from ``.git`` directly.
@@ -39,6 +40,7 @@ from explorer.render import figures, read
 from explorer.render.formats import FORMATS, check_formats, latex, render
 from explorer.render.provenance import git_commit, source_line
 from explorer.render.typesetting import figure_spec, table_spec
+from tying.cache.summary_types import model_source
 from tying.errors import UserError
 
 MANIFEST = "manifest.json"
@@ -86,6 +88,7 @@ def build_pack(ref: read.CacheRef, emit: Callable[[str, bytes], None], *, format
         if progress is not None:
             progress(i + 1, len(entries), fig.name)
     manifest = {"cache": ref.name, "commit": commit, "created": datetime.now(UTC).isoformat(timespec="seconds"),
+                "models": {role: model_source(m) for role, m in (s.models or {}).items() if m},  # name, size, sha256
                 "presentation": bool(presentation), "scale": scale, "formats": list(formats), "files": files}
     emit(MANIFEST, json.dumps(manifest, indent=1, ensure_ascii=False).encode())
     return manifest

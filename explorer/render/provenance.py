@@ -10,13 +10,13 @@ file's metadata and the manifest.
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
 import pandas as pd
 
 from explorer.render import identity, read
+from tying.cache import summary_types
 from tying.cache.summary_types import Summary, model_label, stored_as
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,11 +57,12 @@ def git_commit(root: Path = ROOT) -> str:
 def _value(v) -> str:
     if isinstance(v, float):
         return f"{v:g}"
-    if isinstance(v, str) and os.path.isabs(v):
+    if summary_types.is_local_path(v):
         try:  # a path under the repository reads the same on every machine
-            return str(Path(v).relative_to(ROOT))
-        except ValueError:
-            return v
+            inside = Path(v).relative_to(ROOT)
+        except ValueError:  # one elsewhere on the builder's disk: its name only
+            return summary_types.path_name(v)
+        return summary_types.path_name(v) if "site-packages" in inside.parts else str(inside)
     return str(v)
 
 
@@ -128,25 +129,46 @@ def source_line(ref: read.CacheRef, s: Summary, stages: tuple[str, ...], commit:
 @read.memo(16)
 def build_tables(ref: read.CacheRef) -> tuple[pd.DataFrame, pd.DataFrame]:
     """How a cache was built, as the Overview's provenance tables (once per cache, read-only):
-    its meta rows (key, value) and one row per stage (stage, seconds, finished, parameters)."""
+    its meta rows (key, value) and one row per stage (stage, seconds, finished, parameters),
+    every path on the builder's disk as its file or folder name."""
     meta = read.table(ref, "meta").sort_values("key")[["key", "value"]].reset_index(drop=True)
+    meta["value"] = [_published_text(v) for v in meta["value"]]
     stages = pd.DataFrame([{"stage": k, "seconds": v["seconds"], "finished": v["finished_at"],
-                            "parameters": json.dumps(v["params"])} for k, v in read.summary(ref).stages.items()],
+                            "parameters": json.dumps(summary_types.without_local_paths(v["params"]))}
+                           for k, v in read.summary(ref).stages.items()],
                           columns=["stage", "seconds", "finished", "parameters"])
     return meta, stages
+
+
+def _published_text(value):
+    """A meta value (text, often JSON) with the builder's paths as their names."""
+    if not isinstance(value, str):
+        return value
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        parsed = value
+    return json.dumps(summary_types.without_local_paths(parsed)) if isinstance(parsed, (dict, list)) \
+        else summary_types.without_local_paths(value)
 
 
 @identity.per_object
 def models_table(s: Summary) -> pd.DataFrame:
     """The Overview's table of a cache's models, one row per role (tied, untied): where it came
-    from, its revision and commit, its shape and how its matrix was stored."""
+    from (a local model's file: its name, size and sha256), its revision and commit, its shape
+    and how its matrix was stored."""
     rows = []
     models = s.models or {}
+    local = any(m and summary_types.is_local_source(str(m.get("source") or "")) for m in models.values())
     for role in ("tied", "untied"):
         m = models.get(role)
         if not m:
             continue
-        rows.append({"role": role, "model": model_label(m), "revision": m.get("revision") or "",
+        rows.append({"role": role, "model": model_label(m),
+                     **({"file": summary_types.model_source(m)
+                         if summary_types.is_local_source(str(m.get("source") or "")) else ""}
+                        if local else {}),
+                     "revision": m.get("revision") or "",
                      "commit": (m.get("commit_sha") or "")[:12], "type": m.get("model_type"),
                      "tied in weights": "yes" if m.get("tied_in_weights") else "no", "d": m.get("d_model"),
                      "vocab": m.get("n_vocab"), "parameters": f"{m.get('n_params', 0):,}",

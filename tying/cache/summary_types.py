@@ -10,6 +10,7 @@ nesting as before the summary was typed) and :meth:`Summary.from_json` reads it 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -201,6 +202,66 @@ def model_label(model: dict) -> str:
     parts = [p for p in (f"{blocks} blocks" if blocks else "", f"{emb} embedding" if emb else "") if p]
     kind = f"{bits}-bit GGUF" if bits else "GGUF"
     return f"{base or stem}, {kind}" + (f" ({', '.join(parts)})" if parts else "")
+
+
+LOCAL_PATH = re.compile(r"(?:/|~[/\\]|[A-Za-z]:[/\\]|\\\\)\S")
+"""The start of a path on a machine's disk: absolute (POSIX or Windows, a UNC share) or the home
+folder's."""
+
+
+def is_local_path(value: Any) -> bool:
+    """Whether ``value`` is a path on the disk of the machine that wrote it (absolute, or ``~/...``)."""
+    return isinstance(value, str) and "\n" not in value and bool(LOCAL_PATH.match(value))
+
+
+def path_name(path: str) -> str:
+    """The last part of a path, its file or folder name (either slash)."""
+    return re.split(r"[/\\]", path.rstrip("/\\"))[-1] or path
+
+
+def without_local_paths(value: Any) -> Any:
+    """``value`` (a cache's JSON: its meta, a stage's parameters, a summary) with every local path
+    replaced by its file or folder name: what a cache recorded of the disk of the machine that
+    built it, as anything published shows it."""
+    if isinstance(value, dict):
+        return {k: without_local_paths(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [without_local_paths(v) for v in value]
+    return path_name(value) if is_local_path(value) else value
+
+
+WEIGHT_SUFFIXES = (".gguf", ".safetensors", ".bin", ".pt", ".pth")
+
+
+def is_local_source(source: str) -> bool:
+    """Whether a model's recorded source is a file or folder (a path), not a hub id ("owner/name")."""
+    return is_local_path(source) or source.startswith(".") or source.count("/") > 1 or "\\" in source \
+        or source.lower().endswith(WEIGHT_SUFFIXES)
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e9:.2f} GB" if n >= 1e9 else f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n:,} bytes"
+
+
+def model_source(model: dict) -> str:
+    """Where a model came from, as every published page says it: a hub id (``@revision``) as
+    recorded; a local file or folder by its name (never the builder's path) with each weights
+    file read from it, its size and sha256 where recorded:
+    "SmolLM2-135M-Instruct.Q4_1.gguf (98.4 MB, sha256 b179c952...)"."""
+    source = str(model.get("source") or "")
+    if not is_local_source(source):
+        return source + (f"@{model['revision']}" if model.get("revision") else "")
+    name = path_name(source)
+    files = [f for f in model.get("files") or [] if isinstance(f, dict) and f.get("name")
+             and (f.get("sha256") or str(f["name"]).lower().endswith(WEIGHT_SUFFIXES))]
+    described = []
+    for f in files:
+        own = path_name(str(f["name"]))
+        facts = ([own] if own != name else []) + ([_size(int(f["size"]))] if f.get("size") is not None else []) \
+            + ([f"sha256 {f['sha256']}"] if f.get("sha256") else [])
+        if facts:
+            described.append(", ".join(facts))
+    return name + (f" ({'; '.join(described)})" if described else "")
 
 
 def stored_as(dtype: str | None) -> str:

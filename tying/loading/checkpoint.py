@@ -55,12 +55,17 @@ class Checkpoint:
     headers: Callable[[str], dict[str, TensorInfo]] | None = None  # remote header reader (hub)
 
     def record(self, name: str) -> dict:
-        """What is known about file ``name``, for ModelMatrices.files."""
+        """What is known about file ``name``, for ModelMatrices.files: its name, size and sha256
+        (the Hub's, or hashed here for a file on this disk), never where it lies here."""
+        from tying.loading.model_matrices import file_sha256
+
         entry = dict(self.info.get(name) or {"name": name})
-        if entry.get("size") is None:
-            path = self.local_dir / name
-            if path.is_file():
+        path = self.local_dir / name
+        if path.is_file():
+            if entry.get("size") is None:
                 entry["size"] = path.stat().st_size
+            if not entry.get("sha256"):
+                entry["sha256"] = file_sha256(path)
         return entry
 
 
