@@ -289,8 +289,9 @@ def test_projection_opens_where_neighbours_does(caches, monkeypatch):
     """No token in the URL: both pages open on the same default token and write nothing; a
     token picked on Neighbours travels in the URL to Projection."""
     at = _app(caches, monkeypatch, "neighbours", pair="synthetic")
-    toks = duckdb.connect(str(caches / "synthetic.duckdb"), read_only=True).execute(
-        "SELECT token FROM tokens ORDER BY freq_tied DESC, token LIMIT 1").fetchone()[0]
+    toks = duckdb.connect(str(caches / "synthetic.duckdb"), read_only=True).execute(  # the most frequent word
+        "SELECT token FROM tokens WHERE regexp_full_match(trim(text), '[A-Za-z]{3,}') "
+        "ORDER BY freq_tied DESC, token LIMIT 1").fetchone()[0]
     assert f"token #{toks} " in _text(at)
     at.switch_page("views/projection.py").run()  # as from the sidebar
     assert not at.exception
@@ -426,7 +427,9 @@ def _shipped(monkeypatch, page: str, **params) -> AppTest:
 
 def _notes(at) -> str:
     """The sidebar's notes on the URL, as read (markdown escapes removed)."""
-    return " ".join(c.value.replace("\\", "") for c in at.sidebar.caption if c.value.startswith("⚠"))
+    from explorer import state
+
+    return " ".join(c.value.replace("\\", "") for c in at.sidebar.caption if c.value.startswith(state.NOTE_ICON))
 
 
 def test_the_app_reads_every_parameter_the_state_module_knows():

@@ -264,3 +264,104 @@ def test_the_menu_leaves_out_the_pages_a_cache_does_not_fill(server, browser):
     ab.h1(browser, "Neighbours")
     assert ab.query(browser).get("pair") == "synthetic"
     browser.get_log("browser")
+
+
+PHONE = (390, 844)  # CSS px: a phone that opened the tour's QR code
+
+OVERFLOW_JS = """
+const main = document.querySelector('[data-testid="stMain"]');
+return Math.max(...[document.documentElement, main].filter(Boolean).map(e => e.scrollWidth - e.clientWidth));
+"""
+"""How far the page or the app's main pane scrolls sideways (0: not at all)."""
+
+SHOWN_CHARTS_JS = """
+const near = (p, c) => Math.hypot(p[0] - c[0], p[1] - c[1], p[2] - c[2]);
+const palette = arguments[0], out = [];
+for (const el of document.querySelectorAll('[data-testid="stMain"] [data-testid="stVegaLiteChart"]')) {
+  const r = el.getBoundingClientRect(), c = el.querySelector('canvas'), svg = el.querySelector('svg.marks');
+  if (!el.offsetParent || !r.width || !(c || svg)) continue;
+  const colours = [];  // every 4th pixel of a canvas, or the fill of each point of an SVG (Vega draws small data so)
+  if (c) {
+    const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    for (let i = 0; i < px.length; i += 16) if (px[i + 3] >= 128) colours.push([px[i], px[i + 1], px[i + 2]]);
+  } else {
+    const ctx = document.createElement('canvas').getContext('2d');
+    for (const path of svg.querySelectorAll('.mark-symbol path')) {
+      ctx.fillStyle = '#000000'; ctx.fillStyle = path.getAttribute('fill') || '#000000';
+      colours.push([1, 3, 5].map(i => parseInt(ctx.fillStyle.slice(i, i + 2), 16)));
+    }
+  }
+  const n = {};
+  for (const p of colours) {  // the matrix colour nearest each coloured one
+    if (Math.max(...p) - Math.min(...p) < 40) continue;  // white, grey, black: no matrix's
+    const [m, d] = Object.entries(palette).map(([k, v]) => [k, near(p, v)]).sort((a, b) => a[1] - b[1])[0];
+    if (d < 90) n[m] = (n[m] || 0) + 1;
+  }
+  const box = el.closest('[class*="st-key-phone_"]');
+  out.push({left: r.left, right: r.right, phone: box ? box.className.match(/st-key-(phone_\\w+)/)[1] : null,
+            colour: Object.keys(n).sort((a, b) => n[b] - n[a])[0] || null});
+}
+return out;
+"""
+"""Each chart the page shows (not hidden): its sides, the phone's container it is in (explorer/phone.py),
+and the matrix colour most of its points have."""
+
+
+def test_a_phone_never_scrolls_sideways_and_compares_t_i_o(server, browser):
+    """Every page of the registry and every tour step on a 390x844 phone (Chrome's mobile emulation):
+    neither the page nor its main pane scrolls sideways. The map step shows one map at a time, at the
+    screen's width, under a T / I / O switch, and a press draws the map it names (its points in that
+    matrix's colour); the set-up diagram is drawn in two columns; Neighbours shows T's, I's and O's
+    lists side by side in one table."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from explorer.render import tour
+    from explorer.render.style import PALETTE
+
+    palette = {m: [int(c[i:i + 2], 16) for i in (1, 3, 5)] for m, c in PALETTE.items()}
+
+    def shown() -> list:
+        return browser.execute_script(SHOWN_CHARTS_JS, palette)
+
+    try:
+        browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                                {"width": PHONE[0], "height": PHONE[1], "deviceScaleFactor": 1, "mobile": True})
+        for page in PAGES:
+            browser.get(f"{server}/{'' if page == 'overview' else page}?pair=synthetic&token=300")
+            WebDriverWait(browser, 60).until(lambda d, t=pages.BY_PATH[page].title: t in d.find_element(By.TAG_NAME, "h1").text)
+            ab.settled(browser, quiet=0.3)  # (a layout holds still sooner than the text it measures)
+            assert browser.execute_script(OVERFLOW_JS) <= 0, page
+            if page == "neighbours":  # one table, T, I and O side by side; the three tables hidden
+                heads = [h.rect for h in browser.find_elements(By.CSS_SELECTOR, ".st-key-nb_phone th span")]
+                assert [h.text for h in browser.find_elements(By.CSS_SELECTOR, ".st-key-nb_phone th span")] == list("TIO")
+                assert len({round(h["y"]) for h in heads}) == 1 and heads[0]["x"] < heads[1]["x"] < heads[2]["x"]
+                assert heads[2]["x"] + heads[2]["width"] <= PHONE[0]
+                assert len(browser.find_elements(By.CSS_SELECTOR, ".st-key-nb_phone tbody tr")) >= 5
+                assert not browser.find_element(By.CSS_SELECTOR, ".st-key-nb_lists").is_displayed()
+        browser.get(f"{server}/tour?pair=synthetic&step=1")
+        for n in range(1, len(tour.STEPS) + 1):
+            ab.tour_step(browser, n, settle=False)
+            ab.settled(browser, quiet=0.3)
+            assert browser.execute_script(OVERFLOW_JS) <= 0, f"step {n}"
+            if n == 1:  # the set-up diagram in two columns, the one-row diagram hidden
+                charts = shown()
+                assert [c["phone"] for c in charts] == ["phone_setup"] and charts[0]["right"] <= PHONE[0], charts
+            if n == tour.BY_SLUG["map"].number:
+                charts = WebDriverWait(browser, 30).until(lambda d: [c for c in shown() if c["colour"]] and shown())
+                assert len(charts) == 1 and charts[0]["phone"] == "phone_map" and charts[0]["colour"] == "T", charts
+                assert charts[0]["left"] >= 0 and charts[0]["right"] <= PHONE[0], charts
+                buttons = browser.find_elements(By.CSS_SELECTOR, ".st-key-phone_map [data-testid='stButtonGroup'] button")
+                assert [b.text for b in buttons if b.text] == list("TIO")
+                for pick in "IO":
+                    button = next(b for b in buttons if b.text == pick)
+                    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", button)
+                    button.click()
+                    WebDriverWait(browser, 30).until(lambda d, m=pick: [c["colour"] for c in shown()] == [m])
+                    buttons = browser.find_elements(By.CSS_SELECTOR,
+                                                    ".st-key-phone_map [data-testid='stButtonGroup'] button")
+            if n < len(tour.STEPS):
+                browser.find_element(By.CSS_SELECTOR, ".st-key-tour_next button").click()  # settled: no second wait
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    browser.get_log("browser")

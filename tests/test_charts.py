@@ -295,7 +295,11 @@ def test_one_palette_and_nothing_black_or_white_on_the_background():
     for name, chart in page_charts().items():
         spec = chart.to_dict()
         assert "background" not in spec and "background" not in spec.get("config", {}), name
-        for view, _ in units(spec):
+        views = [view for view, _ in units(spec)]
+        # a text's halo: a text mark stroked in the highlight's yellow, drawn under a text at the same place
+        halos = [(v["mark"].get("dx"), v["mark"].get("dy")) for v in views if v["mark"].get("type") == "text"
+                 and v["mark"].get("stroke") == style.HIGHLIGHT and v["mark"].get("strokeWidth", 0) >= 3]
+        for view in views:
             mark, enc = view["mark"], view.get("encoding", {})
             colour = enc.get("color", {})
             if "scale" in colour and "range" in colour["scale"]:  # categories: the palette only
@@ -303,9 +307,11 @@ def test_one_palette_and_nothing_black_or_white_on_the_background():
             if "condition" in colour:  # the heat map's text: black or white on its own cell
                 assert name == "trajectory" and mark["type"] == "text"
                 continue
+            on_halo = mark.get("type") == "text" and (mark.get("dx"), mark.get("dy")) in halos
             for value in (mark.get("color"), mark.get("stroke"), mark.get("fill"), colour.get("value")):
-                if value in BLACK_WHITE:  # only on a mark of its own colour (the highlighted tokens' outline)
-                    assert name in ("projection", "density") and mark.get("filled"), (name, mark)
+                if value in BLACK_WHITE:  # only on a mark of its own colour (the highlighted tokens' outline, the
+                    # picked token's label on its yellow halo)
+                    assert name in ("projection", "density") and (mark.get("filled") or on_halo), (name, mark)
 
 
 def test_the_tied_matrix_is_drawn_last_so_it_stays_visible_over_O():

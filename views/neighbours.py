@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from explorer import data, export, frame, state
+from explorer import data, export, frame, phone, state
 from explorer import words as summary_text
 from explorer.render import alignment_charts, neighbour_tables, seed_tables
 from explorer.words import MATRIX_NAMES, OVERLAP_K, pair_label
@@ -58,7 +58,7 @@ if query:
                      on_change=lambda: st.session_state["token_hits"] is not None and choose(st.session_state["token_hits"]))
 pairs = data.matrix_pairs(ref)
 b1, b2, _ = st.columns([1, 2, 3])
-b1.button("🎲 Random token", key="random", on_click=lambda: choose(np.random.default_rng().integers(n_tokens), True))
+b1.button("Random token", key="random", icon=":material/casino:", on_click=lambda: choose(np.random.default_rng().integers(n_tokens), True))
 if pairs:
     changed = data.most_changed(ref, k)
     with b2.popover("Most-changed tokens"):
@@ -75,7 +75,9 @@ st.caption(f"token #{token} · raw {data.escape_markdown(str(row['raw']))} · ti
            + (f" · corpus count {int(row['freq_tied']):,}" if pd.notna(row["freq_tied"]) else ""))
 
 lists, ov = neighbour_tables.token_lists(ref, token, k)  # once per cache, token and k
-cols = st.columns(3)
+with st.container(key="nb_lists"):  # a phone gets T, I and O side by side in one table instead (explorer/phone.py)
+    cols = st.columns(3)
+phone.lists_side_by_side(lists)
 for col, (m, sub) in zip(cols, lists.items()):
     col.markdown(f"**{m}** · {MATRIX_NAMES[m]}")
     frame.table(sub, numbers=("cosine",), height=min(38 + 35 * k, 420), where=col)

@@ -1,10 +1,11 @@
-"""Overview: the pair's headline numbers beside the paper's, and what the pair is."""
+"""Overview: the set-up and the tour first, then the pair's headline numbers beside the paper's,
+and what the pair is."""
 
 
 import streamlit as st
 
-from explorer import data, frame, sections, state
-from explorer.render import paper_tables, provenance, seed_tables, style
+from explorer import data, export, frame, phone, sections, state
+from explorer.render import paper_tables, provenance, seed_tables, setup_diagram, style
 from explorer.words import (
     MATRIX_PAIRS,
     PaperReference,
@@ -17,24 +18,61 @@ from explorer.words import (
     spectral_scope,
 )
 
+# T, I and O and the paper's claim, beside the set-up diagram (it draws the two gradients); no bare
+# strings here: Streamlit's magic would show them on the page
+INTRO = ("A tied model has one embedding matrix, **T**, that both reads the tokens and predicts them; an untied "
+         "model has two, its input matrix **I** and its output matrix **O**. The paper claims that T ends up "
+         "resembling O, not I: the output side's gradient reaches every row of T at every step, the input side's "
+         "only the rows of the tokens in the batch.")
+START_KEY = "start_tour"
+# the tour's link drawn as a large button in the theme's accent (.streamlit/config.toml): white on slate, 6.8:1
+START_CSS = f"""
+.st-key-{START_KEY} a {{background: #4E5D6C; border-radius: 0.5rem; padding: 0.75rem 1.25rem;
+  justify-content: center; gap: 0.4em;}}
+.st-key-{START_KEY} a:hover {{background: #3B4752;}}
+.st-key-{START_KEY} a, .st-key-{START_KEY} a * {{color: #ffffff !important; font-size: SIZE !important;
+  font-weight: 600; line-height: 1.3;}}
+"""
+CLAIMS_HEADING = "The paper's claims, checked on these models"
+SETUP_PRESENTATION_PX = 250  # the set-up diagram's plot height in presentation mode (300 elsewhere)
+
 ref = frame.opened("overview")
 s = data.summary(ref)
 paper = s.paper or PaperReference()
-kinds = {"pair": "a tied/untied model pair", "toylab": "the toy lab: tied and untied twins trained here",
+big = bool(state.get("presentation"))
+
+# the first screen, for a class: the set-up as a picture, T, I and O in one sentence, the tour's door. The
+# diagram beside them; in presentation mode (its text grown for a slide) across the page and lower, they under it,
+# so that a verdict still shows on a 1920x1080 screen's first view
+if big:
+    picture, (words, door) = st.container(), st.columns([3, 1], gap="large", vertical_alignment="center")
+else:
+    picture, words = st.columns([3, 2], gap="large", vertical_alignment="center")
+    door = words
+with picture:
+    export.show(lambda: (setup_diagram.setup_diagram(big).properties(height=SETUP_PRESENTATION_PX) if big
+                         else setup_diagram.setup_diagram(), setup_diagram.GRADIENTS), "setup",
+                key="overview_setup", spec_key=("overview-setup",), downloads=False)
+    phone.one_setup()  # a phone: the diagram in two columns (explorer/phone.py)
+with words:
+    st.markdown(INTRO)
+with door, st.container(key=START_KEY):
+    st.page_link("views/tour.py", label="Start the tour", icon=":material/school:", width="stretch",
+                 query_params=state.carried(), help="The paper's argument in steps, one screen each")
+st.html(f"<style>{START_CSS.replace('SIZE', '2.1rem' if big else '1.5rem')}</style>")  # presentation: 1.4x
+kinds = {"pair": "a tied/untied model pair",
+         "toylab": "the toy lab: tied and untied twins trained from scratch by `python -m precompute demo`",
          "evolution": "embedding evolution over checkpoints", "provenance": "an imported gradient-provenance log",
          "published": "the paper's published real-model measurements: the authors' released data (Apache-2.0) and "
                       "the paper's tables, quoted, not recomputed here",
          "sweep": "a width sweep of tied and untied twins: its bias and loss gap are on the Sweep page",
          "model": "one tied model and no untied twin: its neighbours, its map and its lenses (Neighbours, Projection "
                   "and Lens pages); the claims that set it beside an untied twin have no data here"}
-st.caption(f"This cache holds {kinds.get(s.kind, s.kind)}.")
-st.subheader("The paper's claims, checked on this cache")
-if sections.verdicts(s, presentation=bool(state.get("presentation"))):
-    st.page_link("views/tour.py", label="Walk through them step by step: the tour", icon=":material/school:",
-                 query_params=state.carried())
-else:
-    st.caption("This cache holds none of the paper's measurements directly"
-               + (": its sweep is on the Sweep page." if s.kind == "sweep" else "."))
+st.subheader(CLAIMS_HEADING)
+if not sections.verdicts(s, presentation=big):
+    st.caption("None of the paper's claims can be checked on these results directly"
+               + (": the width sweep is on the Sweep page." if s.kind == "sweep" else "."))
+st.caption(f"The numbers on this page come from {kinds.get(s.kind, s.kind)}.")  # under the verdicts: their source
 
 regime = paper_tables.regime(s)
 if not regime.empty:

@@ -100,7 +100,7 @@ def output_share_band(df: pd.DataFrame, window: int = 10, early_steps: int | Non
     if early_steps:
         early = pd.DataFrame({"x0": [0], "x1": [early_steps], "label": [f"early: steps ≤ {early_steps:,}"]})
         layers += [alt.Chart(early).mark_rect(color=NEUTRAL, opacity=0.15).encode(x="x0:Q", x2="x1:Q"),
-                   alt.Chart(early).mark_text(align="left", dx=4, dy=10, baseline="top", color="#555").encode(
+                   alt.Chart(early).mark_text(align="left", dx=4, dy=10, baseline="top").encode(  # the theme's ink
                        x="x0:Q", y=alt.value(0), text="label:N")]
     if n > 1:
         layers.append(alt.Chart(g).mark_area(color=PALETTE["T"], opacity=0.25).encode(

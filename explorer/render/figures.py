@@ -201,12 +201,12 @@ FIGURES: tuple[Figure, ...] = (
            "Mean overlap@k for each pair of matrices as k grows; the paper's overlap@10 marked where it has one.",
            overlap_curve, has("overlap_curve"), stages=("neighbours",)),
     Figure("projection-umap", "Aligned UMAP of T, I and O",
-           "The three matrices mapped jointly to 2-D so a token sits in comparable places; the highlighted token and "
-           "its 10 nearest neighbours in each matrix.", projection, lambda ref, s: len(read.matrices(ref, "umap")) > 1,
-           stages=("umap",)),
+           "The three matrices mapped jointly to 2-D so a token sits in comparable places; the labelled diamond is one "
+           "token, the dots its 10 nearest neighbours in each matrix.",
+           projection, lambda ref, s: len(read.matrices(ref, "umap")) > 1, stages=("umap",)),
     Figure("projection-umap-tied", "UMAP of the tied matrix T",
            "One tied model's matrix mapped to 2-D (no untied twin to align it with): tokens whose rows point the same "
-           "way sit together; the highlighted token and its 10 nearest neighbours.",
+           "way sit together; the labelled diamond is one token, the dots its 10 nearest neighbours.",
            projection, lambda ref, s: read.matrices(ref, "umap") == ("T",), stages=("umap",)),
     Figure("figure5-norm-frequency", "Figure 5. Norm against frequency",
            "Each token's L2 norm against its corpus frequency, per matrix: T's pattern follows O's.",

@@ -84,8 +84,10 @@ def kl_curves(df: pd.DataFrame, paper: pd.DataFrame | None = None, *,
             value=lambda d: d["kl_mean"].map(lambda v: f"{v:.2f} ↑"))
         layers.append(alt.Chart(over).mark_point(shape="triangle-up", filled=True, size=70).encode(
             y=alt.Y("edge:Q", scale=yscale, title=ytitle), tooltip=tip, **enc))
+        # its value in the theme's text colour (the arrow beside it has the model's): brown or pink text
+        # would fall under 4.5:1 on a dark or a light ground
         layers.append(alt.Chart(over).mark_text(align="left", dx=7, dy=2, baseline="top").encode(
-            y=alt.Y("edge:Q", scale=yscale, title=ytitle), text="value:N", **enc))
+            y=alt.Y("edge:Q", scale=yscale, title=ytitle), text="value:N", x=enc["x"]))
     if has_paper:
         pts = paper.assign(series=paper_label)
         layers.append(alt.Chart(pts).mark_point(filled=False, size=90, strokeWidth=1.8).encode(

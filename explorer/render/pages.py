@@ -48,7 +48,8 @@ PAGES: tuple[Page, ...] = (
          about="the paper's argument in eleven steps, one screen and one verdict each, for a class or a talk"),
     # the default page, served at "/" (explorer/frame.py: /overview and /home are its aliases)
     Page("overview", "Overview", ":material/home:", default=True, shows=("spectral",),
-         about="the paper's claims with this cache's numbers and verdicts, the headline numbers beside the paper's"),
+         about="the set-up diagram, T, I and O in one sentence and a Start the tour button; then the paper's claims "
+               "with this cache's numbers and verdicts, the headline numbers beside the paper's"),
     Page("alignment", "Alignment", ":material/compare_arrows:", shows=("alignment", "load"),
          about="per-token cosine of O->T against I->T by map and split (Figure 1); best- and worst-aligned tokens; "
                "norm vs frequency (Figure 5)",
@@ -81,6 +82,15 @@ PAGES: tuple[Page, ...] = (
 and the mechanism lab and the width sweep of the cache folder."""
 
 BY_PATH = {p.path: p for p in PAGES}
+
+TAB_ICON = ("<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 32 32'>"
+            "<rect x='2' y='3' width='12' height='12' rx='3' fill='#0072B2'/>"
+            "<rect x='18' y='3' width='12' height='12' rx='3' fill='#D55E00'/>"
+            "<rect x='2' y='18' width='28' height='11' rx='3' fill='#CC79A7'/></svg>")
+"""The browser tab's icon: I (blue) and O (vermillion) above, one T (reddish purple, style.PALETTE)
+spanning both below. SVG markup, which Streamlit sends as a data: URI: a Material symbol as the
+page icon is fetched from Google's font server (nothing offline in a lecture hall), an emoji
+needs an emoji font."""
 
 
 def page_of(analysis: str) -> Page | None:

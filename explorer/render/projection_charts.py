@@ -12,7 +12,9 @@ from tying.cache.schema import MATRIX_NAMES
 
 PICK = "pick"  # the point-selection parameter of a projection view: a click picks that token
 PROJECTION_ORDER = ("I", "T", "O")
-ROLE_SHAPES = {"picked": "diamond", "neighbour": "circle"}
+ROLE_SHAPES = {"picked": "diamond", "neighbour": "circle"}  # the words the tour and the page use name these
+ROLE_SIZES = {"picked": 300, "neighbour": 80}  # marker areas (px²): a diamond reaches sqrt(area) / 2 from its centre
+LABEL_OFFSET = (9, -9)  # the picked token's label: its lower left corner this far (px) right of and above the marker
 
 
 def _projection_layers(df: pd.DataFrame, highlight: pd.DataFrame, *, density: bool, label_matrix: bool,
@@ -47,12 +49,14 @@ def _projection_layers(df: pd.DataFrame, highlight: pd.DataFrame, *, density: bo
             points = points.add_params(pick, zoom)
     roles = present(ROLE_SHAPES, highlight["role"]) or list(ROLE_SHAPES)
     hi = highlight.assign(label=highlight["shown"] + (" (" + highlight["matrix"] + ")" if label_matrix else ""))
+    hi = hi.sort_values("role", key=lambda r: r.eq("picked"), kind="stable")  # the picked marker drawn last, on top
     # shape and size on one field in one order (size wants one), one legend object: Vega-Lite merges them (no
     # "conflicting legend" warning)
     role_legend = legend("highlighted", roles)
-    marks = alt.Chart(hi).mark_point(filled=True, stroke="black", strokeWidth=1, cursor="pointer").encode(
+    # opaque (a point's default is 0.7): the picked marker, drawn last, hides the neighbours under it
+    marks = alt.Chart(hi).mark_point(filled=True, opacity=1, stroke="black", strokeWidth=1, cursor="pointer").encode(
         x="x:Q", y="y:Q",
-        size=alt.Size("role:N", sort=roles, scale=alt.Scale(domain=roles, range=[240 if r == "picked" else 80 for r in roles]),
+        size=alt.Size("role:N", sort=roles, scale=alt.Scale(domain=roles, range=[ROLE_SIZES[r] for r in roles]),
                       legend=role_legend),
         shape=alt.Shape("role:N", sort=roles, scale=alt.Scale(domain=roles, range=[ROLE_SHAPES[r] for r in roles]),
                         legend=role_legend),
@@ -60,9 +64,14 @@ def _projection_layers(df: pd.DataFrame, highlight: pd.DataFrame, *, density: bo
                                              "matrix:N", "role:N"])
     if density and interactive:  # no background points to click: the highlighted ones carry the selection
         marks = marks.add_params(pick, zoom)
-    labels = alt.Chart(hi[hi["role"] == "picked"]).mark_text(dy=-16, fontWeight="bold").encode(
-        x="x:Q", y="y:Q", text="label:N")
-    return alt.layer(points, marks, labels)
+    # the label beside the marker, up and to the right of it (never over it), in black on a halo of the
+    # highlight's yellow: legible over the points in either theme
+    picked = alt.Chart(hi[hi["role"] == "picked"])
+    where = {"x": "x:Q", "y": "y:Q", "text": "label:N"}
+    label = {"dx": LABEL_OFFSET[0], "dy": LABEL_OFFSET[1], "align": "left", "baseline": "bottom", "fontWeight": "bold"}
+    halo = picked.mark_text(**label, stroke=HIGHLIGHT, strokeWidth=4, strokeJoin="round", fill=HIGHLIGHT).encode(**where)
+    text = picked.mark_text(**label, fill="#000000").encode(**where)
+    return alt.layer(points, marks, halo, text)
 
 
 def projection_view(df: pd.DataFrame, highlight: pd.DataFrame, matrix: str, *, density: bool = False,

@@ -144,16 +144,28 @@ def tokens(ref: CacheRef) -> pd.DataFrame:
     return df
 
 
+def word_like(toks: pd.DataFrame) -> pd.Series:
+    """Whether each token reads as an ordinary word: its text, less leading and trailing spaces,
+    is letters only, three or more ('␣the', 'Returns'; not '↵', ',', '␣a' or '<|endoftext|>')."""
+    text = toks["text"].fillna("").astype(str).str.strip()
+    return text.str.len().ge(3) & text.str.isalpha()
+
+
 def default_token(toks: pd.DataFrame, among=None) -> int:
-    """The token a page opens on when none is picked: the most frequent (by the tied model's
-    corpus counts), within ``among`` (token ids) when given; else the first. Every page agrees."""
+    """The token a page opens on when none is picked: a frequent ordinary word. Within ``among``
+    (token ids) when given, among the words (:func:`word_like`) where there are any: the most
+    frequent by the tied model's corpus counts; without counts the lowest id (a BPE vocabulary
+    numbers its earliest, most frequent merges first). No word: the most frequent token, else the
+    first. Every page agrees."""
     cand = toks if among is None else toks[toks["token"].isin(set(among))]
     if cand.empty:
         return int(toks["token"].iloc[0]) if len(toks) else 0
+    words = cand[word_like(cand)]
+    cand = words if len(words) else cand
     freq = cand["freq_tied"]
     if freq.notna().any():
         return int(cand.loc[freq.fillna(0).astype("int64").idxmax(), "token"])
-    return int(cand["token"].iloc[0])
+    return int(cand["token"].min())
 
 
 @memo(64)

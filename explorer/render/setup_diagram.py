@@ -7,7 +7,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from explorer.render.style import PALETTE
+from explorer.render.style import ON, PALETTE, PRESENTATION_FONT_PX
 
 GRADIENTS = pd.DataFrame([
     ("untied", "I", "input lookup", "only the rows of tokens in the batch"),
@@ -22,7 +22,7 @@ def setup_diagram(presentation: bool = False) -> alt.LayerChart:
     """Two rows, untied above tied: tokens -> input matrix -> blocks -> output matrix -> loss, with
     the gradients flowing back into the embedding matrices (drawn here, no image file). Its text
     sizes are marks' own: ``presentation`` enlarges them as the chart styles do axes and titles."""
-    f = 1.4 if presentation else 1.0
+    f = PRESENTATION_FONT_PX / 13 if presentation else 1.0  # on a slide its smallest text as large as an axis label
     boxes = pd.DataFrame([
         # row, x0, x1, label, colour key
         (1, 0.0, 1.4, "tokens", "n"), (1, 2.0, 3.4, "I  input", "I"), (1, 4.0, 5.6, "blocks", "n"),
@@ -36,10 +36,13 @@ def setup_diagram(presentation: bool = False) -> alt.LayerChart:
     scale = alt.Scale(domain=list(colours), range=list(colours.values()))
     x, y = alt.X("x0:Q", axis=None, scale=alt.Scale(domain=[-0.2, 9.8])), alt.Y("y0:Q", axis=None,
                                                                                   scale=alt.Scale(domain=[-0.6, 6.2]))
-    rect = alt.Chart(boxes).mark_rect(cornerRadius=6, opacity=0.9).encode(
+    rect = alt.Chart(boxes).mark_rect(cornerRadius=6).encode(  # opaque: its text reads on it in either theme
         x=x, x2="x1:Q", y=y, y2="y1:Q", color=alt.Color("key:N", scale=scale, legend=None))
-    text = alt.Chart(boxes).mark_text(color="white", fontWeight="bold", fontSize=15 * f).encode(
-        x="xm:Q", y="ym:Q", text="label:N")
+    # a box's name in the text its colour carries at 4.5:1 or more (style.ON; black on the grey ones); every
+    # other text in the theme's own colour (dark on a light page, light on a dark one), none of T, I or O's
+    ink = boxes.assign(ink=boxes["key"].map(lambda k: ON.get(k, "#000000")))  # the colour as it is: no shared scale
+    text = alt.Chart(ink).mark_text(fontWeight="bold", fontSize=15 * f).encode(
+        x="xm:Q", y="ym:Q", text="label:N", color=alt.Color("ink:N", scale=None, legend=None))
     forward = pd.DataFrame([(r, a, b) for r in (0, 1) for a, b in ((1.4, 2.0), (3.4, 4.0), (5.6, 6.2), (7.6, 8.2))],
                            columns=["row", "xa", "xb"])
     forward["y"] = forward["row"] * 3 + 1.2
@@ -62,10 +65,10 @@ def setup_diagram(presentation: bool = False) -> alt.LayerChart:
     back_heads = alt.Chart(grads).mark_point(shape="triangle-left", filled=True, size=80).encode(
         x="xb:Q", y="y:Q", color=alt.Color("key:N", scale=scale, legend=None))
     labels = alt.Chart(grads).mark_text(fontSize=13 * f, fontStyle="italic").encode(
-        x="xm:Q", y="ylab:Q", text="label:N", color=alt.Color("key:N", scale=scale, legend=None))
+        x="xm:Q", y="ylab:Q", text="label:N")
     rows = pd.DataFrame([(5.9, "untied: two matrices, I reads the tokens and O predicts them"),
                          (2.9, "tied: one matrix T does both, so it receives both gradients")], columns=["y", "label"])
-    titles = alt.Chart(rows).mark_text(align="left", fontSize=15 * f, fontWeight="bold", color="#444").encode(
+    titles = alt.Chart(rows).mark_text(align="left", fontSize=15 * f, fontWeight="bold").encode(
         x=alt.value(4), y="y:Q", text="label:N")
     return alt.layer(rect, fwd, heads, back, back_heads, labels, text, titles).properties(
         width="container", height=300, title="Which gradients reach the embedding matrices")

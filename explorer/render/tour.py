@@ -21,6 +21,7 @@ from explorer.render import figures, identity, read
 from explorer.render.tour_notes import NOTES, Notes
 from tying.cache import claims as claims_mod
 from tying.cache import summary_types
+from tying.cache.reference import OVERLAP_K
 from tying.cache.summary_types import Summary
 from tying.cache.verdicts import NO_DATA
 
@@ -56,8 +57,9 @@ STEPS: tuple[Step, ...] = (
          "Each line is the share of a token's k nearest neighbours two matrices have in common, averaged over "
          "tokens: the T~O line above the T~I line means T's neighbourhoods are O's.", "neighbours", "toylab"),
     Step(4, "map", "The aligned map of T, I and O", "map", "projection-umap",
-         "The three matrices mapped jointly to 2-D so one token sits in comparable places; the circled token and "
-         "its 10 nearest neighbours: in T they gather as in O, not as in I.", "projection", "toylab"),
+         "The three matrices mapped jointly to 2-D so one token sits in comparable places; the labelled diamond is "
+         f"one token, the dots its {OVERLAP_K} nearest neighbours: in T they gather as in O, not as in I.",
+         "projection", "toylab"),
     Step(5, "gradient", "Why: output-side gradients dominate early", "gradient", "figure4-output-share",
          "The line is the output side's share of the gradient reaching the tied matrix at each step (the mean over "
          "seeds, the band their range); above the dashed one-half line the output side dominates. The shaded "
@@ -167,8 +169,7 @@ def example_token(ref: read.CacheRef, k: int = 10, min_count: int = 100, shortli
     toks = read.tokens(ref)
     table = read.overlap_table(ref, min(k, read.max_k(ref)))
     gap = (table["T~O"] - table["T~I"]).to_numpy()
-    text = toks["text"].fillna("").str.strip()
-    ok = text.str.len().ge(3) & text.str.isalpha()
+    ok = read.word_like(toks)  # the pages' default token is a word by the same rule
     freq = toks["freq_tied"]
     if freq.notna().any() and (ok & freq.fillna(0).ge(min_count)).any():
         ok &= freq.fillna(0).ge(min_count)
@@ -203,7 +204,7 @@ def example_token(ref: read.CacheRef, k: int = 10, min_count: int = 100, shortli
 def step_figure(step: Step, ref: read.CacheRef, view_size: int = SLIDE_VIEW_SIZE):
     """A step's ``(chart, data)`` sized for a slide: its figure from the registry at the slide's
     plot height (:func:`fit_height`), the map's three panels at ``view_size`` with the example
-    token circled (:func:`example_token`). The app, the static site and the handout draw the same."""
+    token marked and labelled (:func:`example_token`). The app, the static site and the handout draw the same."""
     if step.figure == "projection-umap":
         return figures.projection(ref, token=example_token(ref), view_size=view_size)
     return fit_height(*figures.BY_NAME[step.figure].build(ref))

@@ -66,6 +66,7 @@
     var cols = el("div", "", "nbcols");
     M.forEach(function (m) {
       var col = el("div", "", "nb " + m);
+      col.style.setProperty("--rows", String(lists[m].length + 1));  // its heading and its list: rows shared (site.css)
       col.appendChild(el("h3", D.names[m]));
       var ol = el("ol");
       lists[m].forEach(function (nb) {
