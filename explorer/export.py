@@ -27,7 +27,7 @@ import streamlit as st
 
 from explorer import state
 from explorer.render.spec import PRESENTATION_SIZE, scaled_sizes, slug, to_png, to_svg
-from explorer.render.style import style, with_legend_layout
+from explorer.render.style import readable_labels, style, with_legend_layout
 
 MAX_FIGURES = 512  # figures kept in memory (least recently used dropped first)
 
@@ -129,7 +129,8 @@ def figure(spec_key: object, build: Callable[[], tuple[alt.TopLevelMixin, pd.Dat
 
 
 def show(build: Callable[[], tuple[alt.TopLevelMixin, pd.DataFrame]], name: str, *, key: str, spec_key: object,
-         on_select=None, selection_mode=None, downloads: bool = True, width_px: int | None = None):
+         on_select=None, selection_mode=None, downloads: bool = True, width_px: int | None = None,
+         height_scale: float = 1.0):
     """Draw a figure with an "Export" control (PNG, SVG, CSV) under it.
 
     ``build() -> (chart, data)`` runs only when ``spec_key`` (a hashable value fixing the
@@ -137,6 +138,7 @@ def show(build: Callable[[], tuple[alt.TopLevelMixin, pd.DataFrame]], name: str,
     callback run when the user picks points (the chart must define ``selection_mode``).
     ``width_px``: the width of a chart that would fit its container, in CSS pixels (a tour
     slide is zoomed as a whole, and Streamlit measures a container's zoomed width).
+    ``height_scale``: a single or layered view's plot height scaled (a 4:3 slide's shorter chart).
     """
     presentation = bool(state.get("presentation"))
     fig = figure(spec_key, build, presentation)
@@ -147,6 +149,9 @@ def show(build: Callable[[], tuple[alt.TopLevelMixin, pd.DataFrame]], name: str,
     if width_px is not None and spec.get("width") == "container":
         spec = {**spec, "width": int(width_px), "autosize": {"type": "fit-x", "contains": "padding"}}
         width = "content"
+    if height_scale != 1:
+        spec = scaled_height(spec, height_scale)
+    spec = readable_labels(spec, st.context.theme.type)  # at 4.5:1 or more in the app's light and dark themes
     if on_select is None:
         st.vega_lite_chart(spec, width=width)
     else:
@@ -154,6 +159,18 @@ def show(build: Callable[[], tuple[alt.TopLevelMixin, pd.DataFrame]], name: str,
     if downloads:
         download_buttons(lambda: (fig.chart, fig.data), name, key=key)
     return fig
+
+
+def scaled_height(spec: dict, scale: float) -> dict:
+    """``spec`` with its plot ``scale`` times as tall: a single or layered view's height (its
+    width fits its container); panels side by side, their widths too (a map's keep their shape)."""
+    if isinstance(spec.get("height"), int | float):
+        return {**spec, "height": round(spec["height"] * scale)}
+    if isinstance(spec.get("hconcat"), list):
+        panels = [{**v, **{k: round(v[k] * scale) for k in ("width", "height") if isinstance(v.get(k), int | float)}}
+                  for v in spec["hconcat"]]
+        return {**spec, "hconcat": panels}
+    return spec
 
 
 EXPORTS = (("PNG", "PNG image"), ("SVG", "SVG vector image"), ("CSV", "CSV of the chart's data"))

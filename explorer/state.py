@@ -30,6 +30,7 @@ import streamlit as st
 
 from explorer import data
 from explorer.render import tour
+from explorer.render.presenter import PRESENTER
 from tying.cache.schema import METHOD_LABELS, TABLE1_METHODS
 
 METHODS = TABLE1_METHODS
@@ -103,12 +104,12 @@ class Param:
 PARAMS: dict[str, Param] = {
     "pair": Param(_text),
     "presentation": Param(_flag, False),
-    "notes": Param(_flag, False),  # the tour's presenter view: speaker notes, the next step, a clock
+    "notes": Param(_flag, False),  # an old link's presenter view (now view=presenter)
     "token": Param(_int_in(0, 10_000_000)),
     "k": Param(_int_in(1, 1000)),
     "method": Param(_choice(METHODS), "linear"),
     "split": Param(_choice(SPLITS), "held_out"),
-    "view": Param(_choice(VIEWS), "side by side"),
+    "view": Param(_choice(VIEWS + (PRESENTER,)), "side by side"),  # a projection's layout; the tour's presenter view
     "density": Param(_flag, False),
     "points": Param(_int_in(1, 10_000_000), 5000),
     "renderer": Param(_choice(RENDERERS), "auto"),
@@ -156,10 +157,13 @@ def get(name: str, default: Any = None) -> Any:
     return st.session_state.get("_url", {}).get(name, default)
 
 
+NOTE_ICON = ":material/warning:"  # a note's sign: a Material symbol, drawn without an emoji font
+
+
 def note(text: str) -> None:
     """A note on the URL: in the sidebar, and where the page is drawing (the sidebar is folded
     away on a phone)."""
-    line = "⚠ " + data.escape_markdown(text, entities=False)
+    line = NOTE_ICON + " " + data.escape_markdown(text, entities=False)
     st.sidebar.caption(line)
     if st.session_state.get("_drawing_sidebar"):  # a sidebar widget's note: the page shows it after the sidebar
         st.session_state.setdefault("_sidebar_notes", []).append(line)

@@ -39,7 +39,7 @@ from precompute import site_assets, site_tour, text_page
 from precompute.options import cache_dir_option, option
 from precompute.report import resolve_cache
 from precompute.site_assets import KIND_LABELS, js_data
-from tying.cache.summary_types import Summary
+from tying.cache.summary_types import Summary, model_source
 from tying.cache.verdicts import NO_DATA
 from tying.cache.writer import remove_dead_leftovers
 from tying.errors import UserError, first_line
@@ -51,6 +51,7 @@ DEFAULT_FORMATS = ("svg", "png")  # PDF on request: a scatter of 12k points is a
 GENERATOR = "python -m precompute site"
 MANIFEST = "site.json"  # marks a folder as a site this command wrote (and may replace)
 RESERVED = {"assets", "tour"}  # folders of the site itself: no cache may take these names
+PAPERS = ("a4", "letter")  # the handout's landscape sheets (explorer.render.handout.PAPERS)
 
 
 @dataclass
@@ -68,10 +69,12 @@ class SiteConfig:
                                                             "come with them); `--formats ''` for none")
     presentation: bool = option(False, help="the cache pages' charts and files with presentation mode's larger "
                                             "text (the tour always has it)")
-    handout: bool = option(False, help="also write the tour as a PDF handout, one page per step with its speaker "
-                                       "notes (`handout.pdf`, linked from every step)")
+    handout: bool = option(False, help="also write the tour as a PDF to print (`handout.pdf`, linked from every step): "
+                                       "a cover with the site's address and QR code (`--base-url`), then a landscape "
+                                       "page per step with its chart, verdict and speaker notes, as searchable text")
     base_url: str | None = option(None, help="the address the site will be served from (https://...): the tour's "
                                              "first and last steps then show a QR code of their own address")
+    paper: str = option("a4", choices=PAPERS, help="the handout's landscape sheet: `a4` or `letter` (US Letter)")
 
     def __post_init__(self):
         bad = [f for f in self.formats if f not in FORMATS]
@@ -79,6 +82,8 @@ class SiteConfig:
             raise UserError(f"--formats: unknown format {', '.join(bad)}; choose from {', '.join(FORMATS)}")
         if not self.title.strip():
             raise UserError("--title must not be empty")
+        if self.paper != "a4" and not self.handout:
+            raise UserError("--paper sets the handout's sheet: give it with --handout")
         if self.base_url is not None:
             self.base_url = site_tour.check_base_url(self.base_url)
 
@@ -88,7 +93,8 @@ def run_site(cfg: SiteConfig) -> None:
     refs = open_caches(cfg.caches, cfg.cache_dir)
     out = Path(cfg.out).absolute()
     manifest = write_site(refs, out, title=cfg.title, formats=tuple(cfg.formats), presentation=cfg.presentation,
-                          base_url=cfg.base_url, handout=cfg.handout, progress=lambda line: print(line, flush=True))
+                          base_url=cfg.base_url, handout=cfg.handout, paper=cfg.paper,
+                          progress=lambda line: print(line, flush=True))
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     print(f"wrote {out / 'index.html'} ({len(manifest['pages'])} pages, {size / 1e6:.1f} MB) in "
           f"{time.perf_counter() - t0:.0f} s; open it in a browser, no server needed")
@@ -133,7 +139,7 @@ def folder_name(name: str) -> str:
 def write_site(refs: list, out: Path, *, title: str = "Weight-tying explorer",
                formats: tuple[str, ...] = DEFAULT_FORMATS,
                presentation: bool = False, base_url: str | None = None, handout: bool = False,
-               progress=None) -> dict[str, Any]:
+               paper: str = "a4", progress=None) -> dict[str, Any]:
     """Build the site in a folder beside ``out`` and rename it into place; returns its manifest.
 
     ``out`` may be missing, empty, or an earlier site (it is replaced); anything else is refused."""
@@ -153,7 +159,7 @@ def write_site(refs: list, out: Path, *, title: str = "Weight-tying explorer",
     tmp.mkdir()
     try:
         manifest = _Builder(refs, tmp, title=title, formats=formats, presentation=presentation, base_url=base_url,
-                            handout=handout, progress=progress or (lambda line: None)).build()
+                            handout=handout, paper=paper, progress=progress or (lambda line: None)).build()
         if out.exists():
             old = out.parent / f".{out.name}.old-{os.getpid()}"
             out.rename(old)
@@ -227,7 +233,7 @@ class _Cache:
             seeds = max(int(c.get("n") or 0) for c in cells)
             return f"{len(cells)} cells, widths d = {', '.join(map(str, widths))}, up to {seeds} seeds each."
         models = s.models
-        return "; ".join(f"{role}: {m.get('source')}" for role, m in models.items() if m)
+        return "; ".join(f"{role}: {model_source(m)}" for role, m in models.items() if m)  # never the builder's path
 
     @property
     def claim_rows(self) -> list:
@@ -237,8 +243,9 @@ class _Cache:
 
 class _Builder:
     def __init__(self, refs, root: Path, *, title: str, formats, presentation: bool, progress,
-                 base_url: str | None = None, handout: bool = False):
+                 base_url: str | None = None, handout: bool = False, paper: str = "a4"):
         self.refs, self.root, self.title, self.base_url, self.handout = refs, root, title, base_url, handout
+        self.paper = paper  # the handout's sheet (explorer.render.handout.PAPERS)
         self.formats, self.presentation, self.progress = tuple(formats), presentation, progress
         self.pages: list[str] = []
         self.caches: list[_Cache] = []
@@ -264,22 +271,29 @@ class _Builder:
 
     def chart_file(self, rel: str, key: str, chart, presentation: bool) -> None:
         """Write ``rel`` (.js) registering the chart's styled spec under ``key``: a chart that fits
-        its column's width takes it (one with a width of its own, e.g. side-by-side panels, keeps it)."""
+        its column's width takes it (one with a width of its own, e.g. side-by-side panels, keeps it);
+        with its phone layout beside it where it has one (site_assets.narrow_chart)."""
         from explorer.render.spec import vega_lite_spec
 
-        spec = json.loads(vega_lite_spec(chart, presentation=presentation))
-        spec["datasets"] = {name: _packed(rows) for name, rows in (spec.get("datasets") or {}).items()}
-        if getattr(chart, "width", None) == "container":
-            # the page's column, as in the app: the width fits it, legends under the plot add height
-            spec["width"] = "container"
-            spec.setdefault("autosize", {"type": "fit-x", "contains": "padding", "resize": True})
-        self.write(rel, f"(window.SITE_CHARTS = window.SITE_CHARTS || {{}})[{js_data(key)}] = {js_data(spec)};\n")
+        text = ""
+        for name, drawn, big in ((key, chart, presentation),  # and a phone's layout, at a screen's sizes
+                                 (key + site_assets.NARROW, site_assets.narrow_chart(key), False)):
+            if drawn is None:
+                continue
+            spec = json.loads(vega_lite_spec(drawn, presentation=big))
+            spec["datasets"] = {n: _packed(rows) for n, rows in (spec.get("datasets") or {}).items()}
+            if getattr(drawn, "width", None) == "container":
+                # the page's column, as in the app: the width fits it, legends under the plot add height
+                spec["width"] = "container"
+                spec.setdefault("autosize", {"type": "fit-x", "contains": "padding", "resize": True})
+            text += f"(window.SITE_CHARTS = window.SITE_CHARTS || {{}})[{js_data(name)}] = {js_data(spec)};\n"
+        self.write(rel, text)
 
     # -- the whole site
 
     def build(self) -> dict[str, Any]:
+        from explorer.render import presenter, slide, tour_notes
         from explorer.render import read as data
-        from explorer.render import slide, tour_notes
         from explorer.render.style import ON, PALETTE  # the app's T, I and O colours, and text on them
         from tying.cache.claims import claims
 
@@ -289,6 +303,7 @@ class _Builder:
         for name in site_assets.SCRIPTS:
             self.write(f"assets/{name}", site_assets.script(name))
         self.write("assets/clock.js", tour_notes.CLOCK_JS)  # the presenter view's, the app's own
+        self.write("assets/follow.js", presenter.site_js())  # the audience's and the presenter's windows follow
         self.write("assets/slide.js", slide.fit_js(".tour"))  # a tour step zoomed to the window, as in the app
         for ref in self.refs:
             s = data.summary(ref)

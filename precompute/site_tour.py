@@ -46,7 +46,8 @@ HANDOUT = "handout.pdf"
 
 def write(b, base_url: str | None, handout: bool = False) -> None:
     """Every tour step's page, written by the site's builder ``b`` (precompute.site._Builder), and
-    with ``handout`` the whole tour as a PDF (:data:`HANDOUT`, one page per step)."""
+    with ``handout`` the whole tour as a PDF (:data:`HANDOUT`: a cover with the site's address and
+    its QR code, then a page per step, on the sheet ``b.paper``)."""
     from markupsafe import Markup
 
     from explorer.render import qr, setup_diagram, tour, tour_notes
@@ -56,7 +57,9 @@ def write(b, base_url: str | None, handout: bool = False) -> None:
         from explorer.render.handout import handout_pdf
 
         t0 = time.perf_counter()
-        (b.root / HANDOUT).write_bytes(handout_pdf(b.refs))
+        (b.root / HANDOUT).write_bytes(handout_pdf(
+            b.refs, title=b.title, address=f"{base_url}/" if base_url else None, paper=b.paper,
+            step_url=(lambda number: step_url(base_url, number)) if base_url else None))
         b.progress(f"  the tour's handout: {HANDOUT} ({time.perf_counter() - t0:.0f} s)")
 
     steps = tour.STEPS
@@ -83,7 +86,8 @@ def write(b, base_url: str | None, handout: bool = False) -> None:
         b.tour_pages.append(rel)
         ahead = tour.step_at(step.number + 1).title if step.number < n else None
         url = step_url(base_url, step.number) if base_url and step.number in (1, n) else None
-        b.page(rel, "step.html", current="tour", scripts=[script] * bool(script) + ["../assets/clock.js", "../assets/slide.js"],
+        b.page(rel, "step.html", current="tour", scripts=[script] * bool(script) + ["../assets/clock.js", "../assets/slide.js",
+                                                                                "../assets/follow.js"],
                presenter=Markup(tour_notes.presenter_html(step.notes, step.number, n, ahead)),
                qr=Markup(qr.qr_svg(url)) if url else None, qr_url=url, handout=HANDOUT if handout else None,
                prev=f"step-{step.number - 1}.html" if step.number > 1 else None,

@@ -37,10 +37,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+PUBLIC_URL = "https://example.org/tying/tour"  # the test server's address as a visitor's phone would open it
+
+
 @pytest.fixture(scope="module")
 def server(synthetic_caches):
     port = free_port()
-    env = dict(os.environ, TYING_CACHE_DIR=str(synthetic_caches), STREAMLIT_BROWSER_GATHER_USAGE_STATS="false")
+    # served as a Space is: at a public address, so the tour's first and last steps draw their QR codes
+    env = dict(os.environ, TYING_CACHE_DIR=str(synthetic_caches), STREAMLIT_BROWSER_GATHER_USAGE_STATS="false",
+               TYING_PUBLIC_URL=PUBLIC_URL)
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless",
                              "true", "--server.port", str(port), "--server.address", "127.0.0.1"],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -239,7 +244,17 @@ for (const el of document.querySelectorAll('[data-testid="stMain"] *, [data-test
     if (!bg && c.length >= 3 && (c.length === 3 || c[3] > 0.5)) bg = c.slice(0, 3);
   }
   bg = bg || rgba(getComputedStyle(document.body).backgroundColor).slice(0, 3);
-  const fg = rgba(getComputedStyle(el).color);
+  if (el instanceof SVGElement && el.ownerSVGElement) {  // a chart's text on a mark (a box's name): the mark's fill
+    const x = r.x + r.width / 2, y = r.y + r.height / 2, inside = b => b.left <= x && x <= b.right && b.top <= y && y <= b.bottom;
+    const mark = [...el.ownerSVGElement.querySelectorAll('path, rect')].reverse().find(e =>  // drawn before it, topmost
+      (e.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING) && inside(e.getBoundingClientRect())
+      && ((f => f.length === 3 || (f.length === 4 && f[3] > 0.5))(rgba(getComputedStyle(e).fill)))
+      && parseFloat(getComputedStyle(e).fillOpacity) * parseFloat(getComputedStyle(e).opacity) > 0.5);
+    if (mark) bg = rgba(getComputedStyle(mark).fill).slice(0, 3);
+  }
+  // a chart's text (Vega draws SVG in the app): its fill, not its colour, and its fill's opacity
+  const svg = el instanceof SVGElement, fg = rgba(svg ? getComputedStyle(el).fill : getComputedStyle(el).color);
+  if (svg) opacity *= parseFloat(getComputedStyle(el).fillOpacity);
   out.push({text: el.textContent.trim().slice(0, 40), fg: fg.slice(0, 3), alpha: (fg[3] === undefined ? 1 : fg[3]) * opacity,
             bg: bg, size: parseFloat(getComputedStyle(el).fontSize), bold: parseInt(getComputedStyle(el).fontWeight) >= 700});
 }
@@ -249,7 +264,7 @@ return out;
 
 def contrast_failures(browser) -> list:
     """Each text on the page below WCAG AA (4.5:1; 3:1 for large text), its colour blended with
-    its background by its alpha and its opacity."""
+    its background by its alpha and its opacity; a chart's axis and legend text among them."""
     from tests.test_figures_pack import contrast
 
     def hexed(c) -> str:

@@ -29,22 +29,33 @@ def steady(driver, timeout: float = 20) -> dict:
     raise AssertionError(f"the slide did not hold still: {last}")
 
 
-def check(m: dict, size: tuple[int, int], *, claim: bool, verdict: bool) -> None:
+def check(m: dict, size: tuple[int, int], *, claim: bool, verdict: bool, panels: bool = False) -> None:
     """Claim, chart, verdict and Next inside the first screen; the chart filling its column; at
     1920x1080 the slide unzoomed (its text at slide.TEXT_PX), elsewhere zoomed near the screen's
-    share of 1920x1080."""
+    share of the slide's design (slide.SHAPES: 4:3 screens get the tall one); at 1024x768 every
+    text of the slide 18 px or more on screen, the claim 24, the chart's text 14."""
     where = (size, m)
     # a vertical scroll bar comes and goes as the slide zooms: the width within its breadth
     assert abs(m["width"] - size[0]) <= 20 and m["height"] == size[1], where
     parts = ["chart", "next"] + ["claim"] * claim + ["verdict"] * verdict
     for part in parts:
         assert 0 < m[part] <= m["height"], (part, where)
-    assert 0.75 <= m["fill"] <= 1.02, where  # the chart as wide as its column, not a zoomed-twice strip
-    share = min(size[0] / slide.DESIGN[0], size[1] / slide.DESIGN[1])
+    # the chart as wide as its column, not a zoomed-twice strip (a map's square panels, alone across a tall
+    # slide, keep their own sizes: two thirds of it or more; a label by a panel's edge may reach into the
+    # 32 px gap beside the column)
+    assert (0.6 if panels and m["shape"] == "tall" else 0.75) <= m["fill"] <= (1.03 if panels else 1.02), where
+    shape = "tall" if size[0] / size[1] <= 1.5 else "wide"  # slide.TALL_QUERY
+    assert m["shape"] in (None, shape), where  # the app's slide laid out for the screen's shape (the site's: CSS)
+    design = slide.SHAPES[shape]
+    share = min(size[0] / design[0], size[1] / design[1])
     if size == slide.DESIGN:
         assert abs(m["zoom"] - 1) < 0.01 and m["text"] >= slide.TEXT_PX - 0.01, where
     else:
         assert 0.9 * share <= m["zoom"] <= share + 0.01, where
+    if size == (1024, 768):  # a school's 4:3 projector: every text of the slide large enough to read
+        assert m["least"] >= 18 - 0.01, where
+        assert m["claimPx"] >= 24 - 0.01 or not claim, where
+        assert m["chartText"] == 0 or m["chartText"] >= 14 - 0.01, where
 
 
 PHONE = (390, 844)

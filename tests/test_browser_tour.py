@@ -7,7 +7,7 @@ Needs Debian's chromium and chromium-driver (CI installs them); skipped where th
 
 import pytest
 
-from explorer.render import tour
+from explorer.render import qr, tour
 from tests import appbrowser as ab
 from tests import slides
 from tests.waiting import wait_until
@@ -148,27 +148,69 @@ def test_tour_deep_link_then_the_keys_a_clicker_sends(server, browser):
     browser.get_log("browser")
 
 
-def test_the_n_key_opens_the_presenter_view_with_a_running_clock(server, browser):
+def test_the_presenter_window_and_the_audiences_follow_each_other(server, browser):
+    """The audience's window (a slide) shows no notes; N opens the presenter view in a window of its
+    own at the same step, with this step's notes and a running clock. Next in the presenter's window
+    moves the audience's; End in the audience's moves the presenter's; the audience's never shows
+    notes on the way."""
     import re
 
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
 
-    browser.get(f"{server}/tour?pair=synthetic&step=2")
+    def at(handle, n: int) -> None:
+        browser.switch_to.window(handle)
+        ab.tour_step(browser, n, settle=False)
+        if handle == audience:
+            assert not browser.find_elements(By.CSS_SELECTOR, ".presenter"), n
+            assert tour.step_at(n).notes.say not in browser.find_element(By.TAG_NAME, "body").text
+
+    browser.get(f"{server}/tour?pair=synthetic&step=2&presentation=on")
     ab.tour_step(browser, 2)
-    assert not browser.find_elements(By.CSS_SELECTOR, ".presenter")
+    audience = browser.current_window_handle
+    at(audience, 2)
     ActionChains(browser).send_keys("n").perform()
-    wait_until(lambda: browser.find_elements(By.ID, "tour-clock"), 30, what="the presenter view")
-    wait_until(lambda: re.fullmatch(r"\d\d:\d\d · \d+:\d\d in", browser.find_element(By.ID, "tour-clock").text),
-               10, what="the clock")
-    assert tour.step_at(2).notes.say in browser.find_element(By.CSS_SELECTOR, ".presenter").text
-    assert ab.query(browser).get("notes") == "on"
+    wait_until(lambda: len(browser.window_handles) == 2, 10, what="the presenter's window")
+    presenter = next(h for h in browser.window_handles if h != audience)
+    try:
+        at(presenter, 2)
+        assert ab.query(browser).get("view") == "presenter" and "presentation" not in ab.query(browser)
+        wait_until(lambda: browser.find_elements(By.ID, "tour-clock"), 30, what="the presenter view")
+        wait_until(lambda: re.fullmatch(r"\d\d:\d\d · \d+:\d\d in", browser.find_element(By.ID, "tour-clock").text),
+                   10, what="the clock")
+        assert tour.step_at(2).notes.say in browser.find_element(By.CSS_SELECTOR, ".presenter").text
+        ActionChains(browser).send_keys(Keys.ARROW_RIGHT).perform()
+        at(presenter, 3)
+        at(audience, 3)  # followed
+        ActionChains(browser).send_keys(Keys.END).perform()
+        at(audience, len(tour.STEPS))
+        at(presenter, len(tour.STEPS))  # followed
+        assert ab.query(browser).get("view") == "presenter"
+    finally:
+        browser.switch_to.window(presenter)
+        browser.close()
+        browser.switch_to.window(audience)
     browser.get_log("browser")
+
+
+def qr_read(browser) -> list[str]:
+    """What a QR decoder reads off the window's screenshot: the code as the browser drew it."""
+    import io
+
+    import numpy as np
+    import zxingcpp
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(browser.get_screenshot_as_png())).convert("L")
+    return [r.text for r in zxingcpp.read_barcodes(np.asarray(image))]
 
 
 def test_every_tour_step_is_a_slide_that_fits_three_screens(server, browser):
     """In presentation mode each step is a full-screen slide, the sidebar collapsed. At 1920x1080
-    its text is at 28 px; at 1280x720 and 1024x768 the same slide is zoomed to the screen. On each,
+    its text is at 28 px; at 1280x720 the same slide is zoomed to the screen; a 4:3 screen
+    (1024x768) gets a slide laid out for its shape, every text 18 px or more (the claim 24, the
+    chart's 14). The first and last steps' QR codes read back from the screen. On each,
     the claim, the chart, the verdict and Next lie inside the first screen, and the chart fills its
     column (Streamlit measures a zoomed column: the chart carries its own width). A phone gets
     no slide: the page's own layout, nothing wider than its screen."""
@@ -180,8 +222,11 @@ def test_every_tour_step_is_a_slide_that_fits_three_screens(server, browser):
             for size in slides.SIZES:
                 slides.inner_size(browser, *size)
                 m = slides.steady(browser)
-                slides.check(m, size, claim=n > 1, verdict=n > 1)  # step 1, the set-up: no claim, no verdict
+                slides.check(m, size, claim=n > 1, verdict=n > 1,  # step 1, the set-up: no claim, no verdict
+                             panels=tour.step_at(n).figure == "projection-umap")
                 assert m["sidebar"] <= 0, (n, size, m)  # collapsed
+                if n in (1, len(tour.STEPS)) and size == slides.SIZES[0]:  # the room's phones read its code
+                    assert qr_read(browser) == [qr.app_step_url(ab.PUBLIC_URL, n, {"pair": ["synthetic"]})]
         slides.inner_size(browser, *slides.PHONE)  # a phone that opened the QR code of a step
         browser.get(f"{server}/tour?pair=synthetic&presentation=on&step=3")
         ab.tour_step(browser, 3)

@@ -9,6 +9,7 @@ request the pages make: tests/test_site_chromium.py.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import html
 import io
 import json
@@ -128,14 +129,17 @@ def test_site_has_every_tour_step_with_its_keys(synthetic_site):
         assert (("link", f"step-{step.number + 1}.html") in rels) == (step.number < len(tour.STEPS))
         assert (("link", f"step-{step.number - 1}.html") in rels) == (step.number > 1)
         assert f"Step {step.number} of {len(tour.STEPS)}" in text
-        # the presenter view (N): this step's notes, hidden until asked for, and the clock's script
+        # the presenter view (N, its own window): this step's notes, hidden but there; the clock's and the
+        # following windows' scripts
         assert "class='presenter'" in text and html.escape(step.notes.caveat) in text
-        assert ("script", "src", "../assets/clock.js") in set(_refs(synthetic_site / "tour" / f"step-{step.number}.html"))
+        scripts = set(_refs(synthetic_site / "tour" / f"step-{step.number}.html"))
+        assert {("script", "src", "../assets/clock.js"), ("script", "src", "../assets/follow.js")} <= scripts
         if step.claim is not None:  # every step has its cache here: a verdict, not the missing-data note
             assert "tour-verdict" in text and "class='missing'>No cache" not in text, step.slug
     assert "ArrowRight" in (synthetic_site / "assets" / "site.js").read_text()
-    assert "show-notes" in (synthetic_site / "assets" / "site.js").read_text()
-    assert "body.show-notes .presenter" in (synthetic_site / "assets" / "site.css").read_text()
+    assert "presenter-view" in (synthetic_site / "assets" / "site.js").read_text()
+    assert "body.presenter-view .presenter" in (synthetic_site / "assets" / "site.css").read_text()
+    assert "tourFollow" in (synthetic_site / "assets" / "follow.js").read_text()
 
 
 @pytest.mark.slow
@@ -160,7 +164,7 @@ def test_a_token_string_is_escaped_in_a_rendered_page(tmp_path):
     shown = "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;"
     c = site._Cache(SimpleNamespace(name=f"cache {token}"), "cache", Summary(), "pair", {})
     c.figures = [SimpleNamespace(name="nb", title=f"Neighbours of {token}", caption=token)]
-    c.tables["nb"] = pd.DataFrame({"token": [token], "n": [1]})
+    c.tables["nb"] = pd.DataFrame({token: [token], "n": [1]})  # a column's name is a phone's card label too
     builder = site._Builder([], tmp_path, title=f"site {token}", formats=(), presentation=False, progress=print)
     builder.caches.append(c)
     builder.cache_page(c)
@@ -169,7 +173,7 @@ def test_a_token_string_is_escaped_in_a_rendered_page(tmp_path):
     assert re.findall(r"<script[^>]*>", page) == ["<script src='../assets/vega.js'>", "<script src='../assets/site.js'>"]
     for where in (f"<title>cache {shown}: figures and tables</title>", f"<h1>cache {shown}</h1>",
                   f">site {shown}</a>", f"<h2>Neighbours of {shown}</h2>", f"<p class='caption'>{shown}</p>",
-                  f"<td>{shown}</td><td class=num>1</td>"):
+                  f"<td data-label='{shown}'>{shown}</td><td data-label='n' class=num>1</td>"):
         assert where in page, where
 
 
@@ -248,6 +252,43 @@ def test_site_is_a_static_space(synthetic_site):
     assert (synthetic_site / ".nojekyll").is_file()  # GitHub Pages serves the folder as it is
 
 
+TEXT_FILES = (".html", ".js", ".json", ".md", ".css", ".csv", ".svg", ".tex", ".txt")
+
+
+def _published_text(root: Path) -> dict[str, str]:
+    """{file: its text} of every file of the site a visitor can read: text files as they are,
+    PDFs (the handout) as the text a reader extracts; nothing else may be left unread."""
+    import pypdf
+
+    texts = {}
+    for f in sorted(p for p in root.rglob("*") if p.is_file()):
+        if f.suffix == ".pdf":
+            texts[str(f.relative_to(root))] = " ".join(page.extract_text() for page in pypdf.PdfReader(f).pages)
+        elif f.suffix in TEXT_FILES or f.name == ".nojekyll":
+            texts[str(f.relative_to(root))] = f.read_text(encoding="utf-8")
+        else:
+            raise AssertionError(f"a file of a kind this test does not read: {f.relative_to(root)}")
+    return texts
+
+
+@pytest.mark.slow
+def test_nothing_of_the_building_machine_is_published(synthetic_site, synthetic_caches):
+    """The synthetic toy lab records its twins by absolute paths under this run's temporary folder
+    (as one built with an absolute --cache-dir does): the site names them by folder, with the
+    weights file's size and sha256, and no file of it (pages, scripts, data, the handout's text)
+    holds a path of the machine that built it."""
+    texts = _published_text(synthetic_site)
+    assert "handout.pdf" in texts and any(name.endswith(".js") for name in texts)
+    machine = {"the checkout": str(ROOT), "the home folder": str(Path.home()) + "/", "an installed package":
+               "site-packages", "the build's temporary folder": str(synthetic_caches.parent)}
+    for name, text in texts.items():
+        for what, path in machine.items():
+            assert path not in text, f"{name} holds {what} ({path})"
+    models = json.loads(texts["synthetic/downloads/manifest.json"])["models"]  # its figure pack's record of them
+    sha = hashlib.sha256(b"synthetic/tied").hexdigest()
+    assert models["tied"] == f"tied-seed0 (model.safetensors, 76,800 bytes, sha256 {sha})"
+
+
 @pytest.mark.slow
 def test_site_replaces_an_earlier_site_and_refuses_other_folders(synthetic_caches, tmp_path):
     out = tmp_path / "site"
@@ -273,6 +314,8 @@ def test_site_replaces_an_earlier_site_and_refuses_other_folders(synthetic_cache
     (["nosuch"], "no cache at"),
     (["sweep", "--formats", "gif"], "unknown format gif"),
     (["sweep", "--title", " "], "--title"),
+    (["sweep", "--paper", "letter"], "--paper sets the handout's sheet"),  # a sheet without a handout
+    (["sweep", "--handout", "--paper", "a5"], "invalid choice: 'a5'"),
 ])
 def test_site_user_mistakes_are_one_line(synthetic_caches, tmp_path, argv, says):
     code, _, err = _run("site", *argv, "--cache-dir", synthetic_caches, "--out", tmp_path / "site")

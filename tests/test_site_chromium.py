@@ -7,6 +7,7 @@ the shipped caches' (conftest's shipped_site, built once per run).
 from __future__ import annotations
 
 import io
+import json
 import re
 
 import pytest
@@ -107,8 +108,9 @@ def test_arrow_keys_and_page_keys_move_through_the_tour(shipped_site, browser):
 @needs_chromium
 def test_every_tour_step_is_a_slide_that_fits_three_screens(shipped_site, browser):
     """On a screen each step of the site's tour is a slide, as in the app's presentation mode: at
-    1920x1080 its text at 28 px, at 1280x720 and 1024x768 zoomed to the screen; claim, chart,
-    verdict and Next inside the first screen, the chart filling its column. A phone gets no slide."""
+    1920x1080 its text at 28 px, at 1280x720 zoomed to the screen, at 1024x768 laid out for 4:3
+    (every text 18 px or more, the claim 24); claim, chart, verdict and Next inside the first
+    screen, the chart filling its column. A phone gets no slide."""
     try:
         for n in range(1, len(tour.STEPS) + 1):
             slides.inner_size(browser, *slides.SIZES[0])
@@ -116,7 +118,8 @@ def test_every_tour_step_is_a_slide_that_fits_three_screens(shipped_site, browse
             charts_drawn(browser)
             for size in slides.SIZES:
                 slides.inner_size(browser, *size)
-                slides.check(slides.steady(browser), size, claim=n > 1, verdict=n > 1)
+                slides.check(slides.steady(browser), size, claim=n > 1, verdict=n > 1,
+                             panels=tour.step_at(n).figure == "projection-umap")
         # a zoom a hair short of 1, left by a frame of a layout in motion (a sidebar closing in the app), is not
         # kept at 1920x1080: the slide is drawn at 1 again
         slides.inner_size(browser, *slides.SIZES[0])
@@ -162,26 +165,48 @@ def test_a_printed_step_is_one_landscape_page_with_its_notes(shipped_site, brows
 @pytest.mark.slow
 @pytest.mark.browser
 @needs_chromium
-def test_the_n_key_opens_the_speaker_notes_and_moving_on_keeps_them(shipped_site, browser):
+def test_the_presenter_window_and_the_audiences_follow_each_other(shipped_site, browser):
+    """The audience's page (a slide, file://) never shows the notes; N opens the presenter view
+    (?view=presenter) in a window of its own at the same step: the notes, the next step, a running
+    clock. An arrow in the presenter's window moves the audience's (no server: a BroadcastChannel or
+    localStorage between the two pages), End in the audience's moves the presenter's, and the
+    presenter's window keeps its view from page to page."""
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
 
+    def at(handle, n: int, presenter: bool) -> None:
+        browser.switch_to.window(handle)
+        want = f"/tour/step-{n}.html" + ("?view=presenter" if presenter else "")
+        wait_until(lambda: browser.current_url.endswith(want), 10, what=want)
+        wait_until(lambda: browser.execute_script("return document.readyState") == "complete", 10)
+        panel = browser.find_element(By.CSS_SELECTOR, ".presenter")
+        assert panel.is_displayed() == presenter, (n, presenter)
+
     browser.get((shipped_site / "tour" / "step-2.html").as_uri())
-    wait_until(lambda: browser.execute_script("return document.readyState") == "complete", 10)
-    panel = browser.find_element(By.CSS_SELECTOR, ".presenter")
-    assert not panel.is_displayed()
+    audience = browser.current_window_handle
+    at(audience, 2, False)
     ActionChains(browser).send_keys("n").perform()
-    wait_until(panel.is_displayed, 10, what="the speaker notes")
-    assert tour.step_at(2).notes.ask in panel.text and f"Next: step 3, {tour.step_at(3).title}" in panel.text
-    wait_until(lambda: re.fullmatch(r"\d\d:\d\d · \d+:\d\d in", panel.find_element(By.ID, "tour-clock").text), 10,
-               what="the clock")
-    ActionChains(browser).send_keys(Keys.ARROW_RIGHT).perform()
-    wait_until(lambda: browser.current_url.endswith("/tour/step-3.html?notes=on"), 10, what="step 3, notes on")
-    wait_until(lambda: browser.find_element(By.CSS_SELECTOR, ".presenter").is_displayed(), 10, what="notes kept")
-    ActionChains(browser).send_keys("n").perform()
-    wait_until(lambda: not browser.find_element(By.CSS_SELECTOR, ".presenter").is_displayed(), 10, what="closed")
-    assert browser.find_element(By.CSS_SELECTOR, ".pager a.button").get_attribute("href").endswith("step-2.html")
+    wait_until(lambda: len(browser.window_handles) == 2, 10, what="the presenter's window")
+    presenter = next(h for h in browser.window_handles if h != audience)
+    try:
+        at(presenter, 2, True)
+        panel = browser.find_element(By.CSS_SELECTOR, ".presenter")
+        assert tour.step_at(2).notes.ask in panel.text and f"Next: step 3, {tour.step_at(3).title}" in panel.text
+        wait_until(lambda: re.fullmatch(r"\d\d:\d\d · \d+:\d\d in", panel.find_element(By.ID, "tour-clock").text),
+                   10, what="the clock")
+        ActionChains(browser).send_keys(Keys.ARROW_RIGHT).perform()
+        at(presenter, 3, True)
+        at(audience, 3, False)  # followed
+        ActionChains(browser).send_keys(Keys.END).perform()
+        at(audience, len(tour.STEPS), False)
+        at(presenter, len(tour.STEPS), True)  # followed
+        assert browser.find_element(By.CSS_SELECTOR, ".pager a.button").get_attribute("href").endswith(
+            f"step-{len(tour.STEPS) - 1}.html?view=presenter")
+    finally:
+        browser.switch_to.window(presenter)
+        browser.close()
+        browser.switch_to.window(audience)
 
 
 @pytest.mark.slow
@@ -214,3 +239,108 @@ def test_token_search_shows_neighbours_in_t_i_and_o(shipped, shipped_site, brows
         assert shown == nb[nb["matrix"] == m].sort_values("rank")["shown"].tolist(), m
     urls = requested_urls(browser)
     assert all(u.startswith(("file://", "data:", "blob:")) for u in urls), urls
+
+
+PHONE_JS = """
+const w = document.documentElement.clientWidth;
+const off = e => { const r = e.getBoundingClientRect(); return r.width > 0 && (r.left < -1 || r.right > w + 1); };
+return {scroll: document.documentElement.scrollWidth, width: w,
+        cells: [...document.querySelectorAll('.table-wrap td, table.kl td')].filter(off).map(e => e.textContent).slice(0, 5)};
+"""
+"""A page at a phone's width: its scroll width, its width, and the table cells outside the screen."""
+
+
+def phone(driver, dark: bool = False) -> None:
+    """The page as a 390x844 phone shows it (Chrome's mobile emulation), with the dark preference or not."""
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": slides.PHONE[0], "height": slides.PHONE[1], "deviceScaleFactor": 1, "mobile": True})
+    driver.execute_cdp_cmd("Emulation.setEmulatedMedia",
+                           {"features": [{"name": "prefers-color-scheme", "value": "dark" if dark else "light"}]})
+
+
+def unphone(driver) -> None:
+    driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@needs_chromium
+def test_a_phone_in_a_dark_room_reads_every_page(shipped_site, demo_site, browser):
+    """Every page of the site (and the text page, with a text) on a 390x844 phone that prefers dark:
+    the page never scrolls sideways, every table cell lies on the screen (a wide table is read as
+    cards), and every chart is drawn dark, each of its texts (axis labels, legends, titles, marks'
+    text) at 4.5:1 or more against what lies under it."""
+    from tests import chart_ink
+
+    pages = [(shipped_site / p).as_uri() for p in json.loads((shipped_site / site.MANIFEST).read_text())["pages"]]
+    pages.append((demo_site / "demo" / "text.html").as_uri() + "#text=import%20numpy%20as%20np%0Afor%20x")
+    try:
+        phone(browser, dark=True)
+        for url in pages:
+            browser.get(url)
+            if browser.execute_script("return document.querySelector('[data-chart]') !== null"):
+                charts_drawn(browser)  # (the token search and the text page have none, nor site.js)
+            if url.endswith("#text=import%20numpy%20as%20np%0Afor%20x"):
+                wait_until(lambda: browser.execute_script("return document.body.hasAttribute('data-computed')"), 30,
+                           what="the text page's tables")
+            m = browser.execute_script(PHONE_JS)
+            assert m["scroll"] <= m["width"] == slides.PHONE[0] and not m["cells"], (url, m)
+            for c in chart_ink.charts(browser):
+                assert not c.get("missing") and c["theme"] == "dark", (url, c)
+                assert chart_ink.is_dark(c["background"]) and chart_ink.is_dark(c["pixel"]), (url, c["chart"], c)
+                low = [t for t in c["texts"] if t[2] < 4.5]
+                assert c["texts"] and not low, (url, c["chart"], low)
+    finally:
+        unphone(browser)
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@needs_chromium
+def test_a_phone_shows_one_map_at_a_time_and_t_i_o_side_by_side(shipped_site, browser):
+    """On a phone the map step draws one of its three panels at the screen's width under a T / I / O
+    switch (T first), and a press draws the panel it names; the token search shows T's, I's and O's
+    lists side by side, rank by rank on one line. Back on a wide screen the map has its three panels,
+    and a change of the colour preference draws the charts again in its colours."""
+    from selenium.webdriver.common.by import By
+
+    from tests import chart_ink
+
+    def title() -> list:
+        return [t[0] for c in chart_ink.charts(browser) for t in c["texts"] if t[1] == "title-text"]
+
+    try:
+        phone(browser)
+        browser.get((shipped_site / "tour" / f"step-{tour.BY_SLUG['map'].number}.html").as_uri())
+        charts_drawn(browser)
+        buttons = browser.find_elements(By.CSS_SELECTOR, ".panel-switch button")
+        assert [b.text for b in buttons] == ["T", "I", "O"]
+        assert [b.get_attribute("aria-pressed") for b in buttons] == ["true", "false", "false"]
+        assert title() == ["T (tied)"]
+        canvas = browser.find_element(By.CSS_SELECTOR, ".tour-chart canvas")
+        assert canvas.rect["x"] >= 0 and canvas.rect["x"] + canvas.rect["width"] <= slides.PHONE[0]
+        assert canvas.rect["width"] >= 0.75 * slides.PHONE[0], canvas.rect  # the panel at the screen's width
+        buttons[2].click()
+        wait_until(lambda: title() == ["O (untied output)"], 20, what="the O panel")
+        assert [b.get_attribute("aria-pressed") for b in buttons] == ["false", "false", "true"]
+        browser.get((shipped_site / "demo" / "tokens.html").as_uri())
+        wait_until(lambda: browser.execute_script("return window.SITE_TOKENS_READY === true"), 20, what="the search")
+        heads = [browser.find_element(By.CSS_SELECTOR, f"#picked .nb.{m} h3").rect for m in "TIO"]
+        firsts = [browser.find_element(By.CSS_SELECTOR, f"#picked .nb.{m} li").rect for m in "TIO"]
+        assert heads[0]["x"] < heads[1]["x"] < heads[2]["x"] and heads[2]["x"] + heads[2]["width"] <= slides.PHONE[0]
+        assert len({round(r["y"]) for r in heads}) == 1 and len({round(r["y"]) for r in firsts}) == 1, (heads, firsts)
+        # a wide screen: the three panels, no switch; the dark preference, then the light, redraw them
+        unphone(browser)
+        browser.set_window_size(1400, 1000)
+        browser.get((shipped_site / "tour" / f"step-{tour.BY_SLUG['map'].number}.html").as_uri())
+        charts_drawn(browser)
+        assert title() == ["I (untied input)", "T (tied)", "O (untied output)"]
+        assert not browser.find_elements(By.CSS_SELECTOR, ".panel-switch")
+        for scheme in ("dark", "light"):
+            browser.execute_cdp_cmd("Emulation.setEmulatedMedia",
+                                    {"features": [{"name": "prefers-color-scheme", "value": scheme}]})
+            wait_until(lambda s=scheme: [c["theme"] for c in chart_ink.charts(browser)] == [s], 20, what=scheme)
+            assert chart_ink.is_dark(chart_ink.charts(browser)[0]["pixel"]) == (scheme == "dark")
+    finally:
+        unphone(browser)

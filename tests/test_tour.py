@@ -93,41 +93,63 @@ def test_every_step_has_speaker_notes_of_its_own():
 
 
 def test_the_presenter_view_shows_the_notes_the_next_step_and_a_clock(monkeypatch):
-    """The N key's button (and ?notes=on) opens the presenter view: this step's notes, the next
-    step's title, the clock's element and its script; N again closes it, and the URL follows."""
+    """The audience's window (a screen or a slide) never shows notes: its sidebar links to the
+    presenter view (``?view=presenter``, opened in a window of its own, as the N key does), and its
+    script follows the other window. The presenter view: the slide in a column, beside it this
+    step's notes, the next step's title, the clock's element and script, and a link to the
+    audience's window in presentation mode; Next keeps it, with the next step's notes; an old
+    link's ``?notes=on`` opens it too; a page link from it does not carry it."""
     import html
 
-    at = _tour(SHIPPED, monkeypatch, pair="demo", step=2)
-    assert "class='presenter'" not in _html(at) and "notes" not in at.query_params
-    at.button(key="tour_notes").click().run()
-    assert at.query_params["notes"] == "on"
-    page = _html(at)
+    from explorer.render import presenter
+
     step, ahead = tour.step_at(2), tour.step_at(3)
+    for extra in ({}, {"presentation": "on"}):
+        at = _tour(SHIPPED, monkeypatch, pair="demo", step=2, **extra)
+        page = _html(at)
+        assert "class='presenter'" not in page and html.escape(step.notes.say) not in page
+        assert "tourFollow" in page and "STEP = 2" in page  # the windows follow each other
+        link = next(str(h.proto.body) for h in at.sidebar.get("html") if "Presenter view" in str(h.proto.body))
+        assert "view=presenter" in link and f"target='{presenter.PRESENTER_WINDOW}'" in link
+        assert "presentation" not in link
+    at = _tour(SHIPPED, monkeypatch, pair="demo", step=2, view="presenter", presentation="on")
+    page = _html(at)
     for text in (step.notes.say, step.notes.ask, step.notes.caveat, f"Next: step 3, {ahead.title}"):
         assert html.escape(text) in page, text
     assert "id='tour-clock'" in page and "sessionStorage" in page
-    at.button(key="tour_next").click().run()  # moving on keeps the view open, with the next step's notes
-    assert at.query_params["notes"] == "on" and html.escape(ahead.notes.say) in _html(at)
-    at.button(key="tour_notes").click().run()
-    assert "notes" not in at.query_params and "class='presenter'" not in _html(at)
-    last = _tour(SHIPPED, monkeypatch, pair="demo", step=len(tour.STEPS), notes="on")
-    assert "Next: the end of the tour" in _html(last)
+    assert "slide.fitJs" not in page and "--slide-zoom" not in page  # no full-screen slide in the presenter's window
+    assert "presentation=on" in page and f"target='{presenter.AUDIENCE_WINDOW}'" in page
+    more = [p.proto for p in at.get("page_link") if p.proto.label.startswith("More on")]
+    assert more and all("view" not in p.query_string for p in more)
+    at.button(key="tour_next").click().run()  # moving on keeps the view, with the next step's notes
+    assert at.query_params["view"] == "presenter" and html.escape(ahead.notes.say) in _html(at)
+    old = _tour(SHIPPED, monkeypatch, pair="demo", step=len(tour.STEPS), notes="on")
+    assert "Next: the end of the tour" in _html(old)
 
 
 def test_the_first_and_last_steps_show_a_code_of_their_public_address(monkeypatch):
     """Served at a public address, steps 1 and N draw a QR code of their own address (the pair
-    carried, not presentation mode: a phone reads it); on localhost, none."""
-    from tests.test_qr import decoded
+    carried, not presentation mode: a phone reads it) as a PNG image (st.html keeps no inline
+    SVG); on localhost, none. The browser test reads it back from a screenshot."""
+    import base64
+    import io
+    import re
+
+    import numpy as np
+    import zxingcpp
+    from PIL import Image
 
     at = _tour(SHIPPED, monkeypatch, pair="demo", presentation="on")
     assert "class='tour-qr'" not in _html(at)  # AppTest's page has no public address
     monkeypatch.setenv("TYING_PUBLIC_URL", "https://someone-weight-tying.hf.space/tour")
     for number in (1, len(tour.STEPS)):
         at = _tour(SHIPPED, monkeypatch, pair="demo", presentation="on", step=number)
-        svg = next(str(h.proto.body) for h in at.get("html") if "class='tour-qr'" in str(h.proto.body))
-        svg = svg[svg.index("<svg"):svg.index("</svg>") + 6]
+        body = next(str(h.proto.body) for h in at.get("html") if "class='tour-qr'" in str(h.proto.body))
+        assert "<svg" not in body
+        png = base64.b64decode(re.search(r"src='data:image/png;base64,([^']+)'", body).group(1))
+        image = np.asarray(Image.open(io.BytesIO(png)).convert("L"))
         expected = f"https://someone-weight-tying.hf.space/tour?pair=demo&step={number}"
-        assert decoded(svg) == [expected]
+        assert [r.text for r in zxingcpp.read_barcodes(image)] == [expected]
     at = _tour(SHIPPED, monkeypatch, pair="demo", step=2)
     assert "class='tour-qr'" not in _html(at)
 
@@ -214,7 +236,7 @@ def test_the_overview_opens_on_the_verdicts(failing, monkeypatch):
     assert not at.exception
     first = at.get("html")[0]
     assert "does not hold" in str(first.proto.body) and "holds" in str(first.proto.body)
-    assert at.subheader[0].value == "The paper's claims, checked on this cache"
+    assert at.subheader[0].value == "The paper's claims, checked on these models"  # after the set-up and the tour's link
 
 
 def test_a_presentation_slide_gives_its_chart_a_width_large_axes_and_no_sidebar(monkeypatch):

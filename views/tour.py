@@ -3,18 +3,20 @@
 Each step: the claim in one line, a large verdict computed from the cache, one chart drawn by
 the pages' own builders, one sentence on how to read it, and a link to the page with more.
 Previous / Next, the arrow keys, PageUp / PageDown (what presentation clickers send), Space / Shift+Space and Home / End move
-between steps; the step is in the URL. N (or ``?notes=on``) opens the presenter view under the
-slide: the step's speaker notes, the next step and a clock.
+between steps; the step is in the URL. N opens the presenter view in a window of its own
+(``?view=presenter``: the slide small, the step's speaker notes, the next step and a clock); the
+two windows follow each other (explorer/render/presenter.py), and the audience's never shows notes.
 """
 
+import contextlib
 import html
 import os
 from urllib.parse import urlencode
 
 import streamlit as st
 
-from explorer import data, export, frame, sections, state
-from explorer.render import figures, qr, setup_diagram, slide, tour, tour_notes
+from explorer import data, export, frame, phone, sections, state
+from explorer.render import figures, presenter, qr, setup_diagram, slide, tour, tour_notes
 from explorer.render.style import ON, PALETTE
 from explorer.words import claims as claims_mod
 
@@ -36,12 +38,16 @@ COMMON_CSS = """
 .stMainBlockContainer button kbd {color: inherit !important; opacity: 1 !important;}  /* a shortcut's key at the
   button's own contrast (Streamlit greys it: 2.8:1 on the dark theme's accent) */
 .tour-qr {display: flex; gap: 0.7rem; align-items: center; margin: 0.5rem 0 0 0;}
-.tour-qr svg {height: auto; flex: none;}
+.tour-qr img {height: auto; flex: none; image-rendering: pixelated; background: #ffffff;}
 .tour-qr figcaption {opacity: 0.8; overflow-wrap: anywhere;}
 .presenter {border: 2px solid #57606a; border-radius: 10px; padding: 0.6rem 1rem; margin-top: 0.6rem; line-height: 1.4;}
 .presenter .pn-top {display: flex; justify-content: space-between; font-weight: 600; margin-bottom: 0.4rem;}
 .presenter .pn-clock {font-variant-numeric: tabular-nums;}
 .presenter .pn-row {display: grid; grid-template-columns: 6.5em 1fr; gap: 0.6em; margin: 0.25rem 0;}
+.st-key-tour_slide {border: 2px solid #57606a; border-radius: 10px; padding: 0.5rem 0.8rem;}
+.st-key-tour_notes_col .presenter {margin-top: 0;}
+.st-key-tour_notes_col .pn-top {flex-wrap: wrap; gap: 0.3rem 1rem;}
+.st-key-tour_notes_col .pn-clock {font-size: 1.6rem;}
 """
 # sizes on a screen, and on a phone in presentation mode
 SCREEN_SIZES = """
@@ -50,7 +56,7 @@ SCREEN_SIZES = """
 .tour-claim {font-size: 1.25rem;}
 .tour-paper, .tour-head .n, .tour-also, .tour-read {font-size: 0.95rem;}
 .stMainBlockContainer {padding-top: 3.6rem !important; padding-bottom: 1rem !important;}
-.tour-qr svg {width: 120px;}
+.tour-qr img {width: 120px;}
 .tour-qr figcaption {font-size: 0.85rem;}
 .presenter {font-size: 1rem;}
 """
@@ -58,22 +64,35 @@ SCREEN_CSS = COMMON_CSS + SCREEN_SIZES
 # Presentation mode: the step is a slide laid out for 1920x1080 in CSS pixels (every size below is
 # at that screen) and zoomed to fit the window (slide.fit_js): no sidebar, no page padding to spare
 SLIDE = ".stMainBlockContainer > [data-testid='stVerticalBlock']"
-SLIDE_PAD_PX, COLUMNS_GAP_PX, COLUMNS = 24, 32, (2.5, 1.4)  # the page's side padding; the chart's and verdict's columns
-# the chart column's width on the slide: Streamlit would measure the zoomed width, so the chart is given its own
-CHART_PX = round((slide.DESIGN[0] - 2 * SLIDE_PAD_PX - COLUMNS_GAP_PX) * COLUMNS[0] / sum(COLUMNS))
+SLIDE_PAD_PX, COLUMNS_GAP_PX = 24, 32  # the page's side padding; the gap between the chart's and verdict's columns
+COLUMNS = {"wide": (2.5, 1.4), "tall": (1.1, 1.0)}  # the chart's and verdict's columns, by the slide's shape
+
+
+def chart_px(shape: str) -> int:
+    """The chart column's width on a slide of ``shape`` (slide.SHAPES): Streamlit would measure the
+    zoomed width, so the chart is given its own."""
+    cols = COLUMNS[shape]
+    return round((slide.SHAPES[shape][0] - 2 * SLIDE_PAD_PX - COLUMNS_GAP_PX) * cols[0] / sum(cols))
+
+
+CHART_PX = chart_px("wide")
 SLIDE_CSS = COMMON_CSS + f"""
 @media (min-width: {slide.NARROW_PX}px) {{  /* a phone (one that opened a step's QR code) is no projector */
 .stMainBlockContainer {{padding: 3.4rem {SLIDE_PAD_PX}px 0.4rem !important; max-width: none !important;}}
 {SLIDE} {{zoom: var(--slide-zoom, 1); width: var(--slide-width, auto) !important; max-width: none !important;
-  flex: none !important; gap: 12px;}}
-{SLIDE} p, {SLIDE} li, {SLIDE} td, {SLIDE} th, {SLIDE} a, {SLIDE} span, {SLIDE} div,
+  flex: none !important;}}
+{SLIDE} p, {SLIDE} li, {SLIDE} td, {SLIDE} th, {SLIDE} a, {SLIDE} span, {SLIDE} div, {SLIDE} code,
 {SLIDE} [data-testid='stCaptionContainer'] p, {SLIDE} button p {{font-size: {slide.TEXT_PX}px !important;
   line-height: 1.3 !important;}}
-{SLIDE} .tour-claim {{font-size: {slide.TEXT_PX + 6}px !important;}}
+{SLIDE} .tour-claim {{font-size: {slide.CLAIM_PX}px !important;}}
+{SLIDE} button kbd {{font-size: {slide.TEXT_PX}px !important;}}  /* a button's shortcut key, as large as its label */
 {SLIDE} .tour-head h2 {{font-size: {slide.TITLE_PX}px !important;}}
 {SLIDE} .tour-verdict .v {{font-size: {slide.VERDICT_PX}px !important; line-height: 1.1 !important;}}
 {SLIDE} .tour-dots {{font-size: {slide.TEXT_PX + 4}px !important; letter-spacing: 0.35em;}}
-{SLIDE} .tour-qr svg {{width: 190px;}}
+{SLIDE} .tour-qr img {{width: 150px;}}
+{SLIDE}:has([data-slide-shape='tall']) .tour-qr img {{width: 120px;}}
+{SLIDE}:has([data-slide-shape='tall']) .tour-claim {{font-size: {slide.TALL_CLAIM_PX}px !important;}}
+{SLIDE}, {SLIDE} [data-testid='stVerticalBlock'] {{gap: 6px;}}  /* a slide's height is its scarce room */
 }}
 @media (max-width: {slide.NARROW_PX - 1}px) {{  /* a phone: a screen's sizes (slide.fit_js shrinks the chart) */
 {SCREEN_SIZES}}}
@@ -90,17 +109,27 @@ def go(n: int) -> None:
     state.put(step=max(1, min(N, n)))
 
 
-big = bool(state.get("presentation"))
-if big:  # a slide takes the whole screen: the sidebar opens with its arrow
+# the presenter view (?view=presenter, or an old link's ?notes=on): the slide small beside the notes
+in_presenter = state.get("view") == presenter.PRESENTER or bool(state.get("notes"))
+big = bool(state.get("presentation")) and not in_presenter
+if big or in_presenter:  # a slide, or the presenter's window, takes the whole screen: the sidebar opens with its arrow
     st.set_page_config(initial_sidebar_state="collapsed")
-notes = bool(state.get("notes"))  # the presenter view: the N key or ?notes=on
+shape = st.session_state.get("slide_shape", "wide") if big else "wide"  # told by the slide's script (slide.fit_js)
 
 if big:  # a full-screen slide: laid out for 1920x1080, zoomed to fit any screen (explorer/render/slide.py)
     st.html(f"<style>{SLIDE_CSS}</style>")
     st.html(f"<script>{slide.fit_js(SLIDE)}</script>", unsafe_allow_javascript=True)
 else:
     st.html(f"<style>{SCREEN_CSS}</style>")
+st.html(f"<script>{presenter.app_js(number, N)}</script>", unsafe_allow_javascript=True)  # the windows follow
 
+if in_presenter:  # the presenter's window: the slide on the left, small; the notes on the right
+    slide_col, notes_col = st.columns([3, 2], gap="medium")
+slide_box = contextlib.ExitStack()  # what follows, down to the QR code, is the slide: in the presenter's column there
+if in_presenter:
+    slide_box.enter_context(slide_col.container(key="tour_slide"))
+if big:
+    st.html(f"<div data-slide-shape='{shape}' hidden></div>")  # the shape laid out, read by slide.fit_js
 st.html(f"<div class='tour-head'><div class='n'>Step {number} of {N}</div><h2>{html.escape(step.title)}</h2></div>")
 
 source = tour.source_for(step, refs, picked)
@@ -124,22 +153,35 @@ if step.claim is not None and source is None:
                                                       "mechanism": f" or the mechanism lab with "
                                                                    f"`{frame.MECHANISM_COMMAND}`."}.get(step.needs, "."))
 else:
-    if step.figure == "projection-umap" and not big:  # three panels take a screen's width: the verdict goes above
+    # three panels take a screen's width, and on a tall slide the map and the set-up diagram take the slide's:
+    # the verdict goes above
+    stacked = (step.figure == "projection-umap" and not big) or (shape == "tall" and step.figure in ("projection-umap", None))
+    if stacked:
         verdict_col, chart_col = st.container(), st.container()
     else:
-        chart_col, verdict_col = st.columns(list(COLUMNS), gap="medium")
+        chart_col, verdict_col = st.columns(list(COLUMNS[shape]), gap="medium")
+    # a tall slide's chart is shorter; a map's panels (beside each other, keeping their shape) a little smaller
+    chart_width = (slide.SHAPES[shape][0] - 2 * SLIDE_PAD_PX if stacked else chart_px(shape)) if big else None
+    tall_scale = (1 if shape != "tall" or step.figure is None else slide.TALL_PANELS if step.figure == "projection-umap"
+                  else slide.TALL_CHART)
     with chart_col:
         if real is not None:  # two sources on one slide: each labelled
-            st.caption(f"**Toy lab** (cache '{source.name}'): tied and untied twins trained here, tuned-lens KL "
-                       "per hidden state" if data.summary(source).kind == "toylab" else f"Cache '{source.name}'")
+            st.caption(f"**Toy lab** (cache '{source.name}'): tied and untied twins trained from scratch by "
+                       "`python -m precompute demo`, tuned-lens KL per hidden state"
+                       if data.summary(source).kind == "toylab" else f"Cache '{source.name}'")
         if step.figure is None:
             export.show(lambda: (setup_diagram.setup_diagram(big), None), "tour-setup", key="tour_chart",
-                        spec_key=("tour-setup",), downloads=False, width_px=CHART_PX if big else None)
+                        spec_key=("tour-setup",), downloads=False, width_px=chart_width,
+                        height_scale=tall_scale)
+            phone.one_setup()  # a phone: the diagram in two columns (explorer/phone.py)
         else:
             fig = figures.BY_NAME[step.figure]
             export.show(lambda: tour.step_figure(step, source), f"{fig.name}-{source.name}", key="tour_chart",
                         spec_key=("tour", step.figure, source, example), downloads=False,
-                        width_px=CHART_PX if big else None)
+                        width_px=chart_width,
+                        height_scale=tall_scale)
+        if step.figure == "projection-umap":  # a phone: one of the three maps at a time (explorer/phone.py)
+            phone.one_map(lambda: tour.step_figure(step, source), source.name, ("tour", step.figure, source, example))
         # how to read the chart, under it: the verdict's column keeps the verdict and its numbers
         st.html(f"<div class='tour-read'><b>How to read it.</b> {html.escape(step.read)}</div>")
     with verdict_col:
@@ -184,14 +226,14 @@ else:
                     f"margin-top:0.3em'><tr><th></th>{head}</tr>{rows}</table></div>")
         if borrowed:
             st.caption(f"From the cache '{source.name}'" + (f" (the picked '{picked.name}' has no such data)."
-                                                           if picked is not None else "."))
+                                                           if picked is not None and not big else "."))
         if step.slug == "published" and picked is not None and source != picked:
             toy = claims_mod.moved(data.summary(picked))[:1]  # the picked cache's own untied run, seed 0
             for run, i, o in toy:
                 st.caption(f"Beside it, the toy lab '{picked.name}' ({run}): cosine to the start at its last step "
                            f"I {i[-1]:.2f}, O {o[-1]:.2f}.")
         target = source if source is not None else picked
-        carried = {k: v for k, v in state.carried().items() if k != "step"}
+        carried = {k: v for k, v in state.carried().items() if k not in ("step", "view", "notes")}
         if target is not None:
             carried["pair"] = [target.name]
         if example is not None:
@@ -203,17 +245,20 @@ else:
         st.page_link(f"views/{script}.py",
                      label=f"More on the {page_titles[step.page]} page", icon=":material/open_in_new:",
                      query_params=carried)
-        # first and last step: a QR code of this step's address, for a room's phones (not on localhost)
+    with verdict_col:  # first and last step: a QR code of this step's address, for a room's phones (not on localhost)
         here = os.environ.get("TYING_PUBLIC_URL") or st.context.url or ""
         if number in (1, N) and qr.is_public(here):
             address = qr.app_step_url(here, number, state.carried())
-            st.html(f"<figure class='tour-qr'>{qr.qr_svg(address)}<figcaption>This step on your phone: "
+            # an image (st.html keeps no inline SVG): a PNG in a data URI, drawn by every browser
+            st.html(f"<figure class='tour-qr'><img src='{qr.qr_png_uri(address)}' alt='QR code of "
+                    f"{html.escape(address)}'><figcaption>This step on your phone: "
                     f"{html.escape(address)}</figcaption></figure>")
 
 if step.claim is not None and source is None and picked is not None:
     other = next((r for r in refs if tour.holds_data(step, r)), None)
     if other is not None:
         st.button(f"Switch to '{other.name}'", key="tour_switch", on_click=state.change_pair, args=(other.name,))
+slide_box.close()  # the slide ends here
 
 prev_col, dots_col, next_col = st.columns([1, 4, 1], vertical_alignment="center")
 prev_col.button("Previous", key="tour_prev", on_click=go, args=(number - 1,), disabled=number == 1,
@@ -233,9 +278,21 @@ with st.container(key="tour_keys"):  # a clicker's PageDown / PageUp, Space, Hom
               disabled=number == 1, shortcut="Shift+Space")
     st.button("first step", key="tour_home", on_click=go, args=(1,), disabled=number == 1, shortcut="Home")
     st.button("last step", key="tour_end", on_click=go, args=(N,), disabled=number == N, shortcut="End")
-    st.button("speaker notes", key="tour_notes", on_click=state.put, kwargs={"notes": not notes}, shortcut="N")
+    # the slide's shape, told by its script (slide.fit_js) when the screen wants the other one
+    st.button("wide slide", key="slide_wide", on_click=st.session_state.__setitem__, args=("slide_shape", "wide"))
+    st.button("tall slide", key="slide_tall", on_click=st.session_state.__setitem__, args=("slide_shape", "tall"))
 
-if notes:
+if in_presenter:
     ahead = tour.step_at(number + 1).title if number < N else None
-    st.html(tour_notes.presenter_html(step.notes, number, N, ahead))
+    audience = {k: v for k, v in state.carried().items() if k not in ("view", "notes")} | {"presentation": ["on"]}
+    with notes_col.container(key="tour_notes_col"):
+        st.html(tour_notes.presenter_html(step.notes, number, N, ahead))
+        st.html(f"<p class='pn-open'><a href='tour?{html.escape(urlencode(audience, doseq=True))}' target="
+                f"'{presenter.AUDIENCE_WINDOW}'>Open the audience's window</a> (presentation mode): put it on the "
+                "projector; this window and that one follow each other.</p>")
     st.html(f"<script>{tour_notes.CLOCK_JS}</script>", unsafe_allow_javascript=True)
+else:  # the audience's window: the presenter view opens in a window of its own (N, or this link)
+    here = {k: v for k, v in state.carried().items() if k not in ("presentation", "notes")} | {
+        "view": [presenter.PRESENTER]}
+    st.sidebar.html(f"<a href='tour?{html.escape(urlencode(here, doseq=True))}' target='{presenter.PRESENTER_WINDOW}'>"
+                    "Presenter view</a> (N): the notes, the next step and a clock in a window of their own")

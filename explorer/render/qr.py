@@ -53,3 +53,13 @@ def app_step_url(page_url: str, number: int, carried: dict[str, list[str]]) -> s
     prefix = parts.path.rsplit("/", 1)[0] if parts.path.rsplit("/", 1)[-1] else parts.path.rstrip("/")
     query = [(k, v) for k, vs in carried.items() if k not in ("step", "notes", "presentation") for v in vs]
     return f"{parts.scheme}://{parts.netloc}{prefix}/tour?" + urlencode(query + [("step", str(number))])
+
+
+@functools.lru_cache(maxsize=32)
+def qr_png_uri(url: str, scale: int = 6) -> str:
+    """A QR code of ``url`` as a PNG in a data URI, for an ``<img>`` where inline SVG is not kept
+    (the app's ``st.html`` strips it): black on white with its quiet zone, error correction M."""
+    import segno
+
+    return segno.make(url, error="m", micro=False).png_data_uri(scale=scale, border=4, dark="#000000",
+                                                                light="#ffffff")

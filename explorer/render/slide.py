@@ -18,7 +18,18 @@ import time
 from explorer.render.style import PRESENTATION_FONT_PX
 
 DESIGN = (1920, 1080)  # the screen a slide is laid out for (CSS px)
-TEXT_PX = 28  # slide text at 1920x1080: claim, verdict, how to read it, the buttons
+SHAPES = {"wide": DESIGN, "tall": (1500, 1080)}
+"""The two screens a slide is laid out for: 16:9 (and anything wider than 3:2), and 4:3 (3:2 and
+narrower: a school's projector, 1024x768). A 4:3 screen shown the 16:9 slide would scale it to
+its width (about half at 1024x768, the lower third empty); laid out at 1500x1080 (its chart
+shorter: :data:`TALL_CHART`) it is zoomed to 0.67 there: its text at 18.8 px, its claim at 24.2,
+its axis labels at 14.8."""
+TALL_CHART = 0.8  # a tall slide's chart height, a share of a wide one's
+TALL_PANELS = 0.92  # a tall slide's map panels (side by side, each keeping its shape), a share of a wide one's
+TALL_QUERY = "(max-aspect-ratio: 3/2)"  # the screens that get the tall slide (CSS and matchMedia)
+TEXT_PX = 28  # slide text at 1920x1080: verdict, how to read it, the buttons
+CLAIM_PX = 36  # the claim
+TALL_CLAIM_PX = 38  # the claim on a tall slide (24 px or more on a 1024x768 projector)
 TITLE_PX = 48
 VERDICT_PX = 52  # the verdict's one word
 AXIS_PX = PRESENTATION_FONT_PX  # chart axis labels at 1920x1080 (the charts' presentation font)
@@ -35,8 +46,14 @@ def fit_js(selector: str) -> str:
     again on every resize, whenever the slide's height changes (a chart drawn, a Streamlit rerun)
     and once a second (a rerun may replace the slide's element). Below :data:`NARROW_PX` it
     takes both variables away (the stylesheet's slide rules apply from that width up) and shrinks
-    a chart wider than its column (the app gives a slide's chart the slide's width) to the column."""
+    a chart wider than its column (the app gives a slide's chart the slide's width) to the column.
+
+    The slide's shape (:data:`SHAPES`) follows the screen's (:data:`TALL_QUERY`). The app lays a
+    slide out on the server, for one shape: its slide carries ``data-slide-shape``, and where the
+    screen wants the other the script presses the hidden button ``slide_<shape>`` (a rerun lays it
+    out anew). The site's stylesheet follows the same media query by itself."""
     width, height = DESIGN
+    tall = SHAPES["tall"][0]
     return f"""(function () {{
   // the slide: laid out {width} px wide less its box's paddings, zoomed to fit the window
   function fit() {{
@@ -63,7 +80,13 @@ def fit_js(selector: str) -> str:
     while (sc && !/(auto|scroll)/.test(getComputedStyle(sc).overflowY)) {{ sc = sc.parentElement; }}
     // (the page's own bar: the root's box, not its clientWidth, gives up a gutter kept for it)
     var bar = sc ? sc.offsetWidth - sc.clientWidth : window.innerWidth - document.documentElement.getBoundingClientRect().width;
-    var design = {width} - padX - bar, w = box.clientWidth - padX;
+    var wanted = window.matchMedia("{TALL_QUERY}").matches ? "tall" : "wide";
+    var marker = el.querySelector("[data-slide-shape]"), shape = marker ? marker.getAttribute("data-slide-shape") : wanted;
+    if (shape !== wanted && !(window.slideAskedAt > Date.now() - 3000)) {{  // the app: lay it out anew, once
+      var ask = document.querySelector(".st-key-slide_" + wanted + " button");  // (again 3 s on: a lost click)
+      if (ask) {{ window.slideAskedAt = Date.now(); ask.click(); }}
+    }}
+    var design = (shape === "tall" ? {tall} : {width}) - padX - bar, w = box.clientWidth - padX;
     var top = box.getBoundingClientRect().top + window.scrollY + parseFloat(cs.paddingTop);
     var h = document.documentElement.clientHeight - top - parseFloat(cs.paddingBottom);
     var was = parseFloat(el.style.getPropertyValue("--slide-zoom")) || 1;
@@ -110,9 +133,14 @@ const slide = document.querySelector('.tour, .stMainBlockContainer > [data-testi
 const zoom = slide ? parseFloat(getComputedStyle(slide).zoom) || 1 : 1;
 const text = document.querySelector('.tour-read, p.read');
 const side = document.querySelector('[data-testid="stSidebar"]');
-const col = document.querySelector('[data-testid="stColumn"], .tour-chart');
+const px = e => parseFloat(getComputedStyle(e).fontSize) * zoom;
+const own = e => [...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim());
+const texts = slide ? [...slide.querySelectorAll('*')].filter(e => !(e instanceof SVGElement) && own(e) && box(e)) : [];
+const marks = slide ? [...slide.querySelectorAll('svg.marks text')].filter(e => own(e) && box(e)) : [];
+const claimEl = document.querySelector('.tour-claim, p.claim');
 const drawn = document.querySelector('[data-testid="stVegaLiteChart"] canvas, '
   + '[data-testid="stVegaLiteChart"] svg.marks, .tour-chart canvas');
+const col = drawn && (drawn.closest('[data-testid="stColumn"], .tour-chart') || slide);  // the chart's column
 return {fill: col && drawn ? drawn.getBoundingClientRect().width / col.getBoundingClientRect().width : 0,
         claim: bottom('.tour-claim, p.claim'), chart: bottom('[data-testid="stVegaLiteChart"], .tour-chart .chart'),
         verdict: bottom('.tour-verdict'), next: next.length ? Math.max(...next.map(r => r.bottom)) : 0,
@@ -121,13 +149,20 @@ return {fill: col && drawn ? drawn.getBoundingClientRect().width / col.getBoundi
         sidebar: side ? Math.max(0, side.getBoundingClientRect().right) : 0,
         overflow: Math.max(...[document.documentElement, document.querySelector('[data-testid="stMain"]')]
           .filter(Boolean).map(e => e.scrollWidth - e.clientWidth)),
-        step: (document.querySelector('.tour-head .n, .step-no') || {}).textContent || ''};
+        step: (document.querySelector('.tour-head .n, .step-no') || {}).textContent || '',
+        least: texts.length ? Math.min(...texts.map(px)) : 0,
+        smallest: texts.length ? texts.reduce((a, e) => px(e) < px(a) ? e : a).textContent.trim().slice(0, 30) : '',
+        claimPx: claimEl && box(claimEl) ? px(claimEl) : 0,
+        chartText: marks.length ? Math.min(...marks.map(px)) : 0,
+        shape: (document.querySelector('[data-slide-shape]') || {getAttribute: () => null}).getAttribute('data-slide-shape')};
 """
 """What a projector shows of a slide, in the app or the site (the browser tests and
 bench/tour_screens.py measure with it): the lowest visible pixel of the claim, the chart, the
 verdict and the Next button, the window's size, the slide's zoom, the slide text's size on
 screen, how far the sidebar reaches, the step's label, the share of its column's width the
-chart takes, and how far the page overflows its width."""
+chart takes, how far the page overflows its width; the smallest text of the slide on screen
+(``least``, and which: ``smallest``), the claim's size, the smallest text the app's SVG charts
+draw (``chartText``; 0 for a canvas), and the shape the app laid the slide out for."""
 
 
 PAGE_SIZE_JS = "return [window.innerWidth, window.innerHeight]"  # the page's size in CSS px, its scroll bar in it

@@ -29,6 +29,23 @@ ON = {"T": "#000000", "I": "#ffffff", "O": "#000000"}
 """Text on each matrix's colour (a chip naming T, I or O) at WCAG AA's 4.5:1 or more, in either theme."""
 NEUTRAL = "#888888"  # 3.5:1 on white, 5.3:1 on Streamlit's dark background: for marks, not for text
 MUTED_TEXT = "#5f6368"  # grey text on white at 6.1:1 (WCAG AA asks 4.5:1): the figure pack's source lines
+LABEL_INK = {"light": "#555867", "dark": "#b4b7c2"}
+"""Axis and legend text in the app's two themes: 7.1:1 on white and 9.4:1 on Streamlit's dark
+background (its own theme greys them to 3.7:1 on white, under WCAG AA's 4.5:1)."""
+
+
+def readable_labels(spec: dict, theme: str | None) -> dict:
+    """``spec`` with its axes' and legends' labels and titles in :data:`LABEL_INK` of ``theme``
+    ('light' or 'dark'; anything else: light), over whatever colour a theme would give them."""
+    ink = LABEL_INK.get(theme or "light", LABEL_INK["light"])
+    config = dict(spec.get("config") or {})
+    for part in ("axis", "legend"):
+        config[part] = {**(config.get(part) or {}), "labelColor": ink, "titleColor": ink}
+    config["title"] = {**(config.get("title") or {}), "subtitleColor": ink}
+    # a text mark of no colour of its own (the set-up diagram's titles, a heat map's labels): the same ink, not
+    # the theme's first series colour (Streamlit gives text marks its marks' colour, a blue like I's)
+    config["text"] = {**(config.get("text") or {}), "color": ink}
+    return {**spec, "config": config}
 HIGHLIGHT = "#ffd92f"  # the picked token and its neighbours on a projection (outlined in black)
 UNTIED = SERIES[2]  # the untied model (its I and O both): brown, not I's blue
 COLOURS = {**PALETTE, "tied": PALETTE["T"], "untied": UNTIED,

@@ -1,6 +1,7 @@
 """Speaker notes for the tour: per step, what to say, the question a room asks (with its answer)
-and the caveat to state before someone else does. The presenter view shows them (the app's
-``?notes=on`` or the N key, the static site's N key or ``?notes=on``); the handout prints them.
+and the caveat to state before someone else does. The presenter view shows them, in a window of
+its own (``?view=presenter`` or the N key, app and site: explorer/render/presenter.py); the
+handout prints them.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ NOTES: dict[str, Notes] = {
         "Does the overlap depend on k? The curve shows every k: the order of the lines stays the same.",
         "Overlap is an average over tokens: rare tokens whose rows barely moved pull it towards chance."),
     "map": Notes(
-        "The three matrices on one aligned 2-D map: the circled token's neighbours gather in T as they do in O "
+        "The three matrices on one aligned 2-D map: the labelled token's neighbours gather in T as they do in O "
         "and scatter in I.",
         "Is the picture the evidence? No: UMAP distorts distances; the numbers on the previous two steps are the "
         "evidence, the map only shows one token.",
