@@ -23,4 +23,6 @@ RUN pip install --no-cache-dir --user -r requirements.lock --extra-index-url htt
 COPY --chown=user . .
 
 EXPOSE 8501
-CMD ["streamlit", "run", "app.py", "--server.port", "8501", "--server.address", "0.0.0.0", "--server.headless", "true"]
+# streamlit run app.py, with the models slow to load (SmolLM2's GGUF, where its wheel is installed) loaded
+# before the port opens: a room's first text is answered at once (explorer/serve.py)
+CMD ["python", "-m", "explorer.serve", "--server.port", "8501", "--server.address", "0.0.0.0", "--server.headless", "true"]

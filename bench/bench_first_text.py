@@ -44,10 +44,12 @@ return [label, bar ? bar.getAttribute('aria-valuenow') : '', input || '', error 
 """
 
 
-def start(root: Path, cache_dir: Path, port: int) -> tuple[subprocess.Popen, float]:
-    """The server from ``root`` and the time (perf_counter) it first answered its health check."""
+def start(root: Path, cache_dir: Path, port: int, serve: bool = False) -> tuple[subprocess.Popen, float]:
+    """The server from ``root`` (``streamlit run app.py``; ``serve``: ``python -m explorer.serve``,
+    the Docker image's) and the time (perf_counter) it first answered its health check."""
     env = dict(os.environ, TYING_CACHE_DIR=str(cache_dir), STREAMLIT_BROWSER_GATHER_USAGE_STATS="false")
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(root / "app.py"), "--server.headless",
+    command = ["-m", "explorer.serve"] if serve else ["-m", "streamlit", "run", str(root / "app.py")]
+    proc = subprocess.Popen([sys.executable, *command, "--server.headless",
                              "true", "--server.port", str(port), "--server.address", "127.0.0.1"],
                             cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.perf_counter() + 120
@@ -85,11 +87,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--after", type=float, default=0.0, help="seconds between the server up and the visit")
     p.add_argument("--opened", action="store_true", help="the app's Overview is opened as soon as the server is "
                    "up (a lecturer before class), the visitor comes --after seconds later")
+    p.add_argument("--serve", action="store_true", help="start the server with python -m explorer.serve (the "
+                   "Docker image's command: the warm-up starts with the server, not with the first page)")
     args = p.parse_args(argv)
 
     driver = browser(1440, 900)  # the visitor's browser is open before the server is up
     port = free_port()
-    proc, up = start(Path(args.root).resolve(), Path(args.cache_dir).resolve(), port)
+    proc, up = start(Path(args.root).resolve(), Path(args.cache_dir).resolve(), port, args.serve)
     try:
         if args.opened:
             driver.get(f"http://127.0.0.1:{port}/overview?pair={args.pair}")
@@ -123,7 +127,8 @@ def main(argv: list[str] | None = None) -> int:
         driver.quit()
         proc.kill()
         proc.wait()
-    print(f"root {args.root}; pair {args.pair}; visit {args.after:g} s after up"
+    print(f"root {args.root}; {'python -m explorer.serve' if args.serve else 'streamlit run app.py'}; "
+          f"pair {args.pair}; visit {args.after:g} s after up"
           + (" (the Overview opened at up)" if args.opened else "")
           + f"; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
     print("what the page said while the text waited (s after the submit, label, progress %):")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
@@ -200,6 +201,24 @@ def warm_at_start(directory: str) -> threading.Thread | None:
     thread = threading.Thread(target=_warm_slow, args=(tracers(), directory), name="warm-at-start", daemon=True)
     thread.start()
     return thread
+
+
+def ready_at_start(directory: str, timeout_s: float, say: Callable[[str], None] = print) -> list[str]:
+    """:func:`warm_at_start`, then wait (at most ``timeout_s``) until each worker it started has
+    loaded its models: for an entry point that opens the server's port only once a first text can
+    be answered at once (explorer/serve.py). The caches it waited for, by name."""
+    thread = warm_at_start(directory)
+    if thread is None:
+        return []
+    thread.join(timeout_s)
+    deadline = time.monotonic() + timeout_s
+    waited = []
+    for path, (_, worker) in list(tracers()._workers.items()):
+        say(f"loading the models of {Path(path).name} before the server opens…")
+        while worker.pid is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        waited.append(Path(path).stem)
+    return waited
 
 
 def trajectory(ref: data.CacheRef, text: str) -> tuple[pd.DataFrame, dict]:

@@ -423,6 +423,65 @@ def test_the_server_warms_the_worker_of_a_gguf_model_before_any_text(tmp_path, m
         worker.close()
 
 
+def _workers_of(pid: int) -> list[str]:
+    """The command lines of process ``pid``'s children that are trajectory workers (from /proc)."""
+    found = []
+    for d in Path("/proc").iterdir():
+        try:
+            if d.name.isdigit() and int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                line = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+                found += [line] if "serve-trajectory" in line else []
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
+@pytest.mark.slow
+def test_the_docker_entry_point_opens_its_port_with_the_gguf_worker_loaded(tmp_path):
+    """python -m explorer.serve (the image's command) loads a GGUF model's worker before the server
+    answers (its log says so before Streamlit's), so a first visitor finds it loaded; a page then
+    uses that worker, not a second one (Streamlit's resource cache is the process's)."""
+    import subprocess
+    import urllib.request
+
+    pytest.importorskip("accelerate")
+    from tests import appbrowser as ab
+    from tests.test_gguf import write_tiny_llama
+
+    model = write_tiny_llama(tmp_path / "tiny.gguf", tied=True, seed=1)
+    caches = tmp_path / "caches"
+    assert main(["pair", "--tied", str(model), "--cache-dir", str(caches), "--name", "tiny",
+                 "--skip", "alignment,neighbours,spectral,cka,umap,lens,self_prediction"]) == 0
+    port = ab.free_port()
+    env = dict(os.environ, TYING_CACHE_DIR=str(caches), STREAMLIT_BROWSER_GATHER_USAGE_STATS="false",
+               **{live.WARM_ENV: "1"})
+    proc = subprocess.Popen([sys.executable, "-m", "explorer.serve", "--server.headless", "true", "--server.port",
+                             str(port), "--server.address", "127.0.0.1"], cwd=ab.ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    def up() -> bool:
+        try:
+            return urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2).read() == b"ok"
+        except OSError:
+            return False
+
+    try:
+        wait_until(lambda: proc.poll() is not None or up(), timeout=180, interval=0.1, what="the server")
+        assert proc.poll() is None and len(_workers_of(proc.pid)) == 1  # loaded before the port opened
+        if ab.CHROMIUM and ab.DRIVER:  # a page's run finds that worker: still one
+            browser = ab.chromium(1200, 900)
+            try:
+                browser.get(f"http://127.0.0.1:{port}/lens?pair=tiny")
+                ab.settled(browser, timeout=60)  # the page has run (app.py among it)
+            finally:
+                browser.quit()
+            assert len(_workers_of(proc.pid)) == 1
+    finally:
+        proc.terminate()
+        out = proc.communicate(timeout=30)[0]
+    assert "loading the models of tiny.duckdb before the server opens" in out.split("You can now view")[0], out[-2000:]
+
+
 @pytest.mark.slow
 def test_a_killed_worker_is_restarted_and_the_queue_answered():
     tracers = live.Tracers()

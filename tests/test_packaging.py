@@ -156,7 +156,8 @@ def test_dockerfile_user_port_and_command_match_the_space():
     cmd = [a for i, a in ins if i == "CMD"]
     assert len(cmd) == 1
     words = re.findall(r'"([^"]*)"', cmd[0]) or shlex.split(cmd[0])
-    assert words[:3] == ["streamlit", "run", "app.py"], words
+    # streamlit run app.py, through the entry point that loads the slow models first (explorer/serve.py)
+    assert words[:3] == ["python", "-m", "explorer.serve"], words
     flags = dict(zip(words[3::2], words[4::2]))
     assert flags.get("--server.port") == port
     assert flags.get("--server.address") == "0.0.0.0"
