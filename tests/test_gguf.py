@@ -255,3 +255,71 @@ def test_an_architecture_transformers_cannot_run_is_named_in_one_line(tmp_path):
     with pytest.raises(UserError, match="notamodel") as err:
         load_causal_lm(str(tmp_path / "odd.gguf"), "cpu")
     assert "\n" not in str(err.value)
+
+
+FAMILIES = {  # a family's GGUF layout: its tokenizer model, a word as its vocabulary spells it, extra block tensors
+    "llama": ("gpt2", "\u0120the", ()),
+    "qwen2": ("gpt2", "\u0120the", ("attn_q.bias", "attn_k.bias", "attn_v.bias")),
+    "gemma3": ("llama", "\u2581the", ("attn_q_norm.weight", "attn_k_norm.weight", "post_attention_norm.weight",
+                                     "post_ffw_norm.weight")),
+}
+
+
+def write_tied_family(path, arch: str, *, blocks: int = 2, whole: bool = True):
+    """A tied GGUF of ``arch``'s layout as llama.cpp writes it (token_embd, no output.weight; every
+    block's attention and feed-forward weights, the family's own extra tensors; its tokenizer model),
+    with ``whole=False`` its last block without ffn_down. Returns the embedding written."""
+    model, word, extra = FAMILIES[arch]
+    rng = np.random.default_rng(len(arch))
+    tokens = [word, *(f"{word[0]}tok{i}" for i in range(V - 2)), "<eos>"]
+    emb = rng.standard_normal((V, D)).astype(np.float32)
+    w = gguf.GGUFWriter(str(path), arch=arch)
+    w.add_block_count(blocks)
+    w.add_embedding_length(D)
+    w.add_tokenizer_model(model)
+    w.add_token_list(tokens)
+    w.add_tensor("token_embd.weight", emb)
+    for i in range(blocks):
+        names = ["attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight", "ffn_gate.weight",
+                 "ffn_up.weight", *(["ffn_down.weight"] if whole or i < blocks - 1 else []), *extra]
+        for name in names:
+            shape = (D,) if name.endswith((".bias", "norm.weight")) else (D, D)
+            w.add_tensor(f"blk.{i}.{name}", rng.standard_normal(shape).astype(np.float32))
+    w.add_tensor("output_norm.weight", np.ones(D, np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return emb
+
+
+@pytest.mark.parametrize("arch", sorted(FAMILIES))
+def test_a_tied_file_of_each_family_reads_its_one_matrix_its_words_and_whether_it_runs(tmp_path, arch):
+    """Gemma 3, Qwen2 and Llama GGUFs as llama.cpp lays them out: the embedding read exactly, as the
+    input and the output matrix (tied: no output.weight), the family named, its vocabulary's word
+    marker shown as a space (SentencePiece's "▁", byte-level BPE's "Ġ"), and the model runnable only
+    when every block has its attention and feed-forward weights."""
+    emb = write_tied_family(tmp_path / f"{arch}.gguf", arch)
+    m = load_model_matrices(str(tmp_path / f"{arch}.gguf"))
+    assert m.model_type == arch and m.tied and m.runs and m.n_vocab == V and m.d_model == D
+    np.testing.assert_array_equal(m.input, emb)
+    assert m.output is m.input and m.output_key is None
+    assert m.token_texts[0] == " the"
+    write_tied_family(tmp_path / "cut.gguf", arch, whole=False)
+    assert not load_model_matrices(str(tmp_path / "cut.gguf")).runs
+
+
+def test_a_gemma3_file_builds_a_cache_of_one_tied_model(tmp_path, capsys):
+    """`precompute pair --tied FILE.gguf` on a Gemma 3 layout (what a user runs on their own GGUF):
+    a cache of one model whose summary names the family, the stages that need an untied twin left out."""
+    from tests.stage_lists import MATRICES_ONLY
+
+    write_tied_family(tmp_path / "gemma.gguf", "gemma3")
+    args = ["pair", "--tied", str(tmp_path / "gemma.gguf"), "--cache-dir", str(tmp_path), "--name", "gem",
+            "--skip", MATRICES_ONLY]
+    assert main(args) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    assert main(["summary", str(tmp_path / "gem.duckdb"), "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert list(s["models"]) == ["tied"] and "gemma3" in json.dumps(s["models"]["tied"])
+    assert "untied" not in s["models"]
