@@ -84,6 +84,11 @@ class Tracers:
             self._workers[ref.path] = (ref.mtime_ns, w)
         return w
 
+    def workers(self) -> list[Worker]:
+        """The workers started so far, one per cache."""
+        with self._lock:
+            return [w for _, w in self._workers.values()]
+
     def submit(self, ref: data.CacheRef, text: str, *, top_k: int = TOP_K, max_tokens: int = MAX_TOKENS) -> Job:
         """The job of ``text`` on ``ref``'s models: answered already when the text was traced
         lately, the queued one when it is waiting, else a new one at the end of the queue.
@@ -213,11 +218,12 @@ def ready_at_start(directory: str, timeout_s: float, say: Callable[[str], None] 
     thread.join(timeout_s)
     deadline = time.monotonic() + timeout_s
     waited = []
-    for path, (_, worker) in list(tracers()._workers.items()):
-        say(f"loading the models of {Path(path).name} before the server opens…")
+    for worker in tracers().workers():
+        path = Path(worker.cache_path)
+        say(f"loading the models of {path.name} before the server opens…")
         while worker.pid is None and time.monotonic() < deadline:
             time.sleep(0.1)
-        waited.append(Path(path).stem)
+        waited.append(path.stem)
     return waited
 
 

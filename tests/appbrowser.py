@@ -37,6 +37,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def healthy(url: str) -> bool:
+    """Whether the Streamlit server at ``url`` answers its health check."""
+    try:
+        return urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok"
+    except OSError:
+        return False
+
+
 PUBLIC_URL = "https://example.org/tying/tour"  # the test server's address as a visitor's phone would open it
 
 
@@ -50,15 +58,8 @@ def server(synthetic_caches):
                              "true", "--server.port", str(port), "--server.address", "127.0.0.1"],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-
-    def healthy() -> bool:
-        try:
-            return urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok"
-        except OSError:
-            return False
-
     try:
-        wait_until(lambda: proc.poll() is not None or healthy(), timeout=60, interval=0.5, what="streamlit's health")
+        wait_until(lambda: proc.poll() is not None or healthy(url), timeout=60, interval=0.5, what="streamlit's health")
         started = proc.poll() is None
     except AssertionError:
         started = False

@@ -442,7 +442,6 @@ def test_the_docker_entry_point_opens_its_port_with_the_gguf_worker_loaded(tmp_p
     answers (its log says so before Streamlit's), so a first visitor finds it loaded; a page then
     uses that worker, not a second one (Streamlit's resource cache is the process's)."""
     import subprocess
-    import urllib.request
 
     pytest.importorskip("accelerate")
     from tests import appbrowser as ab
@@ -459,14 +458,8 @@ def test_the_docker_entry_point_opens_its_port_with_the_gguf_worker_loaded(tmp_p
                              str(port), "--server.address", "127.0.0.1"], cwd=ab.ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
-    def up() -> bool:
-        try:
-            return urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2).read() == b"ok"
-        except OSError:
-            return False
-
     try:
-        wait_until(lambda: proc.poll() is not None or up(), timeout=180, interval=0.1, what="the server")
+        wait_until(lambda: proc.poll() is not None or ab.healthy(f"http://127.0.0.1:{port}"), timeout=180, interval=0.1, what="the server")
         assert proc.poll() is None and len(_workers_of(proc.pid)) == 1  # loaded before the port opened
         if ab.CHROMIUM and ab.DRIVER:  # a page's run finds that worker: still one
             browser = ab.chromium(1200, 900)

@@ -117,7 +117,7 @@ def test_the_presenter_view_shows_the_notes_the_next_step_and_a_clock(monkeypatc
     for text in (step.notes.say, step.notes.ask, step.notes.caveat, f"Next: step 3, {ahead.title}"):
         assert html.escape(text) in page, text
     assert "id='tour-clock'" in page and "sessionStorage" in page
-    assert "slide.fitJs" not in page and "--slide-zoom" not in page  # no full-screen slide in the presenter's window
+    assert "window.slideFit" not in page and "--slide-zoom" not in page  # no full-screen slide in the presenter's window
     assert "presentation=on" in page and f"target='{presenter.AUDIENCE_WINDOW}'" in page
     more = [p.proto for p in at.get("page_link") if p.proto.label.startswith("More on")]
     assert more and all("view" not in p.query_string for p in more)

@@ -20,8 +20,8 @@ PRESENTER = "presenter"  # ?view=presenter
 PRESENTER_WINDOW = "tying-presenter"  # the window.open names: a second N reuses the window
 AUDIENCE_WINDOW = "tying-audience"
 
-_CORE = """
-  var N = %(n)d, STEP = %(step)d, CHANNEL = "%(channel)s";
+_CORE = """%(find)s
+  var N = %(n)s, STEP = %(step)s, CHANNEL = "%(channel)s";
   var f = window.tourFollow;
   if (!f) {
     f = window.tourFollow = {shown: null, target: null, id: Math.random().toString(36).slice(2), asked: 0};
@@ -71,8 +71,9 @@ APP_JS = "(function () {" + _CORE + """
   }
 })();
 """
-"""The app's windows following each other (``%`` with n, step, channel): a window told of another
-step clicks its own Next / Previous / Home / End buttons until it shows it."""
+"""The app's windows following each other (``%`` with find, n, step, channel: the first a line that
+finds the page's step, the next two JavaScript expressions): a window told of another step clicks its
+own Next / Previous / Home / End buttons until it shows it."""
 
 SITE_JS = "(function () {" + _CORE + """
   var KEY = "tour-follow";
@@ -108,7 +109,7 @@ OPEN_JS = """(function () {
 
 def app_js(step: int, n: int) -> str:
     """The app tour page's script: follow the other window; N opens the presenter view."""
-    return (APP_JS % {"n": n, "step": step, "channel": CHANNEL}
+    return (APP_JS % {"find": "", "n": n, "step": step, "channel": CHANNEL}
             + "window.tourPresenterUrl = function () { var u = new URL(window.location.href);"
               " u.searchParams.delete('presentation'); u.searchParams.delete('notes');"
               f" u.searchParams.set('view', '{PRESENTER}'); return u.toString(); }};"
@@ -117,10 +118,9 @@ def app_js(step: int, n: int) -> str:
 
 def site_js() -> str:
     """The site's tour script (assets/follow.js): the step from the page's ``.tour[data-step]``."""
-    core = SITE_JS.replace("var N = %(n)d, STEP = %(step)d,",
-                           "var tour = document.querySelector('.tour[data-step]');\n  if (!tour) { return; }\n"
-                           "  var N = Number(tour.getAttribute('data-steps')), STEP = Number(tour.getAttribute('data-step')),")
-    return (core % {"channel": CHANNEL}
+    find = "\n  var tour = document.querySelector('.tour[data-step]');\n  if (!tour) { return; }"
+    return (SITE_JS % {"find": find, "n": "Number(tour.getAttribute('data-steps'))",
+                       "step": "Number(tour.getAttribute('data-step'))", "channel": CHANNEL}
             + "window.tourPresenterUrl = function () { return window.location.href.split('?')[0] + "
               f"'?view={PRESENTER}'; }};"
             + OPEN_JS % {"presenter": PRESENTER, "window": PRESENTER_WINDOW})
