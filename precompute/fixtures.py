@@ -21,6 +21,7 @@ from tying import registry
 from tying.analysis import sweep as S
 from tying.analysis.align_table import run_alignment
 from tying.analysis.neighbours import knn, overlap_curve
+from tying.analysis.token_traits import POSITION_RHO
 from tying.cache import reference
 from tying.cache.schema import MATRICES, MATRIX_PAIRS, pair_label
 from tying.cache.store import cache_path
@@ -73,6 +74,7 @@ def build_synthetic_cache(cache_dir, name: str = "synthetic", *, n_tokens: int =
     mats = {"T": T, "I": I, "O": O}
     raws, texts = _token_strings(n_tokens, rng)
     freq = np.maximum(0, (1e5 / (np.arange(n_tokens) + 10) * rng.uniform(0.5, 1.5, n_tokens))).astype(np.int64)
+    freq[-10:] = np.arange(10) % 5  # ten rarely seen tokens (0-4 times), two of them never
     path = cache_path(cache_dir, name)
     meta = {"name": name, "kind": "toylab" if training else "pair", "command": f"python -m precompute demo --name {name}",
             "vocabulary": {"n_common": n_tokens, "n_tied": n_tokens, "n_untied": n_tokens, "coverage_tied": 1.0,
@@ -187,15 +189,15 @@ def build_synthetic_cache(cache_dir, name: str = "synthetic", *, n_tokens: int =
                                        ("O->T linear in-sample", 0.85), ("I->T linear in-sample", 0.55),
                                        ("O->T linear held-out", 0.8),
                                        ("I->T linear held-out", 0.5), ("overlap@10 T~O", 0.4),
-                                       ("overlap@10 T~I", 0.1))]
+                                       ("overlap@10 T~I", 0.1), (POSITION_RHO, -0.04))]
         w.write_stage("training", {}, {"runs": pd.DataFrame(runs), "train_log": pd.concat(logs),
                                        "evolution": pd.concat(evo), "scaling": pd.DataFrame(scal),
                                        "seed_metrics": pd.DataFrame(seeds)}, seconds=0.0)
     for name in registry.MATRIX_STAGES:  # an analysis added through the registry: its own builder on these matrices
         if name not in HAND_BUILT:
-            run = SimpleNamespace(matrices=mats, n=n_tokens, device=None, cfg=None)
-            tables, _ = STAGES[name].build(run, lambda message: None)
-            w.write_stage(name, {}, tables, seconds=0.0)
+            run = SimpleNamespace(matrices=mats, n=n_tokens, device=None, cfg=None, counts=freq, counts_source="corpus.txt")
+            tables, ran = STAGES[name].build(run, lambda message: None)
+            w.write_stage(name, {}, tables, seconds=0.0, record={"ran": ran} if ran else None)
     return path
 
 

@@ -65,6 +65,7 @@ class PairConfig:
                                 + ", ".join(f"`{p}`" for p in reference.PRESETS))
     cache_dir: str = cache_dir_option()
     neighbours_k: int = option(50, help="neighbours stored per token; overlap@k for every k up to it")
+    text_is_training: bool = internal(False)  # `text` is what the models trained on (the toy lab's corpus)
     held_out: float = option(0.2, help="share of tokens held out to score fitted maps")
     spectral_k: int = option(64, help="k of the k-NN graphs of the spectral distance")
     spectral_components: int = option(128, help="dimensions of the adjacency spectral embedding")

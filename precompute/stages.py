@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,7 @@ import pandas as pd
 
 from precompute import lens
 from tying import layout, registry
+from tying.analysis import token_traits as traits
 from tying.analysis.cka import cka_tables
 from tying.analysis.placement import PLACEMENT
 from tying.cache.schema import CEILING, CEILING_PAIRS, MATRICES, MATRIX_PAIRS, pair_label, pairs_among
@@ -35,12 +37,16 @@ def sample(n: int, limit: int, seed: int) -> np.ndarray:
 
 def token_frequencies(tokenizer_dir: str, text_path: str, n_vocab: int) -> np.ndarray:
     """Counts of each token id of a tokenizer over a text file; array of shape (n_vocab,)."""
+    with open(text_path, encoding="utf-8", errors="replace") as fh:
+        return count_tokens(tokenizer_dir, fh.readlines(), n_vocab)
+
+
+def count_tokens(tokenizer_dir: str, lines: list[str], n_vocab: int) -> np.ndarray:
+    """Counts of each token id of a model's tokenizer over lines of text; shape (n_vocab,)."""
     from tying.loading.causal_lm import load_tokenizer
 
     tok = load_tokenizer(tokenizer_dir)
     counts = np.zeros(n_vocab, dtype=np.int64)
-    with open(text_path, encoding="utf-8", errors="replace") as fh:
-        lines = fh.readlines()
     for start in range(0, len(lines), 2000):
         chunk = [ln for ln in lines[start:start + 2000] if ln.strip()]
         if not chunk:
@@ -188,6 +194,56 @@ def spectral_tables(run, progress) -> tuple[dict[str, pd.DataFrame], dict]:
     return {"spectral": pd.DataFrame(out)}, ran
 
 
+def traits_counts(run) -> tuple[np.ndarray | None, str | None, bool]:
+    """(counts per common token, what they were counted on, whether the models were trained on that
+    text) for the token_traits stage: the run's ``--text`` (the toy lab's training corpus), else
+    the lens's text where the lens stage reads one offline (a real model: labelled so), else none."""
+    if run.cfg is None:  # the synthetic fixture: its counts as given
+        return run.counts, run.counts_source, True
+    cfg, tied = run.cfg, run.models["tied"]
+    if cfg.text:
+        return token_frequencies(tied.local_dir, cfg.text, tied.n_vocab)[run.vocab.tied_ids], \
+            Path(cfg.text).name, bool(cfg.text_is_training)
+    if "lens" in cfg.skip or cfg.lens.text.startswith("hf:"):
+        return None, None, False
+    from tying.loading.corpus import load_corpus
+
+    lines = load_corpus(cfg.lens.text, cfg.lens.max_chars).splitlines(keepends=True)
+    counts = count_tokens(tied.local_dir, lines, tied.n_vocab)[run.vocab.tied_ids]
+    return counts, f"the lens text ({Path(cfg.lens.text).name}, {int(counts.sum()):,} tokens)", False
+
+
+def token_traits_params(run) -> dict:
+    cfg = run.cfg
+    return {"min_count": traits.MIN_COUNT, "z": traits.ROBUST_Z, "trained": bool(cfg.text_is_training),
+            "lens_text": None if cfg.text or "lens" in cfg.skip else [cfg.lens.text, cfg.lens.max_chars]}
+
+
+def token_traits_tables(run, progress) -> tuple[dict[str, pd.DataFrame], dict]:
+    """Each common token's count, log10 count, T's position between I and O and the under-trained
+    flag; what ran: the text counted, the rule of the flag, how many it flags, Spearman's rho of
+    log count against position."""
+    progress("counting tokens")
+    counts, source, trained = traits_counts(run)
+    T = run.matrices["T"]
+    pos = np.full(run.n, np.nan)
+    if "I" in run.matrices and "O" in run.matrices:
+        progress("T's position between I and O")
+        pos = traits.positions(T, run.matrices["I"], run.matrices["O"], device=run.device)
+    if counts is not None and trained:
+        flag, rule = traits.under_trained_by_count(counts), traits.COUNT_RULE
+    else:
+        flag, rule = traits.under_trained_by_geometry(T), traits.GEOMETRY_RULE
+    logc = traits.log_count(counts) if counts is not None else np.full(run.n, np.nan)
+    rho, n_rho = traits.spearman(logc, pos)
+    table = pd.DataFrame({"token": np.arange(run.n, dtype=np.int32),
+                          "count": pd.array(counts if counts is not None else [None] * run.n, dtype="Int64"),
+                          "log_count": logc, "position": pos, "under_trained": flag})
+    ran = {"counts": source, "under_trained": rule, "n_under_trained": int(flag.sum()),
+           "rho": None if np.isnan(rho) else round(rho, 4), "rho_tokens": n_rho}
+    return {"token_traits": table}, ran
+
+
 def umap_params(run) -> dict:
     """The umap stage's hashed parameters: the sample, the epochs and how the rest are placed."""
     return {"tokens": run.cfg.umap_tokens, "seed": run.cfg.seed, "epochs": run.cfg.umap_epochs,
@@ -276,6 +332,7 @@ STAGES: dict[str, Stage] = {
     "spectral": Stage(lambda run: {"k": run.cfg.spectral_k, "components": run.cfg.spectral_components,
                                    "tokens": run.cfg.spectral_tokens, "seed": run.cfg.seed}, spectral_tables),
     "cka": Stage(lambda run: {}, cka_tables),
+    "token_traits": Stage(token_traits_params, token_traits_tables),
     "umap": Stage(umap_params, umap_tables),
     "lens": Stage(lambda run: run.cfg.lens.params() | {"budget": run.requested_lens_budget()}, lens_tables),
     "self_prediction": Stage(lambda run: {"tokens": SELF_PREDICTION_TOKENS, "lens": STAGES["lens"].params(run)},

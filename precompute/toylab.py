@@ -231,6 +231,7 @@ class DemoRun:
                                                       for r in runs):
             log("training: cached (same corpus and settings); use --force to retrain")
             self.run_pair(corpus_file)
+            self.backfill_seed_metrics(self.corpus_counts(corpus_file, len(tokenizer)), self.training_params(digest), log)
             log(f"demo finished in {time.perf_counter() - t_start:.0f} s")
             return self.path
         results: dict[str, object] = {}
@@ -265,7 +266,7 @@ class DemoRun:
         self.run_pair(corpus_file)
 
         t0 = time.perf_counter()
-        tables = self.training_tables(results, scales, corpus_file)
+        tables = self.training_tables(results, scales, corpus_file, self.corpus_counts(corpus_file, len(tokenizer)))
         writer = CacheWriter(self.staged, meta={"kind": "toylab", "toylab": asdict(cfg),
                                                 "corpus_chars": len(text), "corpus_tokens": int(len(tokens))})
         writer.write_stage("training", self.training_params(digest), tables,
@@ -275,13 +276,49 @@ class DemoRun:
         log(f"demo finished in {time.perf_counter() - t_start:.0f} s")
         return self.path
 
+    def backfill_seed_metrics(self, counts: np.ndarray, params: dict, log) -> None:
+        """Per-seed metrics added since the training was cached (today Spearman's rho of log count
+        against T's position between I and O), from each seed's saved final twins; the training
+        stage is rewritten, its other rows as they were, only when a value is new or changed."""
+        from tying.analysis import token_traits as traits
+        from tying.cache.store import open_cache, query_df
+        from tying.loading.weights import load_model_matrices
+
+        with open_cache(self.path) as con:
+            stored = {t: query_df(con, f"SELECT * FROM {t}") for t in ("runs", "train_log", "evolution", "scaling",
+                                                                       "seed_metrics")}
+            seconds = float(query_df(con, "SELECT seconds FROM stages WHERE stage = 'training'").iloc[0, 0])
+        have = stored["seed_metrics"]
+        rows = []
+        for seed in range(self.cfg.seeds):
+            T = load_model_matrices(str(self.model_dir("tied", 1.0, seed)), role="tied").input
+            twin = load_model_matrices(str(self.model_dir("untied", 1.0, seed)), role="untied")
+            pos = traits.positions(T, twin.input, twin.output, device=self.cfg.device)
+            rows.append({"seed": seed, "metric": traits.POSITION_RHO,
+                         "value": traits.spearman(traits.log_count(counts), pos)[0]})
+        old = have[have["metric"] == traits.POSITION_RHO].set_index("seed")["value"].to_dict()
+        if all(abs(old.get(r["seed"], np.inf) - r["value"]) < 1e-9 for r in rows):
+            return
+        log(f"training: {len(rows)} per-seed value(s) of {traits.POSITION_RHO} from the saved twins")
+        stored["seed_metrics"] = pd.concat([have[have["metric"] != traits.POSITION_RHO], pd.DataFrame(rows)],
+                                           ignore_index=True)
+        CacheWriter(self.path).write_stage("training", params, stored, seconds=seconds)
+
+    def corpus_counts(self, corpus_file: Path, n_vocab: int) -> np.ndarray:
+        """Each token's count in the corpus, counted as the pair's load stage counts it (so the per-seed
+        figures and the cache's token tables agree)."""
+        from precompute.stages import token_frequencies
+
+        folder = self.model_dir("tied", 1.0, 0)
+        return token_frequencies(str(folder), str(corpus_file), n_vocab)
+
     def run_pair(self, corpus_file: Path) -> None:
         """The pair analyses on seed 0's twins and its T' (the ceiling), with token frequencies from the corpus."""
         cfg = self.cfg
         run = PairRun(PairConfig(
             tied=str(self.model_dir("tied", 1.0, 0)), untied=str(self.model_dir("untied", 1.0, 0)), name=cfg.name,
             ceiling=str(self.model_dir("tied_rerun", 1.0, 0)),
-            cache_dir=cfg.cache_dir, text=str(corpus_file), skip=list(cfg.skip), force=cfg.force,
+            cache_dir=cfg.cache_dir, text=str(corpus_file), text_is_training=True, skip=list(cfg.skip), force=cfg.force,
             device=cfg.device, kind="toylab", command=cfg.command,
             lens=self.lens_options(corpus_file),
         ))
@@ -311,7 +348,8 @@ class DemoRun:
         return {f"tuned-lens KL early {role}": float(tuned[tuned["model"] == role]["kl_mean"].head(EARLY_LAYERS).mean())
                 for role in models}
 
-    def training_tables(self, results: dict, scales: list[float], corpus_file: Path) -> dict[str, pd.DataFrame]:
+    def training_tables(self, results: dict, scales: list[float], corpus_file: Path,
+                        counts: np.ndarray) -> dict[str, pd.DataFrame]:
         from tying.analysis.align_protocol import split_tokens
         from tying.toylab.train import embedding_evolution
 
@@ -344,7 +382,7 @@ class DemoRun:
             T = _final(results[run_id("tied", 1.0, seed)])[0]
             T2 = _final(results[run_id("tied_rerun", 1.0, seed)])[0]
             spectral = "spectral" not in cfg.skip
-            m = compare_tied_to_twin(T, I, O, seed, device=cfg.device, T2=T2, spectral=spectral)
+            m = compare_tied_to_twin(T, I, O, seed, device=cfg.device, T2=T2, spectral=spectral, counts=counts)
             if run_id(CONTROL, 1.0, seed) in results:  # the shared-start control: the same T, its other twin
                 Ic, Oc = _final(results[run_id(CONTROL, 1.0, seed)])
                 control = compare_tied_to_twin(T, Ic, Oc, seed, device=cfg.device, spectral=spectral)

@@ -297,6 +297,18 @@ ANALYSES: tuple[Analysis, ...] = (
             """}, "linear CKA of each matrix pair over every common token", _ON_TWIN,
              about={"cka": "linear CKA of each matrix pair over every common token: debiased (`cka`, Kornblith "
                            "et al. 2019 with the unbiased HSIC) and plain (`cka_biased`)"}),
+    Analysis("token_traits", {"token_traits": """
+                token INTEGER,
+                count BIGINT,
+                log_count DOUBLE,
+                position DOUBLE,
+                under_trained BOOLEAN
+            """}, "per token: how often it was seen (log10 count), T's position between I and O (cosine to O minus "
+             "to I, linear map, in-sample) and whether it looks under-trained", _ON_MATRICES,
+             about={"token_traits": "per token: `count` in the training or lens text (NULL: no text), `log_count` "
+                                    "(log10; NULL when never seen), `position` of T between I and O (cosine to O "
+                                    "minus to I after the linear in-sample map; NULL without a twin), "
+                                    "`under_trained` (rule in the stage's parameters)"}),
     Analysis("umap", _ddl("umap"), "aligned 2-D maps of T, I and O", _ON_MATRICES, about=_about("umap")),
     Analysis("lens", _ddl("lens_kl", "lens_curve", "lens_trajectory"), "tuned- and logit-lens KL per hidden state, "
              "the tuned lens's training curves, prediction trajectories of sample texts", _RUNS_MODEL,

@@ -29,6 +29,7 @@ import pandas as pd
 from explorer.render import convergence, identity
 from explorer.render.shown import escape_markdown, visible_token  # noqa: F401  (readers' names for pages)
 from tying.analysis.overlap import overlap_at_k
+from tying.analysis.token_traits import MIN_COUNT
 from tying.cache.schema import CACHE_DIR_ENV, MATRICES, pair_label, pairs_among
 from tying.cache.store import (
     CacheError,
@@ -196,7 +197,7 @@ def extremes(ref: CacheRef, method: str, split: str, comparison: str, n: int,
     return (sub.nlargest(n, "cosine")[keep].rename(columns=cols), sub.nsmallest(n, "cosine")[keep].rename(columns=cols))
 
 
-UNTRAINED_MAX_FREQ = 4
+UNTRAINED_MAX_FREQ = MIN_COUNT - 1
 """Toy lab: tokens seen at most this often in the corpus keep rows near the initialisation the twins
 share, so they align almost perfectly; the best/worst lists leave them out unless asked."""
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tying.analysis import token_traits as traits
 from tying.analysis.align_protocol import CEILING
 from tying.analysis.overlap import overlap_at_k
 
@@ -31,7 +32,8 @@ SPECTRAL_COMPONENTS = 128
 
 
 def compare_tied_to_twin(T: np.ndarray, I: np.ndarray, O: np.ndarray, seed: int, device=None,
-                         T2: np.ndarray | None = None, spectral: bool = False) -> dict[str, float]:
+                         T2: np.ndarray | None = None, spectral: bool = False,
+                         counts: np.ndarray | None = None) -> dict[str, float]:
     """Headline numbers of one seed: cosine of I, O (and T2) mapped onto T (raw and centred
     identity, linear held-out and in-sample: the paper's protocol), overlap@10, linear CKA and,
     with ``spectral``, the spectral distance of the k-NN graphs.
@@ -40,6 +42,8 @@ def compare_tied_to_twin(T: np.ndarray, I: np.ndarray, O: np.ndarray, seed: int,
     (``T2``, the ceiling, optional). ``seed`` picks the held-out split of the linear map. Returns
     {metric name: value}, the names as the per-seed table writes them ("O->T linear held-out",
     "T'->T linear in-sample", "overlap@10 T~O", "overlap@10 T~T'", "CKA T~O", "spectral T~I", ...).
+    ``counts``: each token's count in the training text; with it, Spearman's rho of log count
+    against T's position between I and O (:data:`~tying.analysis.token_traits.POSITION_RHO`).
     """
     # here, not at the top: the commands that import this module stay torch-free until they compute
     from tying.analysis.align import alignment_cosines
@@ -50,7 +54,7 @@ def compare_tied_to_twin(T: np.ndarray, I: np.ndarray, O: np.ndarray, seed: int,
 
     mats = {"T": T, "I": I, "O": O, **({CEILING: T2} if T2 is not None else {})}
     fit, ev = split_tokens(len(T), HELD_OUT_FRACTION, seed)
-    out = {}
+    out, in_sample = {}, {}
     for key in mats:
         if key == "T":
             continue
@@ -59,7 +63,11 @@ def compare_tied_to_twin(T: np.ndarray, I: np.ndarray, O: np.ndarray, seed: int,
         out[f"{name} identity"] = float(np.mean(alignment_cosines(src, T, "identity", device=device)))
         out[f"{name} linear held-out"] = float(np.mean(
             alignment_cosines(src, T, "linear", fit_idx=fit, eval_idx=ev, device=device)))
-        out[f"{name} linear in-sample"] = float(np.mean(alignment_cosines(src, T, "linear", device=device)))
+        in_sample[key] = alignment_cosines(src, T, "linear", device=device)
+        out[f"{name} linear in-sample"] = float(np.mean(in_sample[key]))
+    if counts is not None:
+        out[traits.POSITION_RHO] = traits.spearman(traits.log_count(counts),
+                                                   traits.position(in_sample["O"], in_sample["I"]))[0]
     k = min(GRAPH_K, len(T) - 1) if spectral else K
     ids = {key: knn(m, max(k, K), device=device)[0] for key, m in mats.items()}
     pairs = [("T", "I"), ("T", "O"), ("I", "O")] + ([("T", CEILING)] if T2 is not None else [])
