@@ -23,6 +23,7 @@ from tying import layout, registry
 from tying.analysis import token_traits as traits
 from tying.analysis.cka import cka_tables
 from tying.analysis.placement import PLACEMENT
+from tying.analysis.twins import positions
 from tying.cache.schema import CEILING, CEILING_PAIRS, MATRICES, MATRIX_PAIRS, pair_label, pairs_among
 from tying.errors import UserError
 
@@ -229,7 +230,7 @@ def token_traits_tables(run, progress) -> tuple[dict[str, pd.DataFrame], dict]:
     pos = np.full(run.n, np.nan)
     if "I" in run.matrices and "O" in run.matrices:
         progress("T's position between I and O")
-        pos = traits.positions(T, run.matrices["I"], run.matrices["O"], device=run.device)
+        pos = positions(T, run.matrices["I"], run.matrices["O"], device=run.device)
     if counts is not None and trained:
         flag, rule = traits.under_trained_by_count(counts), traits.COUNT_RULE
     else:

@@ -28,7 +28,7 @@ from precompute.options import cache_dir_option, check_positive, device_option, 
 from precompute.pair import OPTIONAL_STAGES, PairConfig, PairRun
 from tying import layout
 from tying.analysis.share import TOYLAB_EARLY_FRACTION, early_steps_for, output_share
-from tying.analysis.twins import compare_tied_to_twin
+from tying.analysis.twins import compare_tied_to_twin, positions
 from tying.cache.reference import TABLE2_METHOD
 from tying.cache.store import cache_path, check_name, params_hash
 from tying.cache.summary_types import EARLY_LAYERS, SHARED_START
@@ -293,7 +293,7 @@ class DemoRun:
         for seed in range(self.cfg.seeds):
             T = load_model_matrices(str(self.model_dir("tied", 1.0, seed)), role="tied").input
             twin = load_model_matrices(str(self.model_dir("untied", 1.0, seed)), role="untied")
-            pos = traits.positions(T, twin.input, twin.output, device=self.cfg.device)
+            pos = positions(T, twin.input, twin.output, device=self.cfg.device)
             rows.append({"seed": seed, "metric": traits.POSITION_RHO,
                          "value": traits.spearman(traits.log_count(counts), pos)[0]})
         old = have[have["metric"] == traits.POSITION_RHO].set_index("seed")["value"].to_dict()

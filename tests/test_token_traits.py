@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from tying.analysis import token_traits as traits
+from tying.analysis.twins import positions
 
 
 def test_a_token_seen_n_times_gets_log10_n_and_a_never_seen_one_none():
@@ -32,11 +33,11 @@ def test_position_is_cosine_to_o_minus_to_i_after_the_linear_map():
     T = rng.standard_normal((300, 16))
     O = T @ np.linalg.qr(rng.standard_normal((16, 16)))[0]  # a rotation of T: maps back at cosine 1
     I = rng.standard_normal((300, 16))
-    pos = traits.positions(T.astype(np.float32), I.astype(np.float32), O.astype(np.float32))
+    pos = positions(T.astype(np.float32), I.astype(np.float32), O.astype(np.float32))
     cos_i = _linear_cosine(I, T)
     np.testing.assert_allclose(pos, 1.0 - cos_i, atol=1e-4)
     # T = I exactly and O unrelated: the position is the cosine to O minus 1, never above 0
-    pos2 = traits.positions(T, T, I)
+    pos2 = positions(T, T, I)
     np.testing.assert_allclose(pos2, _linear_cosine(I, T) - 1.0, atol=1e-4)
     assert (pos2 <= 1e-6).all()
     with pytest.raises(ValueError):
@@ -76,7 +77,7 @@ def test_spearman_agrees_with_pearson_on_ranks_and_leaves_unseen_tokens_out():
 
 def test_synthetic_cache_counts_log_counts_and_flags_from_its_corpus(synthetic_caches):
     from explorer.render import read
-    from explorer.render import traits as rtraits
+    from explorer.render import token_traits as rtraits
     from tying.cache.store import open_cache, query_df
 
     con = open_cache(synthetic_caches / "synthetic.duckdb")
@@ -138,3 +139,34 @@ def test_pair_counts_its_text_and_without_one_flags_by_geometry(tiny_model, tmp_
     finally:
         con.close()
     assert one["count"].isna().all() and one["position"].isna().all()  # no text (lens skipped), no twin
+
+
+def test_binned_median_is_the_median_of_each_bin():
+    import pandas as pd
+
+    from explorer.render.token_traits import binned_median
+
+    logc = np.repeat([0.0, 1.0, 2.0], 6).astype(float)
+    pos = np.array([1, 2, 3, 4, 5, 6, -1, -1, -1, 0, 0, 0, 9, 9, 9, 9, 9, 100], dtype=float)
+    out = binned_median(pd.DataFrame({"log_count": logc, "position": pos}), bins=3)
+    assert out["n"].tolist() == [6, 6, 6]
+    assert out["position"].tolist() == [3.5, -0.5, 9.0]
+    np.testing.assert_allclose(out["log_count"], [1 / 3, 1.0, 5 / 3], atol=1e-6)
+    # a bin of fewer than 5 tokens draws no point
+    assert len(binned_median(pd.DataFrame({"log_count": logc[:10], "position": pos[:10]}), bins=2)) == 1
+
+
+def test_the_figure_reads_rho_and_its_verdict_from_the_cache(synthetic_caches):
+    from explorer.render import figures, read
+    from explorer.render import token_traits as rtraits
+    from tying.cache.verdicts import HOLDS
+
+    ref = read.CacheRef.of(synthetic_caches / "synthetic.duckdb")
+    line, verdict = rtraits.reading(ref)
+    # the fixture's seeds: rho -0.04, -0.03, -0.02: negative in every seed, interval clear of 0
+    assert verdict == HOLDS and "-0.03" in line and "3 seeds" in line
+    assert "figure-position-frequency" in [f.name for f in figures.drawn_on(ref, "alignment")]
+    chart, data = rtraits.figure(ref)
+    spec = chart.to_dict()
+    assert spec["title"]["text"][0].startswith("Spearman's rho -0.03")
+    assert len(data) == 600 and data["log_count"].isna().sum() == 2

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from explorer import data, export, frame, state
+from explorer import data, export, frame, sections, state
 from explorer.render import alignment_charts, alignment_tables, seed_tables
 from explorer.words import DISPLAY_COMPARISONS, display_comparison
 
@@ -83,3 +83,5 @@ if corr:
                             f"norm-vs-frequency-{ref.name}", key="normfreq")
 else:
     st.info("No token frequencies in this cache. Add them with `python -m precompute pair ... --text corpus.txt`.")
+
+sections.brought_figures(ref, "alignment")  # the figures analyses add to this page (position against frequency)

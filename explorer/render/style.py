@@ -118,7 +118,7 @@ def style(chart: alt.TopLevelMixin, *, presentation: bool = False) -> alt.TopLev
     size = PRESENTATION_FONT_PX if presentation else 12
     return (chart.configure_axis(labelFontSize=size, titleFontSize=size + 2)
             .configure_legend(labelFontSize=size, titleFontSize=size + 1, symbolSize=12 * size)
-            .configure_title(fontSize=size + 6, anchor="start")
+            .configure_title(fontSize=size + 6, subtitleFontSize=size + 1, anchor="start")
             .configure_header(labelFontSize=size + 1, titleFontSize=size + 2)
             .configure_text(fontSize=size + 1)
             .configure_view(strokeWidth=0))

@@ -5,7 +5,8 @@ where its tied row T sits between the untied twin's input row I and output row O
   times gets ``log10 N``; a token never seen has none: NaN).
 * **position between I and O**: the token's cosine to O minus its cosine to I after the paper's
   linear map fitted on every token (in-sample): each of I and O mapped onto T by least squares,
-  then the per-token cosine to T (:func:`tying.analysis.align.alignment_cosines`). Positive:
+  then the per-token cosine to T (:func:`tying.analysis.twins.positions` computes it from the
+  matrices, with torch; this module stays torch-free for the views). Positive:
   T's row reads as O's; negative: as I's. Its mean over the tokens is the headline's gap
   (O->T minus I->T, linear, in-sample).
 * **under-trained**: on a trained toy model, the tokens seen fewer than :data:`MIN_COUNT` times
@@ -52,14 +53,6 @@ def position(cos_to_output, cos_to_input) -> np.ndarray:
     if o.shape != i.shape:
         raise ValueError(f"cosines to O and to I differ in shape: {o.shape} vs {i.shape}")
     return o - i
-
-
-def positions(T, I, O, device=None) -> np.ndarray:
-    """:func:`position` of every token from the matrices (rows in the same token order): I and O
-    each mapped onto T by the linear map fitted on every token."""
-    from tying.analysis.align import alignment_cosines  # torch: only when matrices are compared
-
-    return position(alignment_cosines(O, T, "linear", device=device), alignment_cosines(I, T, "linear", device=device))
 
 
 def under_trained_by_count(counts, min_count: int = MIN_COUNT) -> np.ndarray:

@@ -80,3 +80,12 @@ def compare_tied_to_twin(T: np.ndarray, I: np.ndarray, O: np.ndarray, seed: int,
                 out[f"spectral {a}~{b}"] = spectral_distance(ids[a][:, :k], ids[b][:, :k],
                                                              n_components=SPECTRAL_COMPONENTS)
     return out
+
+
+def positions(T, I, O, device=None) -> np.ndarray:
+    """T's position between I and O of every token (:func:`tying.analysis.token_traits.position`), from
+    the matrices (rows in the same token order): I and O each mapped onto T by the linear map fitted
+    on every token, then each token's cosine to O minus its cosine to I."""
+    from tying.analysis.align import alignment_cosines  # torch: only when matrices are compared
+
+    return traits.position(alignment_cosines(O, T, "linear", device=device), alignment_cosines(I, T, "linear", device=device))
