@@ -66,6 +66,12 @@ def test_demo_summary_reproduces_the_papers_directions(demo, capsys):
         evo = query_df(con, "SELECT run, step, matrix, cos_init, cos_prev FROM evolution ORDER BY run, matrix, step")
     finally:
         con.close()
+    # the per-seed rho of log count against T's position: seed 0's is the token_traits stage's, on the same counts
+    rho = s["seed_values"]["rho position~log count"]
+    assert set(rho) == {"0", "1"} and all(-1 <= v <= 1 for v in rho.values())
+    ran = s["stages"]["token_traits"]["params"]
+    assert ran["ran"]["rho"] == pytest.approx(rho["0"], abs=1e-4)
+    assert ran["ran"]["under_trained"].startswith("seen fewer than")
     first = evo.groupby(["run", "matrix"]).head(1)
     np.testing.assert_allclose(first["cos_init"], 1.0, atol=1e-6)
     assert set(evo[evo.run == "tied/seed0"].matrix) == {"T"}
