@@ -205,8 +205,8 @@ def traits_counts(run) -> tuple[np.ndarray | None, str | None, bool]:
     if cfg.text:
         return token_frequencies(tied.local_dir, cfg.text, tied.n_vocab)[run.vocab.tied_ids], \
             Path(cfg.text).name, bool(cfg.text_is_training)
-    if "lens" in cfg.skip or cfg.lens.text.startswith("hf:"):
-        return None, None, False
+    if "lens" in cfg.skip or cfg.lens.text.startswith("hf:") or not tied.runs:  # no lens text read (a GGUF of
+        return None, None, False                                                    # matrices: no tokenizer either)
     from tying.loading.corpus import load_corpus
 
     lines = load_corpus(cfg.lens.text, cfg.lens.max_chars).splitlines(keepends=True)
