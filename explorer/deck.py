@@ -30,8 +30,9 @@ import streamlit as st
 from pydeck.bindings.json_tools import default_serialize
 
 from explorer import data
-from explorer.deck_backdrop import FOCUS_ZOOM, LAYER, NEAR_LAYER, Backdrop, backdrop, cell_position, token_at
+from explorer.deck_backdrop import FOCUS_ZOOM, LAYER, NEAR_LAYER, Backdrop, Colours, backdrop, cell_position, token_at
 from explorer.deck_grid import VIEW_WIDTH_PX, Grid, ViewPoints, bounds_of, fit, grid_of, rgba, view_points
+from explorer.render import map_colours
 from explorer.render.style import HIGHLIGHT
 
 VEGA_MAX_TOKENS = 25_000
@@ -153,6 +154,21 @@ def view_deck(points: dict[str, ViewPoints], highlight: pd.DataFrame, grid: Grid
                        initial_view_state=state, map_provider=None, map_style=None, tooltip=False)
 
 
+def point_colours(points: dict[str, ViewPoints], frame: pd.DataFrame, scale: map_colours.Scale,
+                  selected=()) -> Colours:
+    """Each matrix's point colours (``frame``: :func:`map_colours.colour_frame` of the points'
+    tokens, coloured by ``scale``) in its points' order; on top, the ``selected`` tokens (the rest
+    faded) or, without a selection, the under-trained flag's."""
+    chosen = set(int(t) for t in selected)
+    rgb, top = {}, {}
+    for m, p in points.items():
+        f = frame[frame["matrix"] == m].drop_duplicates("token").set_index("token").reindex(p.ids)
+        rgb[m] = map_colours.rgb(scale, f["colour"])
+        top[m] = (np.isin(p.ids, list(chosen)) if chosen
+                  else (f["colour"] == map_colours.FLAG_LABELS[0]).to_numpy(dtype=bool))
+    return Colours(rgb, top, faded=bool(chosen))
+
+
 def picked_token(event, points: dict[str, ViewPoints]) -> int | None:
     """The token a click picked: ``event`` is the deck's selection state (Streamlit's
     ``{"selection": {"indices": {layer: [i]}, "objects": {layer: [row]}}}``). A click cell's row is
@@ -184,9 +200,21 @@ def points_of(ref: data.CacheRef, limit: int = WEBGL_MAX_POINTS) -> tuple[Grid, 
     return grid, view_points(data.umap_sample(ref, limit), grid)
 
 
+@st.cache_resource(max_entries=16, show_spinner=False)
+def colours_of(ref: data.CacheRef, colour: str, selected: tuple[int, ...]) -> Colours | None:
+    """``point_colours`` of a cache's points; None for the matrix's colours and no selection."""
+    if colour == "matrix" and not selected:
+        return None
+    _, points = points_of(ref)
+    coords = pd.concat([pd.DataFrame({"matrix": m, "token": p.ids}) for m, p in points.items()], ignore_index=True)
+    return point_colours(points, map_colours.frame_of(ref, coords, colour), map_colours.scale_for(ref, colour), selected)
+
+
 @st.cache_resource(max_entries=32, show_spinner=False)
 def backdrop_of(ref: data.CacheRef, matrices: tuple[str, ...], centre: tuple[int, int] | None, width_px: float,
-                height_px: float, presentation: bool) -> Backdrop:
+                height_px: float, presentation: bool, colour: str = "matrix",
+                selected: tuple[int, ...] = ()) -> Backdrop:
     """``backdrop`` of a cache's view, shared by every session (an image takes about 0.1 s)."""
     return backdrop(points_of(ref)[1], matrices, None if centre is None else np.asarray(centre),
-                    width_px=width_px, height_px=height_px, presentation=presentation)
+                    width_px=width_px, height_px=height_px, presentation=presentation,
+                    colours=colours_of(ref, colour, selected))

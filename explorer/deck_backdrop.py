@@ -54,6 +54,8 @@ FOCUS_WINDOW = 2.0
 wider than ``VIEW_WIDTH_PX``, on a wide screen, shows more of the map around it)."""
 WINDOW_MAX_PX = 2400
 """Longest side of a window's image in pixels (the overlaid view's window is narrowed to fit)."""
+CHOSEN_ALPHA, FADED_ALPHA = 200, 14
+"""Opacity (of 255) of a selected point and, beside a selection, of every other (faded, not hidden)."""
 LAYER = "points-"  # a view's click cells over the whole map: LAYER + matrix
 NEAR_LAYER = "near-"  # the finer click cells of the window around a centred token: NEAR_LAYER + matrix
 
@@ -66,6 +68,17 @@ class Raster:
     url: str
     bounds: tuple[float, float, float, float]
     n_bytes: int
+
+
+@dataclass(frozen=True)
+class Colours:
+    """Each matrix's point colours (``rgb``: matrix -> uint8 (n, 3), in its ViewPoints' order) and
+    the points drawn on top (``top``: matrix -> bool (n,), or None): a selection, the others faded
+    (``faded``), or the under-trained flag's tokens over the rest."""
+
+    rgb: dict[str, np.ndarray]
+    top: dict[str, np.ndarray] | None = None
+    faded: bool = False
 
 
 @dataclass(frozen=True)
@@ -83,20 +96,31 @@ class Backdrop:
 
 
 def raster(points: list[ViewPoints], box: tuple[float, float, float, float], px_per_step: float,
-           radius_px: float, hole: tuple[float, float, float, float] | None = None) -> Raster:
-    """An image of ``points`` (each in its matrix's colour) over ``box`` (grid steps), ``px_per_step``
-    image pixels a grid step, a point a disc of ``radius_px`` pixels; pixels inside ``hole`` (a box)
-    left empty (a sharper image covers it)."""
+           radius_px: float, hole: tuple[float, float, float, float] | None = None,
+           colours: Colours | None = None) -> Raster:
+    """An image of ``points`` (each in its matrix's colour, or its own: ``colours``) over ``box``
+    (grid steps), ``px_per_step`` image pixels a grid step, a point a disc of ``radius_px`` pixels;
+    pixels inside ``hole`` (a box) left empty (a sharper image covers it)."""
     pad = int(math.ceil(radius_px)) + 1
     x0, y0, x1, y1 = box
     left, top = x0 - pad / px_per_step, y1 + pad / px_per_step
     width = int(math.ceil((x1 - x0) * px_per_step)) + 2 * pad + 1
     height = int(math.ceil((y1 - y0) * px_per_step)) + 2 * pad + 1
-    layers = []
-    for p in points:
-        pix = np.stack([(p.rows[:, 0] - left) * px_per_step, (top - p.rows[:, 1]) * px_per_step], axis=1)
-        layers.append((tuple(rgba(PALETTE[p.matrix])[:3]), rastering.counts(pix, width, height, radius_px)))
-    image = rastering.compose(layers, POINT_ALPHA / 255)
+    pixels = [np.stack([(p.rows[:, 0] - left) * px_per_step, (top - p.rows[:, 1]) * px_per_step], axis=1)
+              for p in points]
+    if colours is None:
+        image = rastering.compose([(tuple(rgba(PALETTE[p.matrix])[:3]), rastering.counts(pix, width, height, radius_px))
+                                   for p, pix in zip(points, pixels)], POINT_ALPHA / 255)
+    else:
+        pix = np.concatenate(pixels) if pixels else np.zeros((0, 2))
+        rgb = np.concatenate([colours.rgb[p.matrix] for p in points]) if points else np.zeros((0, 3))
+        on = (np.concatenate([colours.top[p.matrix] for p in points]) if colours.top is not None and points
+              else np.zeros(len(pix), dtype=bool))
+        rest = (FADED_ALPHA if colours.faded else POINT_ALPHA) / 255
+        image = rastering.paint(pix[~on], rgb[~on], width, height, radius_px, rest)
+        if on.any():
+            image = rastering.over(rastering.paint(pix[on], rgb[on], width, height, 1.75 * radius_px, CHOSEN_ALPHA / 255),
+                                   image)
     if hole is not None:
         hx0, hy0, hx1, hy1 = hole
         c0, c1 = (int(np.clip(math.floor((v - left) * px_per_step), 0, width)) for v in (hx0, hx1))
@@ -174,7 +198,7 @@ def focus_box(centre, whole: float, width_px: float, height_px: float) -> tuple[
 
 
 def backdrop(points: dict[str, ViewPoints], matrices, centre=None, *, width_px: float = VIEW_WIDTH_PX,
-             height_px: float = 420, presentation: bool = False) -> Backdrop:
+             height_px: float = 420, presentation: bool = False, colours: Colours | None = None) -> Backdrop:
     """A view's images and click cells: the whole map at ``RASTER_SCALE`` image pixels a screen
     pixel, cells of ``HIT_PX`` screen pixels; with ``centre`` (a grid position), also the window
     around it at the centred zoom (cut out of the whole map's image), its cells ``HIT_PX`` screen
@@ -183,11 +207,11 @@ def backdrop(points: dict[str, ViewPoints], matrices, centre=None, *, width_px: 
     _, whole = fit(bounds_of(own), width_px, height_px)
     radius = RASTER_SCALE * POINT_RADIUS_PX * (1.25 if presentation else 1.0)
     hole = None if centre is None else focus_box(centre, whole, width_px, height_px)
-    rasters = [raster(own, bounds_of(own), RASTER_SCALE * 2 ** whole, radius, hole)]
+    rasters = [raster(own, bounds_of(own), RASTER_SCALE * 2 ** whole, radius, hole, colours)]
     cell = max(1, round(HIT_PX / 2 ** whole))
     hits = {LAYER + m: (p, cell) for m, p in one_per_cell([hit_cells(p, cell) for p in own], cell).items()}
     if hole is not None:
-        rasters.append(raster(own, hole, RASTER_SCALE * 2 ** (whole + FOCUS_ZOOM), radius))
+        rasters.append(raster(own, hole, RASTER_SCALE * 2 ** (whole + FOCUS_ZOOM), radius, colours=colours))
         fine = max(1, round(HIT_PX / 2 ** (whole + FOCUS_ZOOM)))
         while True:
             near = {NEAR_LAYER + m: (p, fine) for m, p in one_per_cell([hit_cells(p, fine, hole) for p in own],

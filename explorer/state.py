@@ -30,6 +30,7 @@ import streamlit as st
 
 from explorer import data
 from explorer.render import tour
+from explorer.render.map_colours import COLOUR_KEYS, parse_select
 from explorer.render.presenter import PRESENTER
 from tying.cache.schema import METHOD_LABELS, TABLE1_METHODS
 
@@ -92,6 +93,14 @@ def _names(raws: list[str]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def _pins(raws: list[str]) -> list[str]:
+    """Pinned tokens, comma-separated (``pin=␣Paris,␣Lyon``; a leading space or ␣ is part of a token)."""
+    pins = list(dict.fromkeys(p for p in _last(raws).split(",") if p != ""))
+    if not pins or len(pins) > 8 or not all(len(p) <= 64 and p.isprintable() for p in pins):
+        raise ValueError(raws)
+    return pins
+
+
 @dataclass(frozen=True)
 class Param:
     """A URL parameter: its parser (raises on junk) and its default where it does not depend
@@ -113,16 +122,20 @@ PARAMS: dict[str, Param] = {
     "density": Param(_flag, False),
     "points": Param(_int_in(1, 10_000_000), 5000),
     "renderer": Param(_choice(RENDERERS), "auto"),
+    "colour": Param(_choice(COLOUR_KEYS), "matrix"),  # what the Projection map is coloured by
+    "select": Param(parse_select),  # the Projection map's selected tokens: ids, comma-separated
     "layer": Param(_int_in(0, 10_000)),
     "model": Param(_text),
     "sample": Param(_int_in(0, 100_000)),
+    "pin": Param(_pins),  # the Lens page's pinned tokens
+    "pos": Param(_int_in(0, 10_000)),  # the Lens page's followed position
     "runs": Param(_names),
     "evo_runs": Param(_names),
     "axis": Param(_text, "d_model"),
     "step": Param(_int_in(1, len(tour.STEPS)), 1),  # the tour's step
 }
 # What belongs to one cache: a change of pair leaves these out of the URL.
-PER_CACHE = ("token", "k", "layer", "model", "sample", "runs", "evo_runs")
+PER_CACHE = ("token", "k", "layer", "model", "sample", "pos", "runs", "evo_runs", "select")
 
 
 def _shown(raws: list[str]) -> str:

@@ -35,7 +35,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from precompute import site_assets, site_tour, text_page
+from precompute import site_assets, site_map, site_tour, text_page
 from precompute.options import cache_dir_option, option
 from precompute.report import resolve_cache
 from precompute.site_assets import KIND_LABELS, js_data
@@ -314,6 +314,7 @@ class _Builder:
         for c in self.caches:
             t1 = time.perf_counter()
             self.cache_figures(c)
+            site_map.write(self, c, js_data)  # the map's chart again, with its colourings (assets/map.js)
             self.cache_downloads(c)
             self.cache_page(c)
             if c.tokens:
@@ -376,7 +377,7 @@ class _Builder:
     def cache_page(self, c: _Cache) -> None:
         shown = [f for f in c.figures if f.name in c.charts or f.name in c.tables]
         self.page(f"{c.folder}/index.html", "cache.html", current=f"{c.folder}/index.html",
-                  scripts=[f"charts/{f.name}.js" for f in shown if f.name in c.charts],
+                  scripts=[f"charts/{f.name}.js" for f in shown if f.name in c.charts] + site_map.scripts(c),
                   c=c, shown=shown, tables={name: table_cells(df) for name, df in c.tables.items()})
 
     def searchable(self, c: _Cache) -> bool:

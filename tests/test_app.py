@@ -296,12 +296,18 @@ def test_projection_opens_where_neighbours_does(caches, monkeypatch):
     at.switch_page("views/projection.py").run()  # as from the sidebar
     assert not at.exception
     assert "token" not in at.query_params and "k" not in at.query_params  # defaults stay out of the URL
-    assert f"umap_T_{toks}" in at.session_state  # the charts are keyed by the token they highlight
+    # the charts are keyed by the token they highlight (and their colouring and selection)
+    assert _keyed(at, f"umap_T_{toks}_")
     at.switch_page("views/neighbours.py").run()
     at.button(key="random").click().run()
     picked = _token_param(at)
     at.switch_page("views/projection.py").run()
-    assert not at.exception and _token_param(at) == picked and f"umap_T_{picked}" in at.session_state
+    assert not at.exception and _token_param(at) == picked and _keyed(at, f"umap_T_{picked}_")
+
+
+def _keyed(at, prefix: str) -> bool:
+    """Whether a widget of the page has a key that starts with ``prefix``."""
+    return any(str(k).startswith(prefix) for k in at.session_state.keys())
 
 
 def _token_param(at) -> int:
@@ -411,8 +417,7 @@ def test_the_shipped_sweep_cache_renders_and_reads_as_the_readme_says(monkeypatc
 SHIPPED = Path(APP).parent / "cache"
 ALL_PAGES = PAGES + [p.path for p in pages.PAGES if p.folder or p.path == "tour"]
 URL_PARAMS = ("pair", "presentation", "token", "k", "method", "split", "view", "density", "points", "renderer",
-              "layer", "model",
-              "sample", "runs", "evo_runs", "axis", "step", "notes")
+              "colour", "select", "layer", "model", "sample", "pin", "pos", "runs", "evo_runs", "axis", "step", "notes")
 JUNK = ("", "maybe", "yes", "-1", "9" * 40, "/etc/passwd", "<script>alert(1)</script>")
 
 

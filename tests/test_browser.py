@@ -365,3 +365,29 @@ def test_a_phone_never_scrolls_sideways_and_compares_t_i_o(server, browser):
     finally:
         browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
     browser.get_log("browser")
+
+
+def test_colour_and_select_from_the_url_and_a_shift_drag_box(server, browser):
+    """colour= and select= open the Projection page coloured and with those tokens at full strength
+    (the rest faded); shift and drag a box on the T view selects its points: select= follows."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(f"{server}/projection?pair=synthetic&colour=under_trained&select=1,2,3")
+    ab.h1(browser, "Projection")
+    ab.charts_drawn(browser, 3)
+    ab.settled(browser)
+    main = browser.find_element(By.CSS_SELECTOR, '[data-testid="stMain"]').text
+    assert "under-trained" in main and "3 selected tokens" in main and "Under-trained (10 tokens)" in main
+    assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
+    t_view = browser.find_elements(By.CSS_SELECTOR, '[data-testid="stVegaLiteChart"]')[1]
+    plot = t_view.find_element(By.CSS_SELECTOR, "canvas, svg")
+    (ActionChains(browser).move_to_element_with_offset(plot, -60, -60).key_down(Keys.SHIFT).click_and_hold()
+     .move_by_offset(60, 60).move_by_offset(60, 60).release().key_up(Keys.SHIFT).perform())
+    WebDriverWait(browser, 30, poll_frequency=0.2).until(lambda d: ab.query(d).get("select") not in (None, "1,2,3"))
+    assert all(p.isdigit() for p in ab.query(browser)["select"].split(",")), browser.current_url
+    assert ab.query(browser).get("colour") == "under_trained"
+    ab.charts_drawn(browser, 3)
+    assert "selected tokens" in browser.find_element(By.CSS_SELECTOR, '[data-testid="stMain"]').text

@@ -344,3 +344,46 @@ def test_a_phone_shows_one_map_at_a_time_and_t_i_o_side_by_side(shipped_site, br
             assert chart_ink.is_dark(chart_ink.charts(browser)[0]["pixel"]) == (scheme == "dark")
     finally:
         unphone(browser)
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@needs_chromium
+def test_the_map_takes_colour_and_select_from_the_address_and_writes_them_back(shipped_site, browser):
+    """demo's map opened with #colour=log_count&select=... draws the log count (its legend titled
+    with the counted text) and those tokens at full strength, the rest faded; a search selects its
+    matches and a new colouring redraws, both written back to the address; nothing off file://."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import Select
+
+    requested_urls(browser)
+    browser.get_log("browser")  # what earlier tests of this browser logged (a pixel read's readback note) is theirs
+    browser.get((shipped_site / "demo" / "index.html").as_uri() + "?colour=norm#colour=log_count&select=5,6,7")
+    charts_drawn(browser)
+    key = "demo/projection-umap"
+
+    def drawn() -> dict:
+        return browser.execute_script(
+            "var k = arguments[0], s = window.SITE_CHARTS[k], e = document.querySelector(\"[data-chart='\" + k + \"']\");"
+            "var c = s.hconcat[2].layer[0].encoding.color.condition;"
+            "var rows = e.vegaView.data('map-points') || [];"
+            "return {title: (c.legend || {}).title, field: c.field, shades: rows.map(function (r) { return r.shade; }),"
+            " chosen: rows.filter(function (r) { return r.shade > 0.5; }).map(function (r) { return r.token; }),"
+            " status: document.querySelector('.map-status').textContent, hash: location.hash};", key)
+
+    state = drawn()
+    assert state["field"] == "colour" and " ".join(state["title"]).startswith("count in corpus.txt")
+    assert set(state["chosen"]) <= {5, 6, 7} and state["chosen"] and "3 selected" in state["status"]
+    assert len(set(state["shades"])) == 2 and len(state["shades"]) > 1000  # faded, not hidden: every point drawn
+    search = browser.find_element(By.CSS_SELECTOR, ".map-controls input")
+    search.send_keys("the" + Keys.ENTER)
+    Select(browser.find_element(By.CSS_SELECTOR, ".map-controls select")).select_by_value("position")
+    wait_until(lambda: "colour=position" in drawn()["hash"] and "select=" in drawn()["hash"], 20, what="the address")
+    charts_drawn(browser)
+    state = drawn()
+    assert "position between I and O" in " ".join(state["title"]) and "5,6,7" not in state["hash"]
+    assert state["chosen"] and "selected" in state["status"]
+    urls = requested_urls(browser)
+    assert urls and all(u.startswith(("file://", "data:", "blob:")) for u in urls), urls
+    assert not [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]

@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from explorer import data, deck, deck_backdrop, deck_grid, export, frame, state
-from explorer.render import projection_charts
+from explorer.render import map_colours, projection_charts
 from explorer.words import MATRIX_NAMES, ONE_MODEL_NOTE, OVERLAP_K, projection_text
 
 ref = frame.opened("projection")
@@ -64,6 +64,8 @@ if token is not None and token not in projected:
 if token is None:
     token = data.default_token(toks, among=projected)  # the same default as Neighbours
 k = min(int(state.get("k", OVERLAP_K)), data.max_k(ref) or OVERLAP_K)
+colours = map_colours.offered(ref)  # what the map may be coloured by (colour=), and the tokens selected (select=)
+selected = tuple(t for t in (state.get("select") or ()) if t in projected)
 
 # -- search, and centring on a token ---------------------------------------------------------
 # A token found by the search or clicked is centred, closer, in every WebGL view ("focus", this
@@ -96,7 +98,10 @@ def on_search() -> None:
         focus_on(hits[0])
 
 
-s1, s2, s3 = st.columns([3, 3, 2], vertical_alignment="bottom")
+s1, s2, s4, s3 = st.columns([3, 3, 2, 2], vertical_alignment="bottom")
+colour = s4.selectbox("Colour by", colours, format_func=map_colours.LABELS.get,
+                      key=state.widget_key("colour", "matrix", colours.__contains__), on_change=state.sync,
+                      args=("colour",), help="What each point's colour shows; the legend says how it was measured.")
 query = s1.text_input("Find a token (part of its text)", key="proj_query", placeholder="e.g. ␣the, import, (",
                       on_change=on_search, help="␣ or a leading space matches a space; the first match is picked")
 if query:
@@ -110,6 +115,19 @@ if query:
                      format_func=lambda t: f"{toks.at[t, 'shown']}  (#{t})", key="proj_hits",
                      placeholder="pick a match",
                      on_change=lambda: st.session_state["proj_hits"] is not None and focus_on(st.session_state["proj_hits"]))
+        s3.button(f"Select {len(hits)}", key="proj_select", icon=":material/select:",
+                  on_click=lambda: state.put(select=map_colours.select_text(hits)),
+                  help="Highlight every match on the map, the rest faded (select= in the URL).")
+if selected:
+    s3.button(f"Clear selection ({len(selected):,})", key="proj_unselect", icon=":material/deselect:",
+              on_click=lambda: state.put(select=None), help="Draw every token at full strength again.")
+scale = map_colours.scale_for(ref, colour)
+legend_title = map_colours.legend_title(colour, map_colours.about_of(ref))
+if map_colours.missing_sentence(ref):
+    st.caption(map_colours.missing_sentence(ref))
+elif colour == "under_trained":
+    st.caption(f"Under-trained ({map_colours.about_of(ref).n_under_trained:,} tokens): "
+               f"{data.escape_markdown(map_colours.about_of(ref).rule)}.")
 focus = focused()
 centred = focus.get("token") == token
 if engine == "webgl":
@@ -131,13 +149,19 @@ def highlighted() -> pd.DataFrame:
 
 
 def shown() -> pd.DataFrame:
-    return coords if density else data.umap_sample(ref, limit)
+    return coords if density else map_colours.frame_of(ref, data.umap_sample(ref, limit), colour, selected)
 
 
 def on_pick(key: str) -> None:
     """A click on a point picks its token here, on Neighbours and in the URL. (Each chart's key
     names the token it was drawn for, so a click is always a new selection.)"""
-    picked = (st.session_state.get(key) or {}).get("selection", {}).get(projection_charts.PICK) or []
+    chosen = (st.session_state.get(key) or {}).get("selection", {})
+    box = chosen.get(projection_charts.BOX) or {}
+    if box.get("x") and box.get("y"):  # shift and drag: the box's points selected
+        ms = [m for m in order if key.startswith(f"umap_{m}_")] or list(order)
+        state.put(select=map_colours.select_text(map_colours.tokens_in_box(shown(), ms, box)) or None)
+        return
+    picked = chosen.get(projection_charts.PICK) or []
     if picked and "token" in picked[0]:
         state.put(token=int(picked[0]["token"]))
 
@@ -186,7 +210,7 @@ def draw_webgl() -> None:
         w = deck_grid.VIEW_WIDTH_PX * (3 if len(ms) > 1 or single else 1)
         centre = deck.centre_of(points, deck.highlight_rows(hi, grid, ms), ms, token if centred else None)
         back = deck.backdrop_of(ref, tuple(ms), None if centre is None else (int(centre[0]), int(centre[1])), w, h,
-                                presentation)
+                                presentation, colour, selected)
         decks.append((deck.view_deck(points, hi, grid, ms, focus=token if centred else None, height_px=h, width_px=w,
                                      presentation=presentation, back=back), back))
     sent = len(decks[0][0].to_json())
@@ -199,7 +223,10 @@ def draw_webgl() -> None:
                f"{'The view' if len(views) == 1 else 'Each view'} sends {deck.size_text(sent)}: its points drawn on the "
                f"server into an image ({deck.size_text(image)} of PNG), which the browser draws as one picture, and "
                f"{cells:,} transparent click cells ({deck_backdrop.HIT_PX} pixels a side) that each name the token nearest their "
-               f"centre. Exports draw a sample of {deck.VEGA_MAX_TOKENS:,} with Vega.")
+               f"centre. Exports draw a sample of {deck.VEGA_MAX_TOKENS:,} with Vega." + chosen_text)
+    if colour != "matrix":  # the images carry no legend: the colouring's own, above the views
+        export.show(lambda: (projection_charts.colour_legend(scale, legend_title), pd.DataFrame()), "legend",
+                    key="umap_legend", spec_key=("umap-legend", ref, colour), downloads=False)
     cols = [st.container()] if len(views) == 1 else st.columns(3)
     n = focus.get("n", 0)
     # the picked token is named here; on the map it is labelled only when centred (explorer/deck.py LABEL_LAYER)
@@ -211,11 +238,12 @@ def draw_webgl() -> None:
                 st.markdown(f"**{ms[0]}** ({MATRIX_NAMES[ms[0]]})" + (f" · picked: {picked}" if picked else ""))
             elif picked:
                 st.markdown(f"Picked: {picked}")
-            key = f"deck_{name}_{token}_{n}"
+            key = f"deck_{name}_{token}_{n}_{colour}_{hash(selected)}"
             st.pydeck_chart(d, height=h, key=key, on_select=lambda key=key: on_deck_pick(key),
                             selection_mode="single-object",
                             alt=f"UMAP map of {', '.join(ms)}: {len(points[ms[0]].ids):,} tokens")
-    export.download_buttons(lambda: (projection_charts.projection(shown(), highlighted(), mode=mode), shown()),
+    export.download_buttons(lambda: (projection_charts.projection(shown(), highlighted(), mode=mode, scale=scale,
+                                                                  title=legend_title), shown()),
                             f"umap-{ref.name}", key="umap")
 
 
@@ -223,26 +251,31 @@ def draw_vega() -> None:
     """Vega views of a sample (or a density grid) with their exports."""
     st.caption(f"Drawing {how}. The picked token (◆, labelled) and its {k} nearest neighbours in each matrix (●) "
                "are always drawn. **Click a point** to pick its token (Neighbours follows), or find one above; scroll "
-               "to zoom, drag to pan, double-click to reset.")
-    params = (ref, token, k, density, limit)
+               "to zoom, drag to pan, double-click to reset" + ("" if density else "; **shift and drag** a box to select "
+                                                                   "its points") + "." + chosen_text)
+    params = (ref, token, k, density, limit, colour, selected)
+    modes = [projection_charts.PICK] if density else [projection_charts.PICK, projection_charts.BOX]
+    tag = f"{token}_{hash((colour, selected))}"  # a new selection or colouring: a fresh chart, no box left over
     if mode == "overlaid":
-        export.show(lambda: (projection_charts.projection(shown(), highlighted(), mode="overlaid", height=height),
-                             shown()),
-                    f"umap-{ref.name}", key=f"umap_all_{token}", spec_key=("umap-overlaid",) + params,
-                    on_select=lambda: on_pick(f"umap_all_{token}"), selection_mode=projection_charts.PICK)
+        export.show(lambda: (projection_charts.projection(shown(), highlighted(), mode="overlaid", height=height,
+                                                          scale=scale, title=legend_title, box=True), shown()),
+                    f"umap-{ref.name}", key=f"umap_all_{tag}", spec_key=("umap-overlaid",) + params,
+                    on_select=lambda: on_pick(f"umap_all_{tag}"), selection_mode=modes)
         return
     for col, m in zip([st.container()] if single else st.columns(3), order):
-        with col:
-            export.show(lambda m=m: (projection_charts.projection_view(shown(), highlighted(), m, density=density,
-                                                                       height=height),
-                                     shown()),
-                        f"umap-{ref.name}-{m}", key=f"umap_{m}_{token}", spec_key=("umap-view", m) + params,
-                        on_select=lambda m=m: on_pick(f"umap_{m}_{token}"), selection_mode=projection_charts.PICK,
-                        downloads=False)
-    export.download_buttons(lambda: (projection_charts.projection(shown(), highlighted(), density=density), shown()),
+        with col:  # one legend, under the last view
+            export.show(lambda m=m: (projection_charts.projection_view(
+                shown(), highlighted(), m, density=density, height=height, scale=scale, title=legend_title,
+                show_legend=m == order[-1], box=not density), shown()),
+                        f"umap-{ref.name}-{m}", key=f"umap_{m}_{tag}", spec_key=("umap-view", m) + params,
+                        on_select=lambda m=m: on_pick(f"umap_{m}_{tag}"), selection_mode=modes, downloads=False)
+    export.download_buttons(lambda: (projection_charts.projection(shown(), highlighted(), density=density, scale=scale,
+                                                                  title=legend_title), shown()),
                             f"umap-{ref.name}", key="umap")
 
 
+chosen_text = (f" **{len(selected):,} selected tokens** are drawn at full strength, the rest faded "
+               f"(`select=` in the URL: token ids, comma-separated)." if selected else "")
 if webgl:
     draw_webgl()
 else:

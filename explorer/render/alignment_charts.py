@@ -69,7 +69,7 @@ def norm_vs_frequency(df: pd.DataFrame, matrix: str | None = None) -> alt.TopLev
     ys = alt.Scale(domain=[0, float(data["norm"].max()) * 1.02] if len(data) else alt.Undefined)
 
     def panel(sub: pd.DataFrame, m: str) -> alt.Chart:
-        return alt.Chart(sub).mark_circle(size=10, opacity=0.35).encode(
+        return alt.Chart(sub).mark_circle(size=10, opacity=0.35, aria=False).encode(
             x=alt.X("freq:Q", scale=xs, title="corpus frequency (count)"),
             y=alt.Y("norm:Q", scale=ys, title="L2 norm"),
             color=alt.value(COLOURS[m]),

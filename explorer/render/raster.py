@@ -29,15 +29,17 @@ def disc(radius: float) -> np.ndarray:
     return np.stack([dx[keep], dy[keep]], axis=1)
 
 
-def counts(pixels: np.ndarray, width: int, height: int, radius: float) -> np.ndarray:
+def counts(pixels: np.ndarray, width: int, height: int, radius: float, weights=None) -> np.ndarray:
     """How many points' discs cover each pixel: int32, shape (height, width). ``pixels``: (n, 2)
     pixel coordinates (x to the right, y down; a point at (2.7, 0.2) is in pixel column 2, row 0);
-    points outside the image are left out, and so is the part of a disc that falls outside."""
+    points outside the image are left out, and so is the part of a disc that falls outside.
+    ``weights`` (n,): the sum of the covering points' weights instead (float64)."""
     px = np.floor(np.asarray(pixels, dtype=np.float64)).astype(np.int64).reshape(-1, 2)
     inside = (px[:, 0] >= 0) & (px[:, 0] < width) & (px[:, 1] >= 0) & (px[:, 1] < height)
     px = px[inside]
-    centre = np.bincount(px[:, 1] * width + px[:, 0], minlength=width * height).reshape(height, width)
-    out = np.zeros((height, width), dtype=np.int32)
+    w = None if weights is None else np.asarray(weights, dtype=np.float64).reshape(-1)[inside]
+    centre = np.bincount(px[:, 1] * width + px[:, 0], weights=w, minlength=width * height).reshape(height, width)
+    out = np.zeros((height, width), dtype=np.int32 if w is None else np.float64)
     for dx, dy in disc(radius):  # each disc = the centres' counts shifted by every offset
         ys, yd = (slice(0, height - dy), slice(dy, height)) if dy >= 0 else (slice(-dy, height), slice(0, height + dy))
         xs, xd = (slice(0, width - dx), slice(dx, width)) if dx >= 0 else (slice(-dx, width), slice(0, width + dx))
@@ -57,6 +59,27 @@ def compose(layers: list[tuple[tuple[int, int, int], np.ndarray]], alpha: float)
         out[..., ch][some] = np.rint(mix / n).astype(np.uint8)
     out[..., 3][some] = np.rint(255 * (1 - np.float32(1 - alpha) ** n)).astype(np.uint8)
     return out
+
+
+def paint(pixels: np.ndarray, rgb: np.ndarray, width: int, height: int, radius: float, alpha: float) -> np.ndarray:
+    """RGBA (uint8, straight alpha) of points each in its own colour (``rgb``: (n, 3)): a pixel of
+    ``n`` discs has opacity ``1 - (1 - alpha) ** n`` and their mean colour, as :func:`compose`."""
+    n = counts(pixels, width, height, radius)
+    out = np.zeros((height, width, 4), dtype=np.uint8)
+    some = n > 0
+    rgb = np.asarray(rgb, dtype=np.float64).reshape(-1, 3)
+    for ch in range(3):
+        out[..., ch][some] = np.rint(counts(pixels, width, height, radius, rgb[:, ch])[some] / n[some]).astype(np.uint8)
+    out[..., 3][some] = np.rint(255 * (1 - np.float32(1 - alpha) ** n[some].astype(np.float32))).astype(np.uint8)
+    return out
+
+
+def over(top: np.ndarray, bottom: np.ndarray) -> np.ndarray:
+    """``top`` drawn over ``bottom`` (RGBA uint8 of one shape, straight alpha): the Porter-Duff "over"."""
+    ta, ba = top[..., 3:4] / 255.0, bottom[..., 3:4] / 255.0
+    a = ta + ba * (1 - ta)
+    rgb = np.where(a > 0, (top[..., :3] * ta + bottom[..., :3] * ba * (1 - ta)) / np.maximum(a, 1e-12), 0)
+    return np.concatenate([np.rint(rgb), np.rint(a * 255)], axis=-1).astype(np.uint8)
 
 
 def png(rgba: np.ndarray, colours: int = 256) -> bytes:

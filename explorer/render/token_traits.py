@@ -154,7 +154,7 @@ def position_frequency_chart(df: pd.DataFrame, title: str) -> alt.LayerChart:
     x = alt.X("count:Q", title="corpus frequency (count, log scale)",
               scale=alt.Scale(type="log", domain=[1, top], nice=False), axis=alt.Axis(format="~s"))
     y = alt.Y("position:Q", title="T's position: cos to O − cos to I")
-    points = alt.Chart(d).mark_circle(size=14, opacity=0.4, color=PALETTE["T"]).encode(
+    points = alt.Chart(d).mark_circle(size=14, opacity=0.4, color=PALETTE["T"], aria=False).encode(
         x=x, y=y, tooltip=[alt.Tooltip("shown:N", title="token"), alt.Tooltip("count:Q", format=","),
                            alt.Tooltip("position:Q", format="+.3f")])
     zero = alt.Chart(pd.DataFrame({"position": [0.0]})).mark_rule(color=NEUTRAL, strokeDash=[4, 4]).encode(y="position:Q")

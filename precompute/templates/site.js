@@ -121,6 +121,7 @@
     if (queue.indexOf(el) < 0) { queue.push(el); }
     if (!busy) { window.SITE_CHARTS_DONE = false; drawNext(); }
   }
+  window.SITE_REDRAW = enqueue;  // a chart drawn anew from SITE_CHARTS (assets/map.js: the map's colouring)
   function drawNext() {
     var el = queue.shift();
     busy = !!el;
