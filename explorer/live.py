@@ -37,8 +37,9 @@ from tying.errors import UserError
 from tying.layout import SUFFIX, install_hint, model_dirs
 
 MAX_CHARS = 400  # what the page lets a visitor type
-TOP_K = 5
+TOP_K = 10
 MAX_TOKENS = 32
+MAX_PINS = 8  # tokens a visitor may pin (the worker's limit)
 RESULTS = 256  # answered texts kept
 WARM_ENV = "TYING_WARM_AT_START"  # "0": no worker is started with the server (warm_at_start)
 
@@ -89,15 +90,18 @@ class Tracers:
         with self._lock:
             return [w for _, w in self._workers.values()]
 
-    def submit(self, ref: data.CacheRef, text: str, *, top_k: int = TOP_K, max_tokens: int = MAX_TOKENS) -> Job:
+    def submit(self, ref: data.CacheRef, text: str, *, top_k: int = TOP_K, max_tokens: int = MAX_TOKENS,
+               pins: tuple[str, ...] = ()) -> Job:
         """The job of ``text`` on ``ref``'s models: answered already when the text was traced
         lately, the queued one when it is waiting, else a new one at the end of the queue.
-        Raises UserError for a text the page would not send (empty, too long)."""
+        ``pins``: tokens (as decoded, at most MAX_PINS) whose probability the worker reads from the
+        full softmax at every cell. Raises UserError for a text the page would not send (empty, too long)."""
         if not isinstance(text, str) or not text.strip():
             raise UserError("type some text first")
         if len(text) > MAX_CHARS:
             raise UserError(f"at most {MAX_CHARS} characters, please")
-        key = (ref.path, ref.mtime_ns, text, top_k, max_tokens)
+        pins = tuple(dict.fromkeys(pins))[:MAX_PINS]
+        key = (ref.path, ref.mtime_ns, text, top_k, max_tokens, pins)
         with self._lock:
             job = self._answered.get(key)
             if job is not None:
@@ -106,7 +110,7 @@ class Tracers:
                 return job
             job = self._pending.get(key)
             if job is None:
-                job = Job(key, text, top_k, max_tokens, on_done=self._done)
+                job = Job(key, text, top_k, max_tokens, on_done=self._done, pins=pins)
                 self._pending[key] = job
                 try:
                     self._worker(ref).submit(job)
@@ -139,9 +143,9 @@ def tracers() -> Tracers:
     return Tracers()
 
 
-def submit(ref: data.CacheRef, text: str) -> Job:
-    """A visitor's text on the cache's models (see :meth:`Tracers.submit`)."""
-    return tracers().submit(ref, text)
+def submit(ref: data.CacheRef, text: str, pins: tuple[str, ...] = ()) -> Job:
+    """A visitor's text on the cache's models, with the tokens it follows (see :meth:`Tracers.submit`)."""
+    return tracers().submit(ref, text, pins=pins)
 
 
 def warm(ref: data.CacheRef) -> None:

@@ -53,8 +53,9 @@ class Job:
     """One text in a worker's queue, then its answer (or one-line error)."""
 
     def __init__(self, key: tuple, text: str, top_k: int, max_tokens: int,
-                 on_done: Callable[[Job], None] | None = None):
+                 on_done: Callable[[Job], None] | None = None, pins: tuple[str, ...] = ()):
         self.key, self.text, self.top_k, self.max_tokens = key, text, top_k, max_tokens
+        self.pins = tuple(pins)  # tokens (as decoded) whose probability the worker reads at every cell
         self.id = next(_ids)
         self.attempts = 0  # times the worker died with it in flight
         self.worker: Worker | None = None
@@ -64,6 +65,7 @@ class Job:
         self._answer: dict | None = None
         self._error: str | None = None
         self._parsed: tuple[pd.DataFrame, dict] | None = None
+        self._pinned: tuple[pd.DataFrame, dict] | None = None
         self._lock = threading.Lock()
 
     def done(self) -> bool:
@@ -116,8 +118,17 @@ class Job:
             if self._parsed is None:
                 self._parsed = (data.visible_trajectory(pd.DataFrame(self._answer["columns"])),
                                 self._answer["models"])
+                self._pinned = (pd.DataFrame(self._answer.get("pinned") or
+                                             {c: [] for c in ("model", "lens", "layer", "position", "pin", "prob")}),
+                                self._answer.get("unknown") or {})
                 self._answer = None
             return self._parsed
+
+    def pinned(self) -> tuple[pd.DataFrame, dict[str, list[str]]]:
+        """(each pin's probability from the full softmax: rows model, lens, layer, position, pin (as
+        sent), prob; {role: the pins that are no single token of that model}), once answered."""
+        self.result()
+        return self._pinned
 
     def finish(self, answer: dict | None = None, error: str | None = None) -> None:
         if self.done():
@@ -345,8 +356,8 @@ class Worker:
         """Send the texts and finish each job as its answer comes (the process traces waiting
         texts together). _Died when the process ends first, TimeoutError when it goes
         ``timeout_s`` without an answer."""
-        requests = "".join(json.dumps({"id": j.id, "text": j.text, "top_k": j.top_k, "max_tokens": j.max_tokens})
-                           + "\n" for j in jobs)
+        requests = "".join(json.dumps({"id": j.id, "text": j.text, "top_k": j.top_k, "max_tokens": j.max_tokens}
+                                      | ({"pins": list(j.pins)} if j.pins else {})) + "\n" for j in jobs)
         self.status = None  # what it said of its start or of the texts before these
         try:
             self._proc.stdin.write(requests)

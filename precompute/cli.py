@@ -169,7 +169,7 @@ COMMANDS: dict[str, Command] = {
     "serve-trajectory": Command(
         "precompute.serve:ServeConfig", "precompute.serve:run_serve", "the trajectory command as a warm worker: JSON texts in, JSON trajectories out",
         "Load the cache's models and translators once, then answer one JSON request a line on standard input "
-        '({"id": ..., "text": ..., "top_k": 5, "max_tokens": 32}) with one JSON line on standard output (the '
+        '({"id": ..., "text": ..., "top_k": 10, "max_tokens": 32, "pins": [...]}) with one JSON line on standard output (the '
         "trajectory's columns, or an error), until the input ends. The app's Lens page runs one for visitors' own "
         "texts (explorer/live.py)."),
     "sweep": Command(

@@ -81,7 +81,7 @@ class LensOptions:
                                   "each config.json + params.pt), instead of training them")
     samples: int = internal(3)  # sample texts for prediction trajectories
     prompts: tuple[str, ...] = internal(())  # texts traced before the samples (the first is sample 0)
-    top_k: int = internal(5)
+    top_k: int = internal(10)  # predictions stored per cell of a trajectory (the Lens page's top-10)
     max_chars: int = internal(1_200_000)
 
     def __post_init__(self) -> None:
@@ -109,6 +109,15 @@ class LensOptions:
         else:
             out["prompts"] = list(self.prompts)
         return out
+
+    def training_params(self) -> dict:
+        """:meth:`params` without the options that only read a trained lens (:data:`READING_ONLY`)."""
+        return {k: v for k, v in self.params().items() if k not in READING_ONLY}
+
+
+READING_ONLY = ("top_k", "samples", "prompts")
+"""Lens options that change what is read through a trained lens (the trajectories), never its training:
+a lens saved under other values of them is reused (:meth:`LensSetup.trained_alike`)."""
 
 
 def _device_type(device) -> str:
@@ -309,6 +318,7 @@ class LensSetup:
             save_lens(lens, path, lm.fingerprint, meta | {"budget": budget.to_dict(), "curve": curve.to_dict("list")})
             progress(f"{lm.role}: using the tuned lens in {source}")
             return lens.to(self.device), curve, budget
+        path = path if path.exists() else self.trained_alike(lm, budget) or path
         lens = load_lens(path, lm.fingerprint, device=self.device) if path.exists() else None
         if lens is not None:
             progress(f"{lm.role}: reusing the tuned lens in {path.name} (same unembedding)")
@@ -320,6 +330,23 @@ class LensSetup:
                                                       "curve": curve.to_dict("list")})
         # read back as saved (a large lens in float16): the cache's KL is that of the lens on disk
         return load_lens(path, lm.fingerprint, device=self.device), curve, budget
+
+    def trained_alike(self, lm: LensModel, budget: LensBudget) -> Path | None:
+        """A lens of ``lm``'s role in the folder saved with the same training options and budget,
+        whatever its :data:`READING_ONLY` options were (so a larger ``top_k`` retrains nothing); None
+        when there is none. Its fingerprint is checked when it loads."""
+        from tying.lens.files import read_lens_meta
+
+        want = (self.opts.training_params(), budget.to_dict())
+        for f in sorted(self.folder.glob(f"{lm.role}-*.safetensors")):
+            try:
+                meta = read_lens_meta(f).get("meta") or {}
+            except ValueError:
+                continue
+            options = {k: v for k, v in (meta.get("options") or {}).items() if k not in READING_ONLY}
+            if (options, meta.get("budget")) == want:
+                return f
+        return None
 
     def train(self, lm: LensModel, budget: LensBudget, train: list, progress: Callable[[str], None]):
         """Train a model's tuned lens with ``budget`` on ``train``: the estimate (and, when long, the

@@ -3,14 +3,19 @@
 It loads the cache's models and translators once (:class:`precompute.trajectory.Tracer`),
 then answers requests, one JSON object a line on standard input::
 
-    {"id": 7, "text": "--help", "top_k": 5, "max_tokens": 32}
+    {"id": 7, "text": "--help", "top_k": 10, "max_tokens": 32}
+    {"id": 8, "text": "The capital of France is", "pins": [" Paris", " Lyon"]}
 
 with one JSON object a line on standard output, in order::
 
     {"id": 7, "models": {"tied": {"model": ..., "lens": ...}, ...}, "columns": {"position": [...], ...}}
-    {"id": 8, "error": "one line"}
+    {"id": 8, "models": ..., "columns": ..., "pinned": {"pin": [...], "prob": [...], ...}, "unknown": {"tied": []}}
+    {"id": 9, "error": "one line"}
 
-``columns`` are the trajectory command's rows, column by column. While it loads, and while it
+``columns`` are the trajectory command's rows, column by column; with ``pins`` (at most
+:data:`MAX_PINS` texts, each a token as decoded), ``pinned`` holds each pin's probability at every
+model, lens, hidden state and position from the full softmax (:meth:`Tracer.follow`), and
+``unknown`` per model the pins that are no single token of its vocabulary. While it loads, and while it
 reads texts, it says what it is doing, at most every :data:`PROGRESS_EVERY_S` seconds (and at a
 phase's first and last step)::
 
@@ -49,6 +54,9 @@ from precompute.report import resolve_cache
 from precompute.trajectory import Tracer, check_text
 from tying.errors import UserError, first_line
 
+MAX_PINS = 8
+"""Pinned texts a request may follow (each at most 64 characters)."""
+
 PROGRESS_EVERY_S = 0.1
 """The least time between two progress lines of one phase (its first and last always go)."""
 
@@ -69,11 +77,19 @@ class ServeConfig:
         check_positive(self, "batch", "threads")
 
 
+def check_pins(pins: object) -> list[str]:
+    """A request's pins: a list of at most MAX_PINS non-empty strings of at most 64 characters."""
+    if not isinstance(pins, list) or len(pins) > MAX_PINS or not all(
+            isinstance(p, str) and 0 < len(p) <= 64 for p in pins):
+        raise UserError(f"pins must be a list of at most {MAX_PINS} tokens (texts of 1 to 64 characters)")
+    return list(dict.fromkeys(pins))
+
+
 def check_request(req: object) -> tuple[object, str, int, int]:
     """(id, text, top_k, max_tokens) of a request; UserError (one line) for a bad one."""
     if not isinstance(req, dict):
         raise UserError("a request is a JSON object with a text")
-    text, top_k, max_tokens = req.get("text"), req.get("top_k", 5), req.get("max_tokens", 32)
+    text, top_k, max_tokens = req.get("text"), req.get("top_k", 10), req.get("max_tokens", 32)
     check_text(text, "at least one visible character, please")
     if type(top_k) is not int or top_k < 1:
         raise UserError(f"top_k must be a positive integer, got {top_k!r}")
@@ -89,8 +105,13 @@ def answer(tracer: Tracer, line: str) -> str:
         req = json.loads(line)
         rid = req.get("id") if isinstance(req, dict) else None
         rid, text, top_k, max_tokens = check_request(req)
+        pins = check_pins(req.get("pins", []))
         rows = tracer.trace(text, top_k=top_k, max_tokens=max_tokens)
-        return _dumps({"id": rid, "models": tracer.models, "columns": rows.to_dict("list")})
+        out = {"id": rid, "models": tracer.models, "columns": rows.to_dict("list")}
+        if pins:
+            pinned, unknown = tracer.follow(text, pins, max_tokens=max_tokens)
+            out |= {"pinned": pinned.to_dict("list"), "unknown": unknown}
+        return _dumps(out)
     except json.JSONDecodeError as exc:
         error = f"not a JSON request: {exc.msg}"
     except ValueError as exc:  # a UserError, or a library function's bad argument
@@ -106,13 +127,16 @@ def answer(tracer: Tracer, line: str) -> str:
 
 def answer_many(tracer: Tracer, lines: list[str]) -> list[str]:
     """The response lines to request lines, in order: the valid requests traced together
-    (grouped by top_k and max_tokens), each one alone when their batch fails."""
+    (grouped by top_k and max_tokens), each one alone when their batch fails; one with pins alone."""
     out: list[str | None] = [None] * len(lines)
     groups: dict[tuple[int, int], list[tuple[int, object, str]]] = {}
     for i, line in enumerate(lines):
         try:
-            rid, text, top_k, max_tokens = check_request(json.loads(line))
+            req = json.loads(line)
+            rid, text, top_k, max_tokens = check_request(req)
             _dumps({"id": rid})
+            if req.get("pins"):
+                raise ValueError("followed alone")  # pins: traced and followed by answer()
         except (ValueError, TypeError):
             out[i] = answer(tracer, line)  # says what is wrong with it
             continue

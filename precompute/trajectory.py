@@ -48,7 +48,7 @@ class TrajectoryConfig:
     text: str = option(help=f"the text to trace (at most {MAX_TEXT_CHARS:,} characters); one that starts with `-` "
                             "as `--text=-x`")
     cache_dir: str = cache_dir_option()
-    top_k: int = option(5, help="predictions per cell")
+    top_k: int = option(10, help="predictions per cell")
     max_tokens: int = option(32, help="the text is cut to this many tokens (at most 256)")
     device: str | None = device_option()
     trust_remote_code: bool = option(False, help="allow model code from the model's folder (off by default)")
@@ -122,6 +122,7 @@ class Tracer:
         self.device = as_device(device)
         self.progress = progress
         self._loaded = []  # (role, model, tokenizer, lens parts, tuned lens or None)
+        self._vocab: dict[str, list[str]] = {}  # {role: each token id's decoded text}, for pins
         self.models: dict[str, dict] = {}  # {role: {"model": folder, "lens": translator file or None}}
         per_model = len(LOAD_STEPS) + 1  # the model's, then its tuned lens
         steps = per_model * len(dirs)
@@ -155,7 +156,7 @@ class Tracer:
 
         return tick
 
-    def trace(self, text: str, *, top_k: int = 5, max_tokens: int = 32) -> pd.DataFrame:
+    def trace(self, text: str, *, top_k: int = 10, max_tokens: int = 32) -> pd.DataFrame:
         """One row per model x lens x hidden state x position x rank (the lens_trajectory columns
         and ``model``). UserError (one line) when the text cannot be traced."""
         from tying.lens.evaluate import prediction_trajectory
@@ -174,7 +175,34 @@ class Tracer:
             frames.append(t.assign(model=role))
         return pd.concat(frames, ignore_index=True)
 
-    def trace_many(self, texts: list[str], *, top_k: int = 5, max_tokens: int = 32) -> list[pd.DataFrame]:
+    def follow(self, text: str, pins, *, max_tokens: int = 32) -> tuple[pd.DataFrame, dict[str, list[str]]]:
+        """Each pinned text's probability at every hidden state and position of ``text``, per model and
+        lens, from the full softmax: rows (model, lens, layer, position, pin, prob); and per model the
+        pins that are no single token of its vocabulary (left out of the rows)."""
+        from tying.lens.evaluate import pinned_probabilities
+        from tying.lens.follow import pin_ids
+        from tying.lens.lenses import LogitLens
+
+        frames, unknown = [], {}
+        for role, model, tok, parts, lens in self._loaded:
+            if role not in self._vocab:  # every id decoded once, as the trajectory decodes it
+                self._vocab[role] = [tok.decode([i]) for i in range(parts.unembed.weight.shape[0])]
+            ids = pin_ids(self._vocab[role], pins)
+            unknown[role] = [p for p, i in ids.items() if i is None]
+            known = {i: p for p, i in ids.items() if i is not None}
+            if not known:
+                continue
+            try:
+                t = pinned_probabilities(model, tok, text, [LogitLens()] if lens is None else [lens, LogitLens()],
+                                         list(known), max_tokens=max_tokens, device=self.device, parts=parts)
+            except ValueError as exc:
+                raise UserError(str(exc)) from None
+            frames.append(t.assign(model=role, pin=t["token_id"].map(known)).drop(columns="token_id"))
+        columns = ["model", "lens", "layer", "position", "pin", "prob"]
+        rows = pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
+        return rows, unknown
+
+    def trace_many(self, texts: list[str], *, top_k: int = 10, max_tokens: int = 32) -> list[pd.DataFrame]:
         """:meth:`trace` of each text, with one forward pass per model for them all (the texts
         right-padded: a causal model's prediction at a position does not see the padding after
         it), so a queue of texts costs little more than one. The numbers may differ from

@@ -286,7 +286,7 @@ def test_the_generator_rewrites_docs_and_refuses_a_file_without_tables(tmp_path,
     """`--write` rewrites a stale table; a file with no tables (the README, since they moved) is refused,
     not silently left as it was; a file lacking a command's table is written and the command named."""
     stale = tmp_path / "commands.md"
-    stale.write_text(COMMANDS_DOC.replace("| `--top-k` | 5 |", "| `--top-k` | 7 |"))
+    stale.write_text(COMMANDS_DOC.replace("| `--top-k` | 10 |", "| `--top-k` | 7 |"))
     assert stale.read_text() != COMMANDS_DOC
     assert readme.main(["--write", str(stale)]) == 0 and stale.read_text() == COMMANDS_DOC
     plain = tmp_path / "README.md"

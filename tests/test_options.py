@@ -197,7 +197,7 @@ def test_markdown_tables_mark_required_options():
 
     table = markdown(TrajectoryConfig)
     assert "| `<cache>` | required |" in table and "| `--text` | required |" in table
-    assert "| `--top-k` | 5 | predictions per cell |" in table
+    assert "| `--top-k` | 10 | predictions per cell |" in table
 
 
 def test_an_abbreviated_option_is_refused(capsys):

@@ -33,7 +33,7 @@ needs_node = pytest.mark.skipif(NODE is None, reason="Node.js is needed to run t
 def _trajectory(cache: Path, text: str) -> pd.DataFrame:
     buf = io.StringIO()
     with redirect_stdout(buf):
-        assert main(["trajectory", str(cache), "--text", text, "--top-k", "5", "--max-tokens", "64"]) == 0
+        assert main(["trajectory", str(cache), "--text", text, "--top-k", "10", "--max-tokens", "64"]) == 0
     return pd.DataFrame(json.loads(buf.getvalue())["rows"])
 
 
@@ -129,7 +129,7 @@ for (const [role, m] of Object.entries(p.models)) {{
   const model = new T.Model(m.config, T.readSafetensors(new Uint8Array(fs.readFileSync(m.weights))).tensors);
   const lens = new T.TunedLens(T.readSafetensors(new Uint8Array(fs.readFileSync(m.lens))).tensors, m.config.hidden_size);
   const ids = tok.encode(p.text).slice(0, Math.min(64, m.config.max_position_embeddings));
-  rows = rows.concat(T.trajectory(role, model, tok, lens, ids, 5).rows);
+  rows = rows.concat(T.trajectory(role, model, tok, lens, ids, 10).rows);
 }}
 console.log(JSON.stringify(rows));
 """
@@ -222,5 +222,43 @@ def test_the_text_page_gives_the_rows_python_prints_from_file_with_nothing_sent(
         time.sleep(1.5)
         assert driver.find_element("id", "note").text.startswith("Type a text")
         assert driver.execute_script("return document.getElementById('trajectory-json').textContent") == "[]"
+    finally:
+        driver.quit()
+
+
+@pytest.mark.slow
+def test_pinned_tokens_on_the_text_page_come_from_the_whole_softmax(demo_site):
+    """#...&pin=: each pinned token's probability at every cell, computed in the page, equals Python's
+    (the worker's :meth:`Tracer.follow`); a pin that is no single token is named, not drawn; a click
+    on a cell follows it (its top 10, the curves at its position); nothing is requested off file://."""
+    from precompute.trajectory import Tracer
+    from tests.appbrowser import CHROMIUM, DRIVER, chromium, requested_urls
+
+    if not (CHROMIUM and DRIVER):
+        pytest.skip("Debian's chromium and chromium-driver are needed")
+    text, pins = "def main(): return self.x == 0", [" self", "(", "no such token"]
+    driver = chromium(1440, 900, requests=True)
+    try:
+        driver.get((demo_site / "demo" / "text.html").as_uri() + "#text=" + quote(text) + "&pin="
+                   + quote("␣self,(,no such token"))
+        _computed(driver)
+        got = pd.DataFrame(json.loads(driver.execute_script(
+            "return document.getElementById('pinned-json').textContent")))
+        want, unknown = Tracer(DEMO).follow(text, pins, max_tokens=64)
+        assert unknown == {"tied": ["no such token"], "untied": ["no such token"]}
+        key = ["model", "lens", "layer", "position", "pin"]
+        a, b = want.sort_values(key).reset_index(drop=True), got.sort_values(key).reset_index(drop=True)
+        assert len(a) == len(b) > 0 and (a[key].to_numpy() == b[key].to_numpy()).all()
+        np.testing.assert_allclose(a["prob"].astype(float), b["prob"].astype(float), atol=1e-4, rtol=0)
+        result = driver.find_element("id", "result")
+        assert 'Not a single token of the twins\' vocabulary, so not drawn: "no such token"' in result.text
+        assert len(driver.find_elements("css selector", "figure.pin-chart svg polyline")) == 2 * 2 * 2  # twin, pin, lens
+        assert len(driver.find_elements("css selector", "table.grid.strip")) == 2  # tied beside untied
+        driver.find_element("css selector", "td[data-position='1'][data-layer='2']").click()
+        assert "Top 10 at hidden state 2, after" in result.text and "(position 1)" in result.text
+        assert len(driver.find_elements("css selector", "table.cell-top")[0].find_elements("tag name", "tr")) == 1 + 10
+        assert "pin=" in driver.execute_script("return location.hash")
+        urls = requested_urls(driver)
+        assert urls and all(u.startswith(("file://", "data:", "blob:")) for u in urls), urls
     finally:
         driver.quit()

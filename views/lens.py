@@ -3,8 +3,8 @@
 import pandas as pd
 import streamlit as st
 
-from explorer import data, export, frame, live, sections, state
-from explorer.render import lens_charts, lens_tables, style
+from explorer import data, export, follow, frame, live, sections, state
+from explorer.render import lens_charts, lens_follow, lens_tables, style
 from explorer.words import UserError, first_line, reference
 
 ref = frame.opened("lens")
@@ -97,7 +97,7 @@ if data.has_rows(ref, "lens_trajectory") or own_text_possible:
                       format_func=lambda v: "a sample text" if v == "sample" else "your own text")
     c1, c2, c3 = st.columns(3)
     lens = c2.radio("Lens", ["tuned", "logit"], horizontal=True, key="traj_lens")
-    t, spec_key = None, None
+    t, spec_key, both, pinned = None, None, None, None
     if install:
         st.caption(f"Your own text runs this model here once it is installed: `{install}`")
     if source == "own":
@@ -113,7 +113,7 @@ if data.has_rows(ref, "lens_trajectory") or own_text_possible:
             live.warm(ref)  # the models load while the visitor types
         else:
             try:
-                job = live.submit(ref, own)  # a text traced lately is answered at once
+                job = live.submit(ref, own, follow.raw_pins())  # a text traced lately is answered at once
                 if not job.done():  # what the worker is doing (loading, each lens read) and its share done
                     roles = list(live.models_here(ref))
                     with st.status(live.waiting_line(job, roles), expanded=True) as status:
@@ -124,6 +124,7 @@ if data.has_rows(ref, "lens_trajectory") or own_text_possible:
                         status.update(label="Traced your text" if job.ok else "Could not trace your text",
                                       state="complete" if job.ok else "error", expanded=False)
                 rows, used = job.result()
+                pinned = job.pinned()
             except UserError as exc:
                 st.error(f"Cannot trace this text: {first_line(exc)}")
                 rows = None
@@ -134,8 +135,9 @@ if data.has_rows(ref, "lens_trajectory") or own_text_possible:
                     command = data.build_command(ref)
                     st.info("No tuned-lens translator of this cache fits this model here; showing the logit lens."
                             + (f" The cache's own command trains one: `{command}`" if command else ""))
+                    lens = "logit"
                     t = rows[(rows["model"] == model) & (rows["lens"] == "logit")]
-                spec_key = ("traj-own", ref, own, model, lens)
+                both, spec_key = rows, ("traj-own", ref, own, model, lens)
     elif source == "sample":
         models, samples = choices["models"], choices["samples"]
         model = c1.radio("Model", models, horizontal=True, on_change=state.sync, args=("model",),
@@ -148,16 +150,22 @@ if data.has_rows(ref, "lens_trajectory") or own_text_possible:
                               key=state.widget_key("sample", samples[0], samples.__contains__),
                               on_change=state.sync, args=("sample",))
         t = data.trajectory(ref, model, lens, sample)
+        both = lens_tables.sample_rows(ref, sample)
         spec_key = ("traj", ref, model, lens, sample)
     if t is not None and len(t):
         st.caption("Input: " + data.escape_markdown(data.trajectory_text(t)))
-        st.caption("Each cell: the top-1 prediction of that hidden state at that position (colour: its probability).")
-        export.show(lambda: (lens_charts.trajectory(t), t), f"trajectory-{ref.name}-{model}-{lens}", key="traj",
-                    spec_key=spec_key)
-        layers = sorted(t["layer"].unique())
-        layer = st.select_slider("Top-k at hidden state", layers,
-                                 key=state.widget_key("layer", layers[-1], lambda v: v in layers),
-                                 on_change=state.sync, args=("layer",))
-        # a row per input token: as narrow as k (a stored sample's once per cache)
-        top = lens_tables.top_k(t, layer) if source == "own" else lens_tables.sample_top_k(ref, model, lens, sample, layer)
-        frame.table(top, height=style.fit_height(top))
+        st.caption("Each cell: the top-1 prediction of that hidden state at that position (colour: its "
+                   "probability). Click a cell to follow it below.")
+        followed = follow.followed(t)
+        grid_key = follow.grid_key(spec_key, followed)  # a new key per followed cell: every click is new
+        export.show(lambda: (lens_charts.trajectory(t, pick=lens_follow.CELL, picked=followed), t),
+                    f"trajectory-{ref.name}-{model}-{lens}", key=grid_key, spec_key=spec_key + followed,
+                    on_select=lambda: follow.on_cell(grid_key), selection_mode=lens_follow.CELL)
+        follow.section(ref, t, both, lens, model_label="the model" if s.kind == "model" else f"the {model} model",
+                       pinned=pinned, spec_key=spec_key)
+        with st.expander("Every input token's top 10 at this hidden state"):
+            layer = st.session_state.get("w_layer", int(t["layer"].max()))
+            # a row per input token: as narrow as k (a stored sample's once per cache)
+            top = lens_tables.top_k(t, layer) if source == "own" else lens_tables.sample_top_k(ref, model, lens,
+                                                                                               sample, layer)
+            frame.table(top, height=style.fit_height(top))

@@ -134,12 +134,13 @@ def lens_training_curve(df: pd.DataFrame, window: int | None = None, *, log_y: b
     return chart.properties(width=320, height=220).facet(column=alt.Column("model:N", title=None))
 
 
-def trajectory(df: pd.DataFrame) -> alt.Chart:
+def trajectory(df: pd.DataFrame, *, pick: str | None = None, picked: tuple[int, int] | None = None) -> alt.Chart:
     """Top-1 prediction of every layer at every position: a heat map of probability with the text.
 
     Columns are the input tokens, labelled with their (visible) text; a prediction longer than
     its cell is cut with an ellipsis to the cell's width (the tooltip has it whole); in cells
-    narrower than 24 px the text is left out.
+    narrower than 24 px the text is left out. ``pick``: the name of a click selection of a cell
+    (fields position and layer); ``picked``: the (position, layer) outlined as followed.
     """
     top = df[df["rank"] == 1]
     tokens = top.drop_duplicates("position").sort_values("position")
@@ -159,5 +160,13 @@ def trajectory(df: pd.DataFrame) -> alt.Chart:
     text = base.mark_text(limit={"expr": "max(8, bandwidth('x') - 4)"},
                           opacity={"expr": "bandwidth('x') < 24 ? 0 : 1"}).encode(
         text="prediction:N", color=alt.condition("datum.prob > 0.5", alt.value("white"), alt.value("black")))
+    if pick:
+        rect = rect.add_params(alt.selection_point(name=pick, fields=["position", "layer"], on="click", clear=False,
+                                                   empty=False))
+    layers = [rect, text]
+    if picked is not None:  # the followed cell, outlined in the theme's text colour
+        cell = top[(top["position"] == picked[0]) & (top["layer"] == picked[1])]
+        layers.append(alt.Chart(cell).mark_rect(filled=False, stroke=NEUTRAL, strokeWidth=3).encode(
+            x="position:O", y=alt.Y("layer:O", sort="descending")))
     # a row per hidden state tall enough for its label and text, and never a sliver
-    return (rect + text).properties(width="container", height=max(260, 44 * max(1, top["layer"].nunique())))
+    return alt.layer(*layers).properties(width="container", height=max(260, 44 * max(1, top["layer"].nunique())))

@@ -65,3 +65,11 @@ def sample_text(ref: read.CacheRef, model: str, lens: str, sample: int) -> str:
 def has_logit_lens(ref: read.CacheRef) -> bool:
     """Whether the cache's layerwise KL holds logit-lens rows beside the tuned lens's."""
     return bool((read.table(ref, "lens_kl")["lens"] == "logit").any())
+
+
+@read.memo(64)
+def sample_rows(ref: read.CacheRef, sample: int) -> pd.DataFrame:
+    """A stored sample text's trajectory rows for every model and lens (tokens made visible): what
+    the commitment strip and the pinned curves read. Read-only."""
+    traj = read.table(ref, "lens_trajectory")
+    return read.visible_trajectory(traj[traj["sample"] == sample])

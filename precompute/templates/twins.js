@@ -121,6 +121,15 @@
     return new TextDecoder("utf-8", { fatal: false }).decode(bytes);
   };
 
+  Tokenizer.prototype.idOf = function (text) {  // the first id that decodes to exactly this text, or -1
+    if (!this.byText) {
+      this.byText = new Map();
+      for (let i = this.ids.length - 1; i >= 0; i--) if (this.ids[i] !== undefined) this.byText.set(this.decode(i), i);
+    }
+    const id = this.byText.get(text);
+    return id === undefined ? -1 : id;
+  };
+
   // -- the model -------------------------------------------------------------------------------
   function matvec(w, rows, cols, x, out) {  // out[r] = sum_c w[r, c] x[c]
     for (let r = 0; r < rows; r++) {
@@ -269,8 +278,9 @@
 
   // One model's rows: {model, lens, layer, position, token, rank, prediction, prob}, and the KL
   // per layer and lens (the mean over positions of KL(final || lens)).
-  function trajectory(role, model, tokenizer, lens, ids, topk) {
-    const states = model.hidden(ids), rows = [], kl = [];
+  // pins: {text: token id}: each one's probability at every cell from the whole softmax, in `pinned`
+  function trajectory(role, model, tokenizer, lens, ids, topk, pins) {
+    const states = model.hidden(ids), rows = [], kl = [], pinned = [];
     const last = states.length - 1;
     const finals = states[last].map((h) => model.readOut(h));
     const lenses = lens ? ["tuned", "logit"] : ["logit"];
@@ -286,11 +296,14 @@
             model: role, lens: name, layer, position: p, token: tokens[p], rank: r + 1,
             prediction: tokenizer.decode(id), prob: probs[id],
           }));
+          for (const [pin, id] of Object.entries(pins || {})) {
+            pinned.push({ model: role, lens: name, layer, position: p, pin, prob: probs[id] });
+          }
         }
         kl.push({ model: role, lens: name, layer, kl_bits: klSum / ids.length });
       }
     }
-    return { rows, kl };
+    return { rows, kl, pinned };
   }
 
   root.Twins = { fromBase64, readSafetensors, Tokenizer, Model, TunedLens, trajectory, topK, klBits };

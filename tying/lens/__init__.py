@@ -12,6 +12,8 @@ Belrose et al. 2023 (arXiv 2303.08112). One job per module:
 * :mod:`tying.lens.estimate`: how long that training will take, from a timed micro-batch;
 * :mod:`tying.lens.evaluate`: the KL of every hidden state under given lenses, and top-k
   prediction trajectories;
+* :mod:`tying.lens.follow`: following a token through the hidden states on arrays (torch-free):
+  the commitment hidden state, a pinned token's probability from stored top-k rows;
 * :mod:`tying.lens.batches`: token-id batches from text;
 * :mod:`tying.lens.run`: running a frozen model (device, autocast, token blocks);
 * :mod:`tying.lens.files`: saving and loading a tuned lens (safetensors, fingerprinted);

@@ -95,18 +95,10 @@ def prediction_trajectory(
     probability under that lens): one row per position x layer x lens x rank. ``progress``:
     called with (lens name, layer) after each hidden state is read through each lens.
     """
-    if not isinstance(text, str) or not text.strip():
-        raise ValueError("no text to trace predictions on")
-    if int(max_tokens) < 1:
-        raise ValueError(f"max_tokens must be positive, got {max_tokens}")
+    ids = text_ids(model, tokenizer, text, max_tokens)
     dev, parts = prepare(model, device, parts)
     kinds = [lens.to(dev) for lens in check_lenses(lenses, parts)]
     chosen = check_layers(layers, parts.n_hidden)
-    context = getattr(getattr(model, "config", None), "max_position_embeddings", None)
-    limit = int(max_tokens) if not context else min(int(max_tokens), int(context))
-    ids = tokenizer(text, verbose=False)["input_ids"][:limit]
-    if not ids:
-        raise ValueError("no text to trace predictions on")
     cols = {name: [] for name in ("position", "layer", "lens", "rank", "pred_id", "prob")}
     with frozen(model), torch.no_grad():
         hs = residual_stream(model, parts, torch.tensor([ids], dtype=torch.long, device=dev))
@@ -135,6 +127,58 @@ def prediction_trajectory(
         return decoded[i]
 
     return trajectory_frame(flat, [decode(i) for i in ids], decode)
+
+
+def text_ids(model: nn.Module, tokenizer, text: str, max_tokens: int) -> list[int]:
+    """The token ids a trajectory reads: ``text`` tokenized (with the tokenizer's special tokens),
+    cut to ``max_tokens`` and to the model's context. ValueError for an empty text."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("no text to trace predictions on")
+    if int(max_tokens) < 1:
+        raise ValueError(f"max_tokens must be positive, got {max_tokens}")
+    context = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+    limit = int(max_tokens) if not context else min(int(max_tokens), int(context))
+    ids = tokenizer(text, verbose=False)["input_ids"][:limit]
+    if not ids:
+        raise ValueError("no text to trace predictions on")
+    return ids
+
+
+def pinned_probabilities(
+    model: nn.Module,
+    tokenizer,
+    text: str,
+    lenses: Lens | Sequence[Lens],
+    token_ids: Sequence[int],
+    *,
+    max_tokens: int = 32,
+    device=None,
+    parts: LensParts | None = None,
+) -> pd.DataFrame:
+    """The probability of each of ``token_ids`` at every hidden state and position of ``text``
+    under each lens, read from the full softmax (the same text and cut as
+    :func:`prediction_trajectory`, whose ``prob`` it equals where a token is in the top k).
+
+    Returns a DataFrame with columns position, layer, lens, token_id, prob: one row per
+    position x layer x lens x token id.
+    """
+    ids = text_ids(model, tokenizer, text, max_tokens)
+    dev, parts = prepare(model, device, parts)
+    kinds = [lens.to(dev) for lens in check_lenses(lenses, parts)]
+    wanted = torch.tensor([int(i) for i in token_ids], dtype=torch.long, device=dev)
+    frames = []
+    with frozen(model), torch.no_grad():
+        hs = residual_stream(model, parts, torch.tensor([ids], dtype=torch.long, device=dev))
+        for lens in kinds:
+            for layer in range(parts.n_hidden):
+                probs = torch.softmax(lens.logits(parts, hs[layer][0], layer).float(), dim=-1)[:, wanted]
+                n_pos, n_pin = probs.shape
+                frames.append(pd.DataFrame({
+                    "position": np.repeat(np.arange(n_pos), n_pin), "layer": layer, "lens": lens.name,
+                    "token_id": np.tile(wanted.cpu().numpy(), n_pos),
+                    "prob": probs.reshape(-1).cpu().numpy().astype(np.float64)}))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+        columns=["position", "layer", "lens", "token_id", "prob"])
 
 
 def trajectory_frame(flat: dict, input_tokens: list[str], decode) -> pd.DataFrame:
