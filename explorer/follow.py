@@ -96,17 +96,18 @@ def section(ref: data.CacheRef, t: pd.DataFrame, both: pd.DataFrame, lens: str, 
         st.caption("Read from the whole output distribution (the models ran on this text here).")
         if missing:
             st.caption("Not a single token of this vocabulary, so not drawn: "
-                       + data.escape_markdown(", ".join(json.dumps(p, ensure_ascii=False) for p in missing)) + ".")
+                       + data.escape_markdown(", ".join(json.dumps(p, ensure_ascii=False) for p in missing),
+                                              entities=False) + ".")
     else:
         rows = lens_follow.pinned_stored(both, chosen, pos)
         st.caption(f"From the stored top {K} of each cell (the models do not run on a sample text here).")
         gaps = lens_follow.gaps_line(rows, K)
         if gaps:
-            st.caption(data.escape_markdown(gaps))
+            st.caption(data.escape_markdown(gaps, entities=False))  # a caption shows an entity as typed
     drawn = [p for p in chosen if p in set(rows["pin"]) and rows.loc[rows["pin"] == p, "prob"].notna().any()]
     for pin in [p for p in chosen if p in set(rows["pin"]) and p not in drawn]:
         st.caption(data.escape_markdown(f"{json.dumps(pin, ensure_ascii=False)}: outside the stored top {K} at every "
-                                        "hidden state of this position: nothing to draw."))
+                                        "hidden state of this position: nothing to draw.", entities=False))
     for i, pin in enumerate(drawn):
         if i % 2 == 0:  # two a row, a row at a time: a phone stacks them in the pins' order
             cols = st.columns(2 if len(drawn) > 1 else 1)

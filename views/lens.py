@@ -153,7 +153,7 @@ if data.has_rows(ref, "lens_trajectory") or own_text_possible:
         both = lens_tables.sample_rows(ref, sample)
         spec_key = ("traj", ref, model, lens, sample)
     if t is not None and len(t):
-        st.caption("Input: " + data.escape_markdown(data.trajectory_text(t)))
+        st.caption("Input: " + data.escape_markdown(data.trajectory_text(t), entities=False))
         st.caption("Each cell: the top-1 prediction of that hidden state at that position (colour: its "
                    "probability). Click a cell to follow it below.")
         followed = follow.followed(t)

@@ -70,7 +70,7 @@ if pairs:
 
 row = toks.iloc[token]
 st.markdown(f"### {data.escape_markdown(row['shown'])}")
-st.caption(f"token #{token} · raw {data.escape_markdown(str(row['raw']))} · tied id {row['tied_id']}"
+st.caption(f"token #{token} · raw {data.escape_markdown(str(row['raw']), entities=False)} · tied id {row['tied_id']}"
            + (f", untied id {row['untied_id']}" if pd.notna(row["untied_id"]) else "")
            + (f" · corpus count {int(row['freq_tied']):,}" if pd.notna(row["freq_tied"]) else ""))
 
