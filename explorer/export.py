@@ -27,7 +27,7 @@ import streamlit as st
 
 from explorer import state
 from explorer.render.spec import PRESENTATION_SIZE, scaled_sizes, slug, to_png, to_svg
-from explorer.render.style import readable_labels, style, with_legend_layout
+from explorer.render.style import readable_labels, styled_dict, with_legend_layout
 
 MAX_FIGURES = 512  # figures kept in memory (least recently used dropped first)
 
@@ -83,7 +83,7 @@ def wire_spec(chart: alt.TopLevelMixin, *, presentation: bool = False) -> dict:
     chart at its container's width sized by width only (``fit-x``)."""
     datasets: dict = {}
     with _ALTAIR_LOCK, alt.theme.enable("none"), alt.data_transformers.enable("tying_arrow", datasets=datasets):
-        spec = with_legend_layout(style(chart, presentation=presentation).to_dict(validate=False))
+        spec = with_legend_layout(styled_dict(chart, presentation=presentation, validate=False))
     if presentation:
         spec = scaled_sizes(spec, PRESENTATION_SIZE)
     if spec.get("width") == "container":

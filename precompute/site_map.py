@@ -76,7 +76,11 @@ def map_data(ref, presentation: bool = False) -> dict[str, Any] | None:
             df = df.merge(token_traits(ref)[["token", "count"]], on="token", how="left")
             points["count"] = df["count"].to_numpy()
         df.attrs["colour"] = key
-        chart = projection_charts.projection(df, hi, scale=mc.scale_for(ref, key), title=mc.legend_title(key, about))
+        # the spec's points are swapped for the shared columns (_shared_points): two rows a matrix make the same
+        # spec as every row does, without Altair copying every point six times
+        few = df.groupby("matrix", sort=False).head(2)
+        few.attrs["colour"] = key
+        chart = projection_charts.projection(few, hi, scale=mc.scale_for(ref, key), title=mc.legend_title(key, about))
         spec = json.loads(vega_lite_spec(chart, presentation=presentation))
         specs[key] = _shared_points(spec)
     note = mc.missing_sentence(ref) or (f"Under-trained ({about.n_under_trained:,} tokens): {about.rule}."

@@ -8,7 +8,7 @@ import re
 
 import altair as alt
 
-from explorer.render.style import style, with_legend_layout
+from explorer.render.style import styled_dict, with_legend_layout
 
 EXPORT_WIDTH = 720  # charts sized to their container get this width in exported files
 PRESENTATION_SIZE = 1.5  # presentation mode: fixed chart heights (and widths) grow by this much
@@ -35,7 +35,7 @@ def scaled_sizes(spec, factor: float):
 
 
 def vega_lite_spec(chart: alt.TopLevelMixin, *, presentation: bool = False) -> str:
-    spec = with_legend_layout(style(chart, presentation=presentation).to_dict())
+    spec = with_legend_layout(styled_dict(chart, presentation=presentation))
     if presentation:
         spec = scaled_sizes(spec, PRESENTATION_SIZE)
     return json.dumps(_fixed_width(spec))

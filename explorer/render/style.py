@@ -113,15 +113,32 @@ def dash_scale(keys) -> alt.Scale:
     return alt.Scale(domain=keys, range=[DASHES[i % len(DASHES)] for i in range(len(keys))])
 
 
+def style_config(presentation: bool = False) -> dict[str, dict]:
+    """The fonts :func:`style` sets, as Vega-Lite config sections: for the screen, or large for talks."""
+    size = PRESENTATION_FONT_PX if presentation else 12
+    return {"axis": {"labelFontSize": size, "titleFontSize": size + 2},
+            "legend": {"labelFontSize": size, "titleFontSize": size + 1, "symbolSize": 12 * size},
+            "title": {"fontSize": size + 6, "subtitleFontSize": size + 1, "anchor": "start"},
+            "header": {"labelFontSize": size + 1, "titleFontSize": size + 2},
+            "text": {"fontSize": size + 1},
+            "view": {"strokeWidth": 0}}
+
+
 def style(chart: alt.TopLevelMixin, *, presentation: bool = False) -> alt.TopLevelMixin:
     """Fonts for the screen, or large ones for talks (presentation mode)."""
-    size = PRESENTATION_FONT_PX if presentation else 12
-    return (chart.configure_axis(labelFontSize=size, titleFontSize=size + 2)
-            .configure_legend(labelFontSize=size, titleFontSize=size + 1, symbolSize=12 * size)
-            .configure_title(fontSize=size + 6, subtitleFontSize=size + 1, anchor="start")
-            .configure_header(labelFontSize=size + 1, titleFontSize=size + 2)
-            .configure_text(fontSize=size + 1)
-            .configure_view(strokeWidth=0))
+    c = style_config(presentation)
+    return (chart.configure_axis(**c["axis"]).configure_legend(**c["legend"]).configure_title(**c["title"])
+            .configure_header(**c["header"]).configure_text(**c["text"]).configure_view(**c["view"]))
+
+
+def styled_dict(chart: alt.TopLevelMixin, *, presentation: bool = False, validate: bool = True) -> dict:
+    """``style(chart).to_dict()`` made without style's six copies of the chart (each configure call
+    copies it, its data included): the chart's dict with the same config sections merged in."""
+    spec = chart.to_dict(validate=validate)
+    config = spec.setdefault("config", {})
+    for section, values in style_config(presentation).items():
+        config[section] = {**config.get(section, {}), **values}
+    return spec
 
 
 def runs_dashed(field: str, runs, title: str = "run") -> dict:
