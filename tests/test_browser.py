@@ -391,3 +391,42 @@ def test_colour_and_select_from_the_url_and_a_shift_drag_box(server, browser):
     assert ab.query(browser).get("colour") == "under_trained"
     ab.charts_drawn(browser, 3)
     assert "selected tokens" in browser.find_element(By.CSS_SELECTOR, '[data-testid="stMain"]').text
+
+
+def test_pin_in_the_url_and_a_click_on_the_grid_in_chromium(server, browser):
+    """The Lens page follows a token (issue 53, item 3; its AppTest tests are tests/test_lens_follow_page.py's):
+    pin= draws the pinned chart (one more chart than without); a click on a grid cell follows it: pos= and
+    layer= in the URL, its top k under the grid."""
+    from urllib.parse import parse_qs, quote, urlparse
+
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    def charts():
+        return browser.find_elements(By.CSS_SELECTOR, '[data-testid="stVegaLiteChart"]')
+
+    def query():
+        return parse_qs(urlparse(browser.current_url).query)
+
+    browser.get(f"{server}/lens?pair=synthetic&sample=0")
+    ab.h1(browser, "Lens")
+    ab.settled(browser)
+    plain = len(charts())
+    browser.get(f"{server}/lens?pair=synthetic&sample=0&pin={quote('␣f,x')}")
+    ab.h1(browser, "Lens")
+    ab.charts_drawn(browser, plain + 1)
+    ab.settled(browser)
+    main = browser.find_element(By.CSS_SELECTOR, '[data-testid="stMain"]').text
+    assert '"x": outside the stored top 10' in main and query()["pin"] == ["␣f,x"]
+    # the grid: the chart with the most cells; a click on one follows it
+    grid = max(charts(), key=lambda c: len(c.find_elements(By.CSS_SELECTOR, "g.mark-rect path")))
+    cells = grid.find_elements(By.CSS_SELECTOR, "g.mark-rect path")
+    ActionChains(browser).move_to_element(cells[0]).click().perform()
+    ab.wait_until(lambda: "pos" in query(), timeout=30, interval=0.2, what="pos= in the URL after a click")
+    ab.settled(browser)
+    pos, layer = query()["pos"][0], query()["layer"][0]
+    main = browser.find_element(By.CSS_SELECTOR, '[data-testid="stMain"]').text
+    assert f"at hidden state {layer}, after" in main and f"(position {pos};" in main
+    assert query()["pin"] == ["␣f,x"]  # the pins stay
+    assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
+    browser.get_log("browser")
