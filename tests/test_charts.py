@@ -374,3 +374,24 @@ def test_text_on_each_matrix_colour_reads_at_4_5_to_1():
     for m, colour in style.PALETTE.items():
         assert contrast(style.ON[m], colour) >= 4.5, (m, contrast(style.ON[m], colour))
     assert contrast("#ffffff", style.PALETTE["T"]) < 4.5  # why T's chip writes in black
+
+
+@pytest.mark.slow
+def test_styled_dict_is_the_styled_charts_dict_for_every_figure(synthetic_caches):
+    """styled_dict (one to_dict, the style's config merged in) gives what style(chart).to_dict() gives,
+    for every figure of the synthetic pair's cache and the mechanism lab's, on the screen and for a talk."""
+    from explorer.render import figures, read
+    from explorer.render.style import style, styled_dict
+
+    n = 0
+    for name in ("synthetic", "mechanism"):
+        ref = read.CacheRef.of(synthetic_caches / f"{name}.duckdb")
+        for fig in figures.available(ref):
+            chart, _ = fig.build(ref)
+            if chart is None:
+                continue
+            for presentation in (False, True):
+                want = json.loads(json.dumps(style(chart, presentation=presentation).to_dict()))
+                assert json.loads(json.dumps(styled_dict(chart, presentation=presentation))) == want, fig.name
+                n += 1
+    assert n >= 20
