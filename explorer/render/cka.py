@@ -24,7 +24,7 @@ def cka_bars(df: pd.DataFrame) -> alt.LayerChart:
     colour = alt.Color("pair:N", scale=alt.Scale(domain=pairs, range=[COLOURS.get(p, NEUTRAL) for p in pairs]),
                        legend=None)
     bars = alt.Chart(d).mark_bar(width={"band": 0.6}).encode(x=x, y=y, color=colour, tooltip=tip)
-    text = alt.Chart(d).mark_text(dy=-12, fontWeight="bold").encode(x=x, y=y, text="label:N")  # sized by style()
+    text = alt.Chart(d).mark_text(dy=-12, fontWeight="bold").encode(x=x, y=y, text="label:N")  # sized by style_config()
     plain = alt.Chart(d).mark_tick(color="black", thickness=2, size=60, opacity=0.6).encode(
         x=x, y="cka_biased:Q", tooltip=tip)
     return alt.layer(bars, plain, text).properties(width="container", height=280)

@@ -114,7 +114,7 @@ def dash_scale(keys) -> alt.Scale:
 
 
 def style_config(presentation: bool = False) -> dict[str, dict]:
-    """The fonts :func:`style` sets, as Vega-Lite config sections: for the screen, or large for talks."""
+    """The charts' fonts as Vega-Lite config sections: for the screen, or large ones for talks (presentation mode)."""
     size = PRESENTATION_FONT_PX if presentation else 12
     return {"axis": {"labelFontSize": size, "titleFontSize": size + 2},
             "legend": {"labelFontSize": size, "titleFontSize": size + 1, "symbolSize": 12 * size},
@@ -124,16 +124,9 @@ def style_config(presentation: bool = False) -> dict[str, dict]:
             "view": {"strokeWidth": 0}}
 
 
-def style(chart: alt.TopLevelMixin, *, presentation: bool = False) -> alt.TopLevelMixin:
-    """Fonts for the screen, or large ones for talks (presentation mode)."""
-    c = style_config(presentation)
-    return (chart.configure_axis(**c["axis"]).configure_legend(**c["legend"]).configure_title(**c["title"])
-            .configure_header(**c["header"]).configure_text(**c["text"]).configure_view(**c["view"]))
-
-
 def styled_dict(chart: alt.TopLevelMixin, *, presentation: bool = False, validate: bool = True) -> dict:
-    """``style(chart).to_dict()`` made without style's six copies of the chart (each configure call
-    copies it, its data included): the chart's dict with the same config sections merged in."""
+    """The chart's dict styled: :func:`style_config`'s sections merged into its config (on the dict: each
+    of Altair's ``configure_*`` calls would copy the chart, its data included)."""
     spec = chart.to_dict(validate=validate)
     config = spec.setdefault("config", {})
     for section, values in style_config(presentation).items():

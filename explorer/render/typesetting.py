@@ -1,7 +1,7 @@
 """Typesetting for the figure pack: the caption and source line under a plot, and tables drawn
 as charts.
 
-The font sizes are the charts' own (:func:`explorer.render.style.style`, large with
+The font sizes are the charts' own (:func:`explorer.render.style.style_config`, large with
 ``presentation``); text widths are estimated for the sans-serif font vl-convert draws with
 (:func:`text_px`), and characters that font lacks are replaced (:data:`MISSING_GLYPHS`).
 :func:`with_footer` puts a caption and, smaller and grey, a source line under a finished
@@ -22,7 +22,7 @@ import altair as alt
 import pandas as pd
 
 from explorer.render.spec import vega_lite_spec
-from explorer.render.style import MUTED_TEXT, NEUTRAL, style
+from explorer.render.style import MUTED_TEXT, NEUTRAL, style_config, styled_dict
 
 FOOTER_GAP = 16  # pixels between a plot (or its legends) and its caption
 TEXT_COLOUR = "#333333"  # the caption; the source line is MUTED_TEXT
@@ -30,8 +30,8 @@ TEXT_COLOUR = "#333333"  # the caption; the source line is MUTED_TEXT
 
 @functools.cache
 def _fonts(presentation: bool) -> dict:
-    """The font sizes of the charts' styling (explorer.render.style.style) in this mode."""
-    config = style(alt.Chart(pd.DataFrame({"x": [0]})).mark_point(), presentation=presentation).to_dict()["config"]
+    """The font sizes of the charts' styling (explorer.render.style.style_config) in this mode."""
+    config = style_config(presentation)
     label = config["axis"]["labelFontSize"]
     return {"label": label, "text": config["text"]["fontSize"], "source": max(9, round(label * 0.8))}
 
@@ -202,5 +202,5 @@ def table_chart(df: pd.DataFrame, *, presentation: bool) -> alt.LayerChart:
 def table_spec(df: pd.DataFrame, caption: str, source: str, *, presentation: bool, heading: str | None = None) -> dict:
     """The spec of a table drawn as a figure, with its heading and caption: sized here, so not
     rescaled for presentation (its font already is)."""
-    chart = style(table_chart(df, presentation=presentation), presentation=presentation)
-    return with_footer(chart.to_dict(), caption, source, presentation=presentation, heading=heading)
+    spec = styled_dict(table_chart(df, presentation=presentation), presentation=presentation)
+    return with_footer(spec, caption, source, presentation=presentation, heading=heading)
