@@ -166,6 +166,7 @@ class PairRun:
         self.path = cache_path(cfg.cache_dir, self.name)
         self.log = log or (lambda msg: tqdm.write(msg, file=sys.stderr))
         self._knn: dict[tuple[str, int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._text_counts: dict[str, np.ndarray] = {}
         self.write_path: Path | None = None  # a caller's staged file to write into (and publish itself)
 
     # -- stage: load -----------------------------------------------------------------
@@ -221,6 +222,16 @@ class PairRun:
         ids, scores = knn(mat, k, device=self.device)
         self._knn[(key, k, subset)] = (ids, scores)
         return ids, scores
+
+    # -- token counts of --text, shared by load and token_traits -------------------------------
+    def text_counts(self, role: str) -> np.ndarray:
+        """Each common token's count in ``--text`` by model ``role``'s tokenizer, memoised for the run."""
+        from precompute.stages import token_frequencies
+
+        if role not in self._text_counts:
+            m, ids = self.models[role], self.vocab.tied_ids if role == "tied" else self.vocab.untied_ids
+            self._text_counts[role] = token_frequencies(m.local_dir, self.cfg.text, m.n_vocab)[ids]
+        return self._text_counts[role]
 
     def check_lens_from(self) -> None:
         """UserError (one line) when a ``--lens-from`` lens has another width or number of hidden

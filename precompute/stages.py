@@ -85,10 +85,7 @@ def load_tables(run, progress) -> tuple[dict[str, pd.DataFrame], None]:
     cfg, vocab = run.cfg, run.vocab
     freq = {"tied": None, "untied": None}
     if cfg.text:
-        for role, ids in (("tied", vocab.tied_ids), ("untied", vocab.untied_ids)):
-            if role in run.models:
-                m = run.models[role]
-                freq[role] = token_frequencies(m.local_dir, cfg.text, m.n_vocab)[ids]
+        freq.update({role: run.text_counts(role) for role in freq if role in run.models})
     untied_ids = pd.array([None] * run.n, dtype="Int32") if "untied" not in run.models else \
         vocab.untied_ids.astype(np.int32)
     tokens = pd.DataFrame({
@@ -203,8 +200,7 @@ def traits_counts(run) -> tuple[np.ndarray | None, str | None, bool]:
         return run.counts, run.counts_source, True
     cfg, tied = run.cfg, run.models["tied"]
     if cfg.text:
-        return token_frequencies(tied.local_dir, cfg.text, tied.n_vocab)[run.vocab.tied_ids], \
-            Path(cfg.text).name, bool(cfg.text_is_training)
+        return run.text_counts("tied"), Path(cfg.text).name, bool(cfg.text_is_training)
     if "lens" in cfg.skip or cfg.lens.text.startswith("hf:") or not tied.runs:  # no lens text read (a GGUF of
         return None, None, False                                                    # matrices: no tokenizer either)
     from tying.loading.corpus import load_corpus
