@@ -21,7 +21,6 @@ import pandas as pd
 MAP_FIGURES = ("projection-umap", "projection-umap-tied")
 POINTS = "map-points"  # the dataset every colouring's spec reads
 SCRIPT = "map.js"
-SAMPLE = 5000  # points per view, as the figure (explorer/render/figures.py) draws them
 
 
 def scripts(c) -> list[str]:
@@ -29,36 +28,19 @@ def scripts(c) -> list[str]:
     return [f"../assets/{SCRIPT}"] if any(f in c.charts for f in MAP_FIGURES) else []
 
 
-def _highlight(ref, coords: pd.DataFrame) -> pd.DataFrame:
-    """The picked token (the page's default) and its 10 nearest neighbours in each matrix, as the figure."""
-    from explorer.render import read
-    from explorer.render.projection_charts import PROJECTION_ORDER
-
-    token = read.default_token(read.tokens(ref), among=read.projected_tokens(ref))
-    nb = (read.neighbours_of(ref, token, 10) if read.has_rows(ref, "neighbours")
-          else pd.DataFrame(columns=["neighbour", "matrix"]))
-    parts = []
-    for m in PROJECTION_ORDER:
-        ids = [token] + nb[nb["matrix"] == m]["neighbour"].tolist()
-        sub = coords[(coords["matrix"] == m) & coords["token"].isin(ids)].copy()
-        sub["role"] = ["picked" if t == token else "neighbour" for t in sub["token"]]
-        parts.append(sub)
-    return pd.concat(parts, ignore_index=True)
-
-
 def map_data(ref, presentation: bool = False) -> dict[str, Any] | None:
     """What ``assets/map.js`` reads: ``colours`` [[key, label]], ``specs`` (key -> spec without the
     points), ``points`` (columns), ``about`` (a sentence on the under-trained rule, or on what is
     missing). None for a cache with no map."""
+    from explorer.render import figures, projection_charts, read
     from explorer.render import map_colours as mc
-    from explorer.render import projection_charts, read
     from explorer.render.spec import vega_lite_spec
     from explorer.render.token_traits import COLOURS, token_traits
 
     if not read.has_rows(ref, "umap"):
         return None
-    coords = read.umap_sample(ref, SAMPLE)
-    hi = _highlight(ref, read.umap_shown(ref))
+    coords = read.umap_sample(ref, figures.PROJECTION_SAMPLE)
+    hi = figures.highlighted(ref)
     about = mc.about_of(ref)
     keys = mc.offered(ref)
     base = mc.colour_frame(coords, None, None, "matrix")[["matrix", "token", "x", "y", "shown"]]

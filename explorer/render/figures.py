@@ -63,11 +63,15 @@ def overlap_curve(ref):
     return alignment_charts.overlap_curve(curve, paper, reference.OVERLAP_K), curve
 
 
-def projection(ref, token: int | None = None, view_size: int = 300):
-    toks = read.tokens(ref)
+PROJECTION_SAMPLE = 5000
+"""Points per view the projection figure draws (a seeded sample; the site's map draws the same)."""
+
+
+def highlighted(ref, token: int | None = None) -> pd.DataFrame:
+    """The picked token (default: the page's, :func:`read.default_token`) and its nearest neighbours
+    in each matrix, with their coordinates and a ``role`` ("picked" or "neighbour")."""
     if token is None:
-        token = read.default_token(toks, among=read.projected_tokens(ref))
-    shown = read.umap_sample(ref, 5000)
+        token = read.default_token(read.tokens(ref), among=read.projected_tokens(ref))
     coords = read.umap_shown(ref)
     nb = (read.neighbours_of(ref, token, reference.OVERLAP_K) if read.has_rows(ref, "neighbours")
           else pd.DataFrame(columns=["neighbour", "matrix"]))
@@ -77,7 +81,12 @@ def projection(ref, token: int | None = None, view_size: int = 300):
         sub = coords[(coords["matrix"] == m) & coords["token"].isin(ids)].copy()
         sub["role"] = ["picked" if t == token else "neighbour" for t in sub["token"]]
         parts.append(sub)
-    return projection_charts.projection(shown, pd.concat(parts, ignore_index=True), view_size=view_size), shown
+    return pd.concat(parts, ignore_index=True)
+
+
+def projection(ref, token: int | None = None, view_size: int = 300):
+    shown = read.umap_sample(ref, PROJECTION_SAMPLE)
+    return projection_charts.projection(shown, highlighted(ref, token), view_size=view_size), shown
 
 
 def norm_frequency(ref):
