@@ -189,11 +189,11 @@ def test_error_states(tmp_path, monkeypatch, caches):
 def test_presentation_mode_enlarges_chart_fonts():
     import altair as alt
 
-    from explorer.render.style import style
+    from explorer.render.style import styled_dict
 
     chart = alt.Chart(pd.DataFrame({"x": [1]})).mark_point().encode(x="x")
-    small = style(chart).to_dict()["config"]["axis"]["labelFontSize"]
-    large = style(chart, presentation=True).to_dict()["config"]["axis"]["labelFontSize"]
+    small = styled_dict(chart)["config"]["axis"]["labelFontSize"]
+    large = styled_dict(chart, presentation=True)["config"]["axis"]["labelFontSize"]
     assert large > small
 
 
