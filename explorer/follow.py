@@ -13,7 +13,7 @@ import streamlit as st
 
 from explorer import data, export, frame, state
 from explorer.render import lens_follow, style
-from explorer.render.shown import visible_token
+from explorer.render.shown import typed_text, visible_token
 
 K = 10
 """Predictions stored per cell (the lens stage's and the worker's top k)."""
@@ -21,12 +21,12 @@ K = 10
 
 def pins() -> list[str]:
     """The URL's pinned tokens, as shown (a leading space as '␣')."""
-    return list(dict.fromkeys(visible_token(lens_follow.raw_pin(p)) for p in state.get("pin") or []))
+    return list(dict.fromkeys(visible_token(typed_text(p)) for p in state.get("pin") or []))
 
 
 def raw_pins() -> tuple[str, ...]:
     """The pinned tokens as the model decodes them: what the worker is asked to follow."""
-    return tuple(lens_follow.raw_pin(p) for p in pins())
+    return tuple(typed_text(p) for p in pins())
 
 
 def followed(t: pd.DataFrame) -> tuple[int, int]:

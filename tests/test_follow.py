@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from explorer.render import lens_follow
+from explorer.render.shown import typed_text
 from tests.test_lens import TEXT, tiny_lm
 from tying.lens.evaluate import pinned_probabilities, prediction_trajectory
 from tying.lens.follow import commitment, pin_ids, pinned_from_ranked
@@ -86,7 +87,7 @@ def test_commitment_rows_tied_beside_untied():
 
 
 def test_a_pin_is_read_back_as_the_model_decodes_it():
-    assert lens_follow.raw_pin("␣Paris") == " Paris" and lens_follow.raw_pin("a↵") == "a\n"
+    assert typed_text("␣Paris") == " Paris" and typed_text("a↵") == "a\n" and typed_text("x⇥␍") == "x\t\r"
 
 
 # --------------------------------------------------------------------------- the pinned curve (a tiny model)

@@ -18,13 +18,7 @@ from tying.lens.follow import commitment, pinned_from_ranked
 CELL = "cell"
 """The trajectory grid's click selection (fields position and layer)."""
 
-_CONTROL_BACK = {"↵": "\n", "⇥": "\t", "␍": "\r", "␣": " "}
 _LENS_DASH = {"tuned lens": [1, 0], "logit lens": [6, 4]}
-
-
-def raw_pin(pin: str) -> str:
-    """A pinned token as the model decodes it, from its shown form ('␣Paris' -> ' Paris')."""
-    return "".join(_CONTROL_BACK.get(c, c) for c in pin)
 
 
 def cell_top(t: pd.DataFrame, position: int, layer: int) -> pd.DataFrame:

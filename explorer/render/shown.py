@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 
 _CONTROL = {"\n": "↵", "\t": "⇥", "\r": "␍"}
+_TYPED = {shown: c for c, shown in _CONTROL.items()} | {"␣": " "}
 
 
 def visible_token(text: str | None, raw: str | None = None) -> str:
@@ -22,6 +23,12 @@ def visible_token(text: str | None, raw: str | None = None) -> str:
     if not stripped:
         return "␣" * len(out) if out else "∅"
     return "␣" * lead + stripped + "␣" * trail
+
+
+def typed_text(shown: str) -> str:
+    """The text a token shown by :func:`visible_token` stands for: its '␣' and control symbols back to
+    the characters ('␣Paris' -> ' Paris', 'a↵' -> 'a\\n'), as a visitor types a token to pin it."""
+    return "".join(_TYPED.get(c, c) for c in shown)
 
 
 def escape_markdown(text: str, *, entities: bool = True) -> str:
