@@ -19,6 +19,10 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from explorer.render import altair_lookup
+
+altair_lookup.install()  # every chart module imports this one: Altair's class lookup built once a process
+
 PALETTE = {"T": "#CC79A7", "I": "#0072B2", "O": "#D55E00"}
 SERIES = ("#7A5195", "#00838F", "#795548")
 """Colours of series that are none of T, I and O (the Sweep's measures and arms: tied, untied and
