@@ -184,36 +184,41 @@ def shipped(tmp_path_factory):
     assert fingerprint(caches) == before, "a test changed the shipped caches' copies"
 
 
-@pytest.fixture(scope="session")
-def shipped_site(shipped, tmp_path_factory):
-    """The static site of the shipped caches, built once for the run (shared_folder): the Chromium
-    tests read it from file://, on whichever worker they run."""
-    def build(folder: Path) -> None:
-        # SVG downloads only: the pages and their checks are the same; PNG is drawn by the figure pack's
-        # tests and by the demo site's (demo_site, the default formats)
-        code, _, err = site_command("demo", "paper", "sweep", "mechanism", "--cache-dir", shipped, "--out",
-                                    folder / "site", "--formats", "svg")
-        assert code == 0, err
-
-    return shared_folder(tmp_path_factory, "shipped-site", build) / "site"
+SHIPPED_NAMES = ("demo", "paper", "sweep", "mechanism")
+"""The shipped caches of ``shipped_site``, in its order (the demo first)."""
 
 
 @pytest.fixture(scope="session")
-def demo_site(tmp_path_factory):
-    """The static site of a copy of the shipped demo cache with its translators (so with its text
-    page), in the default formats, built once for the run (nothing touches cache/)."""
+def shipped_site(tmp_path_factory):
+    """The static site of copies of the shipped demo, paper, sweep and mechanism caches, the demo with
+    its lens translators (so with its text page), in the default formats: one build for the whole run
+    (shared_folder), read by the site, text-page and Chromium tests (nothing touches cache/). What
+    ``precompute site demo`` alone would write is this site less the other caches' folders
+    (:func:`demo_share`)."""
     if not (ROOT / "cache" / "demo.duckdb").exists():
         pytest.skip("the shipped demo cache is absent")
 
     def build(folder: Path) -> None:
         caches = folder / "caches"
         (caches / "lens").mkdir(parents=True)
-        shutil.copy(ROOT / "cache" / "demo.duckdb", caches / "demo.duckdb")
+        for name in SHIPPED_NAMES:
+            shutil.copy(ROOT / "cache" / f"{name}.duckdb", caches / f"{name}.duckdb")
         shutil.copytree(layout.lens_dir(ROOT / "cache", "demo"), layout.lens_dir(caches, "demo"))
-        code, _, err = site_command("demo", "--cache-dir", caches, "--out", folder / "site")
-        assert code == 0, err
+        code, _, err = site_command(*SHIPPED_NAMES, "--cache-dir", caches, "--out", folder / "site")
+        assert code == 0, err[-2000:]
 
-    return shared_folder(tmp_path_factory, "demo-site", build) / "site"
+    folder = shared_folder(tmp_path_factory, "shipped-site", build)
+    before = fingerprint(folder / "site")
+    yield folder / "site"
+    assert fingerprint(folder / "site") == before, "a test changed the shared shipped site: copy it first"
+
+
+def demo_share(site_root: Path) -> list[Path]:
+    """The files of :func:`shipped_site` that are the demo's site: all but the other caches' folders
+    (the index and the tour, drawn with every cache, are a few kB larger than the demo's alone)."""
+    others = {f"{name}/" for name in SHIPPED_NAMES[1:]}
+    return [p for p in site_root.rglob("*")
+            if p.is_file() and not any(p.relative_to(site_root).as_posix().startswith(o) for o in others)]
 
 
 @pytest.fixture(scope="session")
@@ -234,13 +239,15 @@ def synthetic_site(synthetic_caches, tmp_path_factory):
     assert fingerprint(folder) == before, "a test changed the shared site: copy it first"
 
 
-SHARED_WORKER = {"umap": ("test_projection", "test_placement", "test_single_model")}
-"""Modules that run on one worker together: each fits UMAP in its own process, and numba compiles
-UMAP's kernels once per process (about 25 s on 2 cores), so together they compile them once."""
+SHARED_WORKER = {"umap": ("test_projection", "test_placement", "test_single_model"),
+                 "site": ("test_site", "test_site_chromium", "test_text_page", "test_handout", "test_qr")}
+"""Modules that run on one worker together. ``umap``: each fits UMAP in its own process, and numba
+compiles UMAP's kernels once per process (about 25 s on 2 cores), so together they compile them once.
+``site``: the readers of the two shared sites (synthetic_site, shipped_site), so that one worker builds
+each in turn while the other runs other tests, instead of one worker idling on the other's lock."""
 
-HEAVY_FIRST = ("test_browser", "umap", "test_browser_tour", "test_sweep", "test_site_chromium", "test_site",
-               "test_projection_webgl", "test_app", "test_text_page", "test_figures_pack",
-               "test_faults", "test_live", "test_demo_cli")
+HEAVY_FIRST = ("test_browser", "site", "umap", "test_browser_tour", "test_sweep", "test_projection_webgl",
+               "test_app", "test_figures_pack", "test_faults", "test_live", "test_demo_cli")
 """The worker groups that take longest (``python bench/bench_suite.py`` prints them), handed out
 first, so that the workers finish together rather than one waiting on a late long module; the
 browser's groups (which wait on Chromium and a server as much as they compute) alternate with

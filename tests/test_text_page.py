@@ -20,6 +20,7 @@ import pytest
 from explorer.render import tour
 from precompute import text_page
 from precompute.cli import main
+from tests.conftest import demo_share
 
 ROOT = Path(__file__).resolve().parent.parent
 TWINS_JS = ROOT / "precompute" / "templates" / "twins.js"
@@ -150,17 +151,17 @@ def test_the_javascript_forward_pass_gives_the_rows_python_prints(twins, text):
 
 
 @pytest.mark.slow
-def test_the_text_page_is_linked_and_its_files_fit_a_space(demo_site):
-    manifest = json.loads((demo_site / "site.json").read_text())
+def test_the_text_page_is_linked_and_its_files_fit_a_space(shipped_site):
+    manifest = json.loads((shipped_site / "site.json").read_text())
     assert manifest["caches"][0]["text"] is True
     for page in ("index.html", "demo/index.html", "demo/tokens.html"):
-        assert "text.html" in (demo_site / page).read_text(), page
-    lens_step = demo_site / "tour" / f"step-{tour.BY_SLUG['lens'].number}.html"
+        assert "text.html" in (shipped_site / page).read_text(), page
+    lens_step = shipped_site / "tour" / f"step-{tour.BY_SLUG['lens'].number}.html"
     assert "Try your own text" in lens_step.read_text()
-    sizes = {p.relative_to(demo_site).as_posix(): p.stat().st_size for p in demo_site.rglob("*") if p.is_file()}
+    sizes = {p.relative_to(shipped_site).as_posix(): p.stat().st_size for p in demo_share(shipped_site)}
     assert max(sizes.values()) < 10e6, max(sizes, key=sizes.get)  # a plain git push to a Space takes it
-    assert sum(sizes.values()) <= 45e6, f"{sum(sizes.values()) / 1e6:.1f} MB"
-    other_pages = [p for p in demo_site.rglob("*.html") if p.name != "text.html"]
+    assert sum(sizes.values()) <= 45e6, f"{sum(sizes.values()) / 1e6:.1f} MB"  # the demo's own site
+    other_pages = [p for p in shipped_site.rglob("*.html") if p.name != "text.html"]
     assert not any("text/tied-model" in p.read_text() for p in other_pages)  # weights load with the text page only
 
 
@@ -173,7 +174,7 @@ def _computed(driver, timeout: float = 60) -> float:
 
 
 @pytest.mark.slow
-def test_the_text_page_gives_the_rows_python_prints_from_file_with_nothing_sent(demo_site):
+def test_the_text_page_gives_the_rows_python_prints_from_file_with_nothing_sent(shipped_site):
     from selenium.common.exceptions import NoAlertPresentException
 
     from tests.appbrowser import CHROMIUM, DRIVER, chromium, requested_urls
@@ -182,7 +183,7 @@ def test_the_text_page_gives_the_rows_python_prints_from_file_with_nothing_sent(
         pytest.skip("Debian's chromium and chromium-driver are needed")
     driver = chromium(1440, 900, requests=True)
     try:
-        page = (demo_site / "demo" / "text.html").as_uri()
+        page = (shipped_site / "demo" / "text.html").as_uri()
         for text in TEXTS:
             driver.get("about:blank")
             driver.get(page + "#text=" + quote(text))
@@ -227,7 +228,7 @@ def test_the_text_page_gives_the_rows_python_prints_from_file_with_nothing_sent(
 
 
 @pytest.mark.slow
-def test_pinned_tokens_on_the_text_page_come_from_the_whole_softmax(demo_site):
+def test_pinned_tokens_on_the_text_page_come_from_the_whole_softmax(shipped_site):
     """#...&pin=: each pinned token's probability at every cell, computed in the page, equals Python's
     (the worker's :meth:`Tracer.follow`); a pin that is no single token is named, not drawn; a click
     on a cell follows it (its top 10, the curves at its position); nothing is requested off file://."""
@@ -239,7 +240,7 @@ def test_pinned_tokens_on_the_text_page_come_from_the_whole_softmax(demo_site):
     text, pins = "def main(): return self.x == 0", [" self", "(", "no such token"]
     driver = chromium(1440, 900, requests=True)
     try:
-        driver.get((demo_site / "demo" / "text.html").as_uri() + "#text=" + quote(text) + "&pin="
+        driver.get((shipped_site / "demo" / "text.html").as_uri() + "#text=" + quote(text) + "&pin="
                    + quote("␣self,(,no such token"))
         _computed(driver)
         got = pd.DataFrame(json.loads(driver.execute_script(
