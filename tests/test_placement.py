@@ -5,7 +5,6 @@ import json
 
 import numpy as np
 import pytest
-from sklearn.manifold import trustworthiness
 
 from tests.stage_lists import RUNS_A_MODEL
 from tying.analysis.placement import holdout_check, neighbourhood_scores, place
@@ -66,6 +65,8 @@ def test_place_weights_the_nearest_most_and_handles_edge_rows():
 
 
 def test_neighbourhood_scores_are_sklearns_trustworthiness_when_every_row_is_a_query():
+    from sklearn.manifold import trustworthiness  # (here: every worker collects this module)
+
     rng = np.random.default_rng(2)
     X = rng.standard_normal((300, 20)).astype(np.float32)
     xy = X[:, :2] + 0.3 * rng.standard_normal((300, 2))

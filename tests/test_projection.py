@@ -6,7 +6,6 @@ one module fixture makes a single aligned run that the quality checks share.
 
 import numpy as np
 import pytest
-from sklearn.manifold import trustworthiness
 
 from tying.analysis.umap_fit import aligned_umap
 
@@ -48,6 +47,8 @@ def test_returns_finite_2d_per_matrix(views):
 
 @pytest.mark.slow
 def test_trustworthiness_on_clustered_data(views):
+    from sklearn.manifold import trustworthiness  # (here: every worker collects this module)
+
     matrices, embeddings, _ = views
     for X, E in zip(matrices, embeddings):
         assert trustworthiness(X, E, n_neighbors=10, metric="cosine") >= 0.8
