@@ -290,14 +290,26 @@ def _open(driver, url: str, query: str = "") -> list[dict]:
 
 
 @in_chromium
-def test_three_webgl_views_of_152k_tokens_draw_the_server_rests_and_a_search_centres_a_token(large_server, chromium):
-    """Three views drawn; then the server does nothing: no file watcher rescanning app.py's
-    folder (with a .venv inside it watchdog's inotify queue overflowed and rescanned without
-    end, a core busy for good: .streamlit/config.toml turns the watcher off). Nothing is centred
-    yet; a search for '12345' (token 12345, the first whose text holds it) centres every view on
-    it (the highlight's yellow under each canvas's centre)."""
+def test_152k_tokens_draw_in_three_webgl_views_the_server_rests_a_click_and_a_search_centre_a_token(
+        large_server, chromium):
+    """One visit of the Projection page over 152,000 tokens (each load draws three WebGL views in software,
+    the dearest page load of the suite: the draw, the click and the search once shared it as two tests).
+
+    Three views drawn; then the server does nothing: no file watcher rescanning app.py's folder (with a
+    .venv inside it watchdog's inotify queue overflowed and rescanned without end, a core busy for good:
+    .streamlit/config.toml turns the watcher off). Nothing is centred yet. A click on a point of the T
+    view picks a token there: the URL names it and every view centres on it. deck.gl picks at the
+    pointer's press, in one drawing pass over the pickable layers, and counts a click only when the
+    release comes within 250 ms; over 152,000 points drawn in software (SwiftShader) that pass took 1.8 s
+    and a click was always lost; over the view's click cells (a few thousand, explorer/deck_backdrop.py)
+    it takes about 0.1 s. Then a search for '12345' (token 12345, the first whose text holds it) centres
+    every view on it (the highlight's yellow under each canvas's centre), and Neighbours opens on the
+    token the URL names."""
+    from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
 
     found = _open(chromium, large_server)
     assert [v["key"].split("_")[1] for v in found] == list(projection_charts.PROJECTION_ORDER)
@@ -307,33 +319,9 @@ def test_three_webgl_views_of_152k_tokens_draw_the_server_rests_and_a_search_cen
     before = _cpu_s(pid)
     # at rest is a rate: CPU seconds over a span of wall time (it was 4.3 s of 5 with the watcher on)
     holds_for(lambda: _cpu_s(pid) - before < 0.5, seconds=3, interval=0.25, what="the server at rest")
-
     assert not any(webgl.is_highlight(v["centre"]) for v in found)  # the whole map: nothing centred yet
-    box = chromium.find_element(By.CSS_SELECTOR, 'input[aria-label^="Find a token"]')
-    box.send_keys("12345" + Keys.ENTER)
-    wait_until(lambda: _token(chromium) == "12345", timeout=60, what="the URL names token 12345")
-    centred = wait_until(lambda: webgl.drawn(chromium, token=12345), timeout=DRAW_TIMEOUT, interval=0.5,
-                         what="three views drawn for token 12345")
-    assert all(webgl.is_highlight(v["centre"]) for v in centred), [v["centre"] for v in centred]
-    assert not chromium.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
-    assert not _severe(chromium)
 
-
-@in_chromium
-def test_a_click_picks_a_token(large_server, chromium):
-    """A click on a point of the T view of 152,000 tokens picks a token there: the URL names it,
-    every view centres on it and Neighbours opens on it.
-
-    deck.gl picks at the pointer's press, in one drawing pass over the pickable layers, and counts
-    a click only when the release comes within 250 ms. Over 152,000 points drawn in software
-    (SwiftShader) that pass took 1.8 s and a click was always lost; over the view's click cells
-    (a few thousand, explorer/deck_backdrop.py) it takes about 0.1 s."""
-    from selenium.webdriver.common.action_chains import ActionChains
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as EC
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    _open(chromium, large_server)
+    # a click, on the whole map
     first = _token(chromium)
     # a point of the T view well away from the centre (the highlighted tokens sit there): a pixel
     # painted, not yellow, inside a painted 5x5 block (so the click falls within the point's disc)
@@ -379,13 +367,24 @@ def test_a_click_picks_a_token(large_server, chromium):
                          interval=0.5, what=f"three views drawn for token {picked}")
     assert all(webgl.is_highlight(v["centre"]) for v in centred), [v["centre"] for v in centred]
     assert not chromium.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
+
+    # a search
+    box = chromium.find_element(By.CSS_SELECTOR, 'input[aria-label^="Find a token"]')
+    box.send_keys("12345" + Keys.ENTER)
+    wait_until(lambda: _token(chromium) == "12345", timeout=60, what="the URL names token 12345")
+    centred = wait_until(lambda: webgl.drawn(chromium, token=12345), timeout=DRAW_TIMEOUT, interval=0.5,
+                         what="three views drawn for token 12345")
+    assert all(webgl.is_highlight(v["centre"]) for v in centred), [v["centre"] for v in centred]
+    assert not chromium.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
+    assert not _severe(chromium)
+    # linked: Neighbours opens on the token the URL names
     link = next(a for a in chromium.find_elements(By.CSS_SELECTOR, '[data-testid="stSidebar"] a[href]')
                 if "/neighbours" in a.get_attribute("href"))
     link.click()
     WebDriverWait(chromium, 120).until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Neighbours"))
     WebDriverWait(chromium, 120).until(EC.text_to_be_present_in_element(
-        (By.CSS_SELECTOR, '[data-testid="stMain"]'), f"token #{picked} "))
-    assert _token(chromium) == picked
+        (By.CSS_SELECTOR, '[data-testid="stMain"]'), "token #12345 "))
+    assert _token(chromium) == "12345"
     assert not _severe(chromium)
 
 
