@@ -114,26 +114,31 @@ def browser():
 
 def settled(browser, timeout: float = 30, quiet: float = 0.75) -> None:
     """Wait until the app is idle: no script run in progress (Streamlit's status widget gone) and
-    the page's text unchanged for ``quiet`` seconds."""
-    from selenium.common.exceptions import StaleElementReferenceException
-    from selenium.webdriver.common.by import By
+    the page's text unchanged for ``quiet`` seconds, polled every 0.25 s. The text is read by the
+    browser itself (``document.body.innerText``, one script a poll), not as WebDriver's visible text:
+    ``.text`` runs WebDriver's visibility script over every element, 0.25 to 0.6 s of the renderer's
+    CPU a read on the app's pages (innerText: under 0.05 s), which kept Chromium busy for most of
+    every wait. (A shorter quiet window made a test flaky: 0.75 s stays.)"""
     from selenium.webdriver.support.ui import WebDriverWait
 
     seen = {"text": None, "since": 0.0}
 
-    def idle(driver) -> bool:
+    def still(driver) -> bool:
         now = time.monotonic()
-        if driver.find_elements(By.CSS_SELECTOR, '[data-testid="stStatusWidget"]'):
-            seen["text"] = None
-            return False
-        text = driver.find_element(By.TAG_NAME, "body").text
-        if text != seen["text"]:
+        text = driver.execute_script(PAGE_TEXT_JS)
+        if text is None or text != seen["text"]:
             seen.update(text=text, since=now)
             return False
         return now - seen["since"] >= quiet
 
-    WebDriverWait(browser, timeout, poll_frequency=0.25, ignored_exceptions=(StaleElementReferenceException,)).until(
-        idle, f"the page did not settle within {timeout} s")
+    WebDriverWait(browser, timeout, poll_frequency=0.25).until(still, f"the page did not settle within {timeout} s")
+
+
+PAGE_TEXT_JS = """
+const body = document.body;
+return !body || document.querySelector('[data-testid="stStatusWidget"]') ? null : body.innerText;
+"""
+"""The page's rendered text as the browser lays it out, or null while a script runs (Streamlit's status widget)."""
 
 
 def vega_warnings(logged: list[dict]) -> list[str]:
@@ -177,12 +182,13 @@ def query(browser) -> dict:
                                                                keep_blank_values=True).items()}
 
 
-def h1(browser, text: str) -> None:
+def h1(browser, text: str, poll: float = 0.5) -> None:
+    """Wait until the page's h1 shows ``text`` (looking every ``poll`` seconds), then until the app is idle."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as EC
     from selenium.webdriver.support.ui import WebDriverWait
 
-    WebDriverWait(browser, 60).until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), text))
+    WebDriverWait(browser, 60, poll_frequency=poll).until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), text))
     settled(browser)
 
 
@@ -198,6 +204,7 @@ def slider_value(browser) -> str:
 
 
 def wait_for_button(browser, text: str):
+    """The main pane's button that shows ``text``, once there and the page settled."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -219,11 +226,12 @@ return {chart: bottom('[data-testid="stVegaLiteChart"]'), verdict: bottom('.tour
 """
 
 
-def tour_step(browser, n: int, settle: bool = True) -> None:
-    """Wait until the tour shows step ``n`` with its chart drawn, then (``settle``) until the app is idle."""
+def tour_step(browser, n: int, settle: bool = True, poll: float = 0.5) -> None:
+    """Wait until the tour shows step ``n`` with its chart drawn (looking every ``poll`` seconds), then
+    (``settle``) until the app is idle."""
     from selenium.webdriver.support.ui import WebDriverWait
 
-    WebDriverWait(browser, 60).until(
+    WebDriverWait(browser, 60, poll_frequency=poll).until(
         lambda d: (d.execute_script(FIRST_SCREEN)["step"] or "").startswith(f"Step {n} of")
         and d.execute_script(FIRST_SCREEN)["charts"] >= 1)
     if settle:
@@ -279,3 +287,61 @@ def contrast_failures(browser) -> list:
         if ratio < (3 if large else 4.5):
             bad.append((t["text"], round(ratio, 2), hexed(fg), hexed(t["bg"])))
     return bad
+
+
+def _same_page(a: str, b: str) -> bool:
+    """Whether two paths name the same page (the overview answers at "/", /overview and /home)."""
+    def name(p: str) -> str:
+        p = p.strip("/")
+        return "overview" if p in ("", "home") else p
+    return name(a) == name(b)
+
+
+def goto(browser, server: str, path: str, query: str = "", *, title: str | None = None) -> bool:
+    """Open the page ``path`` ("" for the overview, at "/") with the URL query ``query`` and wait until
+    its h1 shows ``title`` (the page's menu title by default). Returns True where it loaded the URL,
+    False where the app changed the page.
+
+    In the app where it can: the browser already shows another page of the app at ``server`` with
+    exactly that query, and the sidebar menu's link to ``path`` carries exactly that query too; the link's
+    click changes the page without loading Streamlit's frontend again (a full load runs all of it again:
+    about twice the Chromium CPU). A script's click (the element's own ``click()``), as a phone's menu is
+    collapsed. Otherwise (a first visit, another query, the page already shown, no such link) the URL is
+    loaded. Not for what only a fresh load shows (a deep link, a shared URL, a cold start: load those)."""
+    from urllib.parse import parse_qs, urlparse
+
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from explorer.render import pages
+
+    path = path.strip("/")
+    if title is None:
+        title = pages.BY_PATH["overview" if path in ("", "home") else path].title
+    wanted = parse_qs(query, keep_blank_values=True)
+    link = None
+    try:
+        here = urlparse(browser.current_url)
+        if (f"{here.scheme}://{here.netloc}" == server and not _same_page(here.path, path)
+                and parse_qs(here.query, keep_blank_values=True) == wanted):
+            link = next((a for a in browser.find_elements(By.CSS_SELECTOR, '[data-testid="stSidebar"] a[href]')
+                         if _same_page(urlparse(a.get_attribute("href")).path, path)
+                         and parse_qs(urlparse(a.get_attribute("href")).query, keep_blank_values=True) == wanted),
+                        None)
+    except WebDriverException:  # the page redrew its menu meanwhile (a stale link): load
+        link = None
+    if link is not None:
+        browser.execute_script("arguments[0].click()", link)
+    else:
+        browser.get(f"{server}/{path}" + (f"?{query}" if query else ""))
+
+    def arrived(driver) -> bool:
+        if not _same_page(urlparse(driver.current_url).path, path):
+            return False
+        heads = driver.find_elements(By.TAG_NAME, "h1")
+        return bool(heads) and title in heads[0].text
+
+    WebDriverWait(browser, 60, poll_frequency=0.1, ignored_exceptions=(StaleElementReferenceException,)).until(
+        arrived, f"the page {path or 'overview'} ({title}) did not open")
+    return link is None

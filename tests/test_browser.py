@@ -4,6 +4,12 @@ The tour and presentation mode are tests/test_browser_tour.py's.
 
 Needs Debian's chromium and chromium-driver (CI installs them); skipped where they are absent.
 Screenshots go to bench/out/screenshots/.
+
+A page load runs all of Streamlit's frontend again (about 2.5 s of Chromium's CPU): the tests load a URL
+where what a fresh load does is the point (a deep link, a shared URL, a page's other names) and the
+first time they need a query; a next page with the same query they open by the app's own menu
+(``ab.goto``), as the tests run in this order on one browser (each still passes alone: it loads). They
+wait for a page to settle with ``ab.settled`` (the page's text read by the browser itself).
 """
 
 import pytest
@@ -23,8 +29,11 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow,
               pytest.mark.skipif(not (ab.CHROMIUM and ab.DRIVER), reason="Debian's chromium and chromium-driver are needed")]
 
 
-def test_deep_link_on_a_cold_server(server, browser):
-    """The very first request is a deep link: it must open that page with its state, not the overview."""
+def test_deep_link_on_a_cold_server_then_one_history_entry_per_page_change(server, browser):
+    """The very first request is a deep link: it must open that page with its state, not the overview.
+    From it, three page changes add at most three history entries; Back walks them in order, each
+    page with the state it had (token and k included); no URL carries a default. (One visit of the
+    deep link for both: they were two tests, each loading it.)"""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as EC
     from selenium.webdriver.support.ui import WebDriverWait
@@ -34,6 +43,27 @@ def test_deep_link_on_a_cold_server(server, browser):
     assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
     ab.settled(browser)
     assert "Page not found" not in browser.find_element(By.TAG_NAME, "body").text  # no dialog over the page
+    browser.get_log("browser")
+    # the history: from the deep link's page, as it opened
+    assert "token #300 " in browser.find_element(By.CSS_SELECTOR, '[data-testid="stMain"]').text
+    assert ab.slider_value(browser) == "7"
+    start = ab.history(browser)
+    lengths, urls = [], []
+    for path, title in (("alignment", "Alignment"), ("lens", "Lens"), ("projection", "Projection")):
+        ab.menu_link(browser, path).click()
+        ab.h1(browser, title, poll=0.1)
+        lengths.append(ab.history(browser))
+        urls.append(browser.current_url)
+        assert ab.query(browser) == {"pair": "synthetic", "token": "300", "k": "7"}, browser.current_url
+    assert lengths[-1] - start <= 3, (start, lengths)
+    for title in ("Lens", "Alignment", "Neighbours"):
+        browser.back()
+        ab.h1(browser, title, poll=0.1)
+    assert ab.query(browser) == {"pair": "synthetic", "token": "300", "k": "7"}
+    assert "token #300 " in browser.find_element(By.CSS_SELECTOR, '[data-testid="stMain"]').text
+    assert ab.slider_value(browser) == "7"
+    assert ab.history(browser) == lengths[-1]  # Back moves in the history, it adds nothing
+    assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
     browser.get_log("browser")
 
 
@@ -50,9 +80,9 @@ def test_overview_by_name_has_no_dialog(server, browser):
         WebDriverWait(browser, 60).until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Overview"))
         ab.settled(browser)
         assert "Page not found" not in browser.find_element(By.TAG_NAME, "body").text, path
-    # the menu's Overview link has an address of its own, from any page (copy link, a new tab)
-    browser.get(f"{server}/alignment?pair=synthetic")
-    WebDriverWait(browser, 60).until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Alignment"))
+    # the menu's Overview link has an address of its own, from any page (copy link, a new tab): from
+    # /home, the menu's link to Alignment (the same query) opens it in the app
+    ab.goto(browser, server, "alignment", "pair=synthetic")
 
     def menu(driver) -> dict:  # the sidebar's links by their label, once the menu has drawn its Overview
         links = {a.text.strip().splitlines()[-1]: a.get_attribute("href")
@@ -72,15 +102,20 @@ def test_page_renders_in_chromium(server, browser, page):
     from selenium.webdriver.support import expected_conditions as EC
     from selenium.webdriver.support.ui import WebDriverWait
 
-    path = "" if page == "overview" else page  # the default page lives at the root
-    browser.get(f"{server}/{path}?pair=synthetic&token=300")
-    WebDriverWait(browser, 60).until(EC.presence_of_element_located((By.CSS_SELECTOR, f'[data-testid="{PAGES[page]}"]')))
-    if PAGES[page] == "stVegaLiteChart":
-        # the chart actually drew (vega-embed produced a canvas or an svg)
-        WebDriverWait(browser, 60).until(
-            EC.presence_of_element_located((By.CSS_SELECTOR, '[data-testid="stVegaLiteChart"] canvas, '
-                                                             '[data-testid="stVegaLiteChart"] svg.marks')))
+    # the default page lives at the root; after the first case, the menu's link (same query) opens the next page
+    ab.goto(browser, server, "" if page == "overview" else page, "pair=synthetic&token=300")
+
+    def drawn() -> None:
+        WebDriverWait(browser, 60).until(EC.presence_of_element_located((By.CSS_SELECTOR, f'[data-testid="{PAGES[page]}"]')))
+        if PAGES[page] == "stVegaLiteChart":
+            # the chart actually drew (vega-embed produced a canvas or an svg)
+            WebDriverWait(browser, 60).until(
+                EC.presence_of_element_located((By.CSS_SELECTOR, '[data-testid="stVegaLiteChart"] canvas, '
+                                                                 '[data-testid="stVegaLiteChart"] svg.marks')))
+
+    drawn()
     ab.settled(browser)
+    drawn()  # again once settled: in the app, the page before's chart is gone only when this page's run ends
     assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
     assert "<script>alert" not in browser.page_source.split("<body", 1)[-1].replace("&lt;script&gt;", "")
     # "T~O ... T~I" is text, never markdown strikethrough; visitors see no Deploy button (.streamlit/config.toml)
@@ -98,6 +133,31 @@ def test_page_renders_in_chromium(server, browser, page):
     assert not ab.vega_warnings(logged), ab.vega_warnings(logged)
 
 
+def test_back_undoes_one_pick(server, browser):
+    """A pick is one entry: Back returns to the token before it, Forward to the pick."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    ab.goto(browser, server, "neighbours", "pair=synthetic&token=300")  # after the pages above: the menu's link
+    ab.h1(browser, "Neighbours", poll=0.1)
+    start = ab.history(browser)
+    next(b for b in browser.find_elements(By.TAG_NAME, "button") if "Random" in b.text).click()
+    WebDriverWait(browser, 30).until(lambda d: ab.query(d).get("token") != "300")
+    ab.settled(browser)
+    picked = ab.query(browser)["token"]
+    assert ab.history(browser) == start + 1 and set(ab.query(browser)) == {"pair", "token"}
+
+    def main() -> str:
+        return browser.find_element(By.CSS_SELECTOR, '[data-testid="stMain"]').text
+
+    assert f"token #{picked} " in main()
+    browser.back()
+    WebDriverWait(browser, 30).until(lambda d: "token #300 " in main())
+    browser.forward()
+    WebDriverWait(browser, 30).until(lambda d: f"token #{picked} " in main())
+    browser.get_log("browser")
+
+
 PAPER_DRAWS = ("overview", "lens", "dynamics") + FOLDER_PAGES
 """The pages that draw the published cache (a folder page shows the folder's cache, not the picked
 one). On the others it is one note, which tests/test_app.py's AppTest reads on every page."""
@@ -110,12 +170,12 @@ def test_published_cache_page_in_chromium(server, browser, page):
     from selenium.webdriver.support import expected_conditions as EC
     from selenium.webdriver.support.ui import WebDriverWait
 
-    path = "" if page == "overview" else page
-    browser.get(f"{server}/{path}?pair=paper")
+    ab.goto(browser, server, "" if page == "overview" else page, "pair=paper")  # the menu's link after the first
     drawn = ('[data-testid="stDataFrame"]' if page == "overview" else
              '[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg.marks')
     WebDriverWait(browser, 60).until(EC.presence_of_element_located((By.CSS_SELECTOR, drawn)))
     ab.settled(browser)
+    WebDriverWait(browser, 60).until(EC.presence_of_element_located((By.CSS_SELECTOR, drawn)))  # this page's
     assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
     out = ab.ROOT / "bench" / "out" / "screenshots"
     out.mkdir(parents=True, exist_ok=True)
@@ -163,60 +223,6 @@ def test_click_a_point_on_projection_picks_its_token(server, browser):
     browser.get_log("browser")
 
 
-def test_one_history_entry_per_page_change_and_back_restores_the_view(server, browser):
-    """Three page changes add at most three history entries; Back walks them in order, each
-    page with the state it had (token and k included); no URL carries a default."""
-    from selenium.webdriver.common.by import By
-
-    browser.get(f"{server}/neighbours?pair=synthetic&token=300&k=7")
-    ab.h1(browser, "Neighbours")
-    assert "token #300 " in browser.find_element(By.CSS_SELECTOR, '[data-testid="stMain"]').text
-    assert ab.slider_value(browser) == "7"
-    start = ab.history(browser)
-    lengths, urls = [], []
-    for path, title in (("alignment", "Alignment"), ("lens", "Lens"), ("projection", "Projection")):
-        ab.menu_link(browser, path).click()
-        ab.h1(browser, title)
-        lengths.append(ab.history(browser))
-        urls.append(browser.current_url)
-        assert ab.query(browser) == {"pair": "synthetic", "token": "300", "k": "7"}, browser.current_url
-    assert lengths[-1] - start <= 3, (start, lengths)
-    for title in ("Lens", "Alignment", "Neighbours"):
-        browser.back()
-        ab.h1(browser, title)
-    assert ab.query(browser) == {"pair": "synthetic", "token": "300", "k": "7"}
-    assert "token #300 " in browser.find_element(By.CSS_SELECTOR, '[data-testid="stMain"]').text
-    assert ab.slider_value(browser) == "7"
-    assert ab.history(browser) == lengths[-1]  # Back moves in the history, it adds nothing
-    assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
-    browser.get_log("browser")
-
-
-def test_back_undoes_one_pick(server, browser):
-    """A pick is one entry: Back returns to the token before it, Forward to the pick."""
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    browser.get(f"{server}/neighbours?pair=synthetic&token=300")
-    ab.h1(browser, "Neighbours")
-    start = ab.history(browser)
-    next(b for b in browser.find_elements(By.TAG_NAME, "button") if "Random" in b.text).click()
-    WebDriverWait(browser, 30).until(lambda d: ab.query(d).get("token") != "300")
-    ab.settled(browser)
-    picked = ab.query(browser)["token"]
-    assert ab.history(browser) == start + 1 and set(ab.query(browser)) == {"pair", "token"}
-
-    def main() -> str:
-        return browser.find_element(By.CSS_SELECTOR, '[data-testid="stMain"]').text
-
-    assert f"token #{picked} " in main()
-    browser.back()
-    WebDriverWait(browser, 30).until(lambda d: "token #300 " in main())
-    browser.forward()
-    WebDriverWait(browser, 30).until(lambda d: f"token #{picked} " in main())
-    browser.get_log("browser")
-
-
 def test_a_shared_url_restores_density_runs_sample_and_axis(server, browser):
     from selenium.webdriver.common.by import By
 
@@ -225,20 +231,20 @@ def test_a_shared_url_restores_density_runs_sample_and_axis(server, browser):
         return box.is_selected()
 
     browser.get(f"{server}/projection?pair=synthetic&density=on")
-    ab.h1(browser, "Projection")
+    ab.h1(browser, "Projection", poll=0.1)
     ab.charts_drawn(browser, 3)
     assert checked("Density instead of points")
     browser.get(f"{server}/dynamics?pair=synthetic&runs=untied/seed0&runs=tied_scaled_x5/seed0")
-    ab.h1(browser, "Training dynamics")
+    ab.h1(browser, "Training dynamics", poll=0.1)
     tags = browser.find_elements(By.CSS_SELECTOR, '[data-testid="stMain"] [data-testid="stMultiSelect"]')[0]
     assert [t.get_attribute("aria-label") for t in tags.find_elements(By.CSS_SELECTOR, "[data-tag]")] == [
         "untied/seed0", "tied_scaled_x5/seed0"]
     browser.get(f"{server}/lens?pair=synthetic&model=untied&sample=0")
-    ab.h1(browser, "Lens")
+    ab.h1(browser, "Lens", poll=0.1)
     radios = browser.find_elements(By.CSS_SELECTOR, '[data-testid="stMain"] [data-testid="stRadioOption"]')
     assert any(r.text == "untied" and r.get_attribute("data-selected") == "true" for r in radios)
     browser.get(f"{server}/sweep?pair=sweep&axis=embedding_share_tied")
-    ab.h1(browser, "Sweep")
+    ab.h1(browser, "Sweep", poll=0.1)
     radios = browser.find_elements(By.CSS_SELECTOR, '[data-testid="stMain"] [data-testid="stRadioOption"]')
     assert [r.text for r in radios if r.get_attribute("data-selected") == "true"] == ["embedding share (tied)"]
     assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
@@ -249,7 +255,7 @@ def test_the_menu_leaves_out_the_pages_a_cache_does_not_fill(server, browser):
     from selenium.webdriver.common.by import By
 
     browser.get(f"{server}/?pair=sweep")
-    ab.h1(browser, "Overview")
+    ab.h1(browser, "Overview", poll=0.1)
     links = browser.find_elements(By.CSS_SELECTOR, '[data-testid="stSidebar"] a[href]')
     folder = [p.title for p in pages.PAGES if p.folder]  # the folder holds a sweep and a mechanism lab
     assert [a.text.split("\n")[-1] for a in links] == ["Tour", "Overview", *folder]
@@ -261,7 +267,7 @@ def test_the_menu_leaves_out_the_pages_a_cache_does_not_fill(server, browser):
     assert "Page not found" not in browser.find_element(By.TAG_NAME, "body").text
     assert len(browser.find_elements(By.CSS_SELECTOR, '[data-testid="stMain"] [data-testid="stAlert"]')) == 1
     button.click()
-    ab.h1(browser, "Neighbours")
+    ab.h1(browser, "Neighbours", poll=0.1)
     assert ab.query(browser).get("pair") == "synthetic"
     browser.get_log("browser")
 
@@ -327,9 +333,12 @@ def test_a_phone_never_scrolls_sideways_and_compares_t_i_o(server, browser):
     try:
         browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
                                 {"width": PHONE[0], "height": PHONE[1], "deviceScaleFactor": 1, "mobile": True})
-        for page in PAGES:
-            browser.get(f"{server}/{'' if page == 'overview' else page}?pair=synthetic&token=300")
-            WebDriverWait(browser, 60).until(lambda d, t=pages.BY_PATH[page].title: t in d.find_element(By.TAG_NAME, "h1").text)
+        for i, page in enumerate(PAGES):
+            if i == 0:  # a phone's first load; then the menu's links (a phone's menu is collapsed: a script's click)
+                browser.get(f"{server}/{'' if page == 'overview' else page}?pair=synthetic&token=300")
+                WebDriverWait(browser, 60).until(lambda d, t=pages.BY_PATH[page].title: t in d.find_element(By.TAG_NAME, "h1").text)
+            else:
+                ab.goto(browser, server, page, "pair=synthetic&token=300")
             ab.settled(browser, quiet=0.3)  # (a layout holds still sooner than the text it measures)
             assert browser.execute_script(OVERFLOW_JS) <= 0, page
             if page == "neighbours":  # one table, T, I and O side by side; the three tables hidden
@@ -341,7 +350,7 @@ def test_a_phone_never_scrolls_sideways_and_compares_t_i_o(server, browser):
                 assert not browser.find_element(By.CSS_SELECTOR, ".st-key-nb_lists").is_displayed()
         browser.get(f"{server}/tour?pair=synthetic&step=1")
         for n in range(1, len(tour.STEPS) + 1):
-            ab.tour_step(browser, n, settle=False)
+            ab.tour_step(browser, n, settle=False, poll=0.1)
             ab.settled(browser, quiet=0.3)
             assert browser.execute_script(OVERFLOW_JS) <= 0, f"step {n}"
             if n == 1:  # the set-up diagram in two columns, the one-row diagram hidden
@@ -376,9 +385,9 @@ def test_colour_and_select_from_the_url_and_a_shift_drag_box(server, browser):
     from selenium.webdriver.support.ui import WebDriverWait
 
     browser.get(f"{server}/projection?pair=synthetic&colour=under_trained&select=1,2,3")
-    ab.h1(browser, "Projection")
+    WebDriverWait(browser, 60).until(lambda d: "Projection" in d.find_element(By.TAG_NAME, "h1").text)
     ab.charts_drawn(browser, 3)
-    ab.settled(browser)
+    ab.settled(browser)  # one quiet window, once the charts drew
     main = browser.find_element(By.CSS_SELECTOR, '[data-testid="stMain"]').text
     assert "under-trained" in main and "3 selected tokens" in main and "Under-trained (10 tokens)" in main
     assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
@@ -401,6 +410,7 @@ def test_pin_in_the_url_and_a_click_on_the_grid_in_chromium(server, browser):
 
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     def charts():
         return browser.find_elements(By.CSS_SELECTOR, '[data-testid="stVegaLiteChart"]')
@@ -409,13 +419,12 @@ def test_pin_in_the_url_and_a_click_on_the_grid_in_chromium(server, browser):
         return parse_qs(urlparse(browser.current_url).query)
 
     browser.get(f"{server}/lens?pair=synthetic&sample=0")
-    ab.h1(browser, "Lens")
-    ab.settled(browser)
+    ab.h1(browser, "Lens", poll=0.1)  # (settled)
     plain = len(charts())
     browser.get(f"{server}/lens?pair=synthetic&sample=0&pin={quote('␣f,x')}")
-    ab.h1(browser, "Lens")
+    WebDriverWait(browser, 60).until(lambda d: "Lens" in d.find_element(By.TAG_NAME, "h1").text)
     ab.charts_drawn(browser, plain + 1)
-    ab.settled(browser)
+    ab.settled(browser)  # one quiet window, once the charts drew
     main = browser.find_element(By.CSS_SELECTOR, '[data-testid="stMain"]').text
     assert '"x": outside the stored top 10' in main and query()["pin"] == ["␣f,x"]
     # the grid: the chart with the most cells; a click on one follows it
