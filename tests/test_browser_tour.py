@@ -5,6 +5,7 @@ for a projector, contrast in the dark and the light theme.
 Needs Debian's chromium and chromium-driver (CI installs them); skipped where they are absent.
 """
 
+
 import pytest
 
 from explorer.render import qr, tour
@@ -16,11 +17,23 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow,
               pytest.mark.skipif(not (ab.CHROMIUM and ab.DRIVER), reason="Debian's chromium and chromium-driver are needed")]
 
 
+BADGE_BOTTOMS = """
+return [...document.querySelectorAll('[data-testid="stMain"] span')]
+  .filter(e => e.getClientRects().length && /(holds|does not hold)$/.test(e.innerText.trim()))
+  .map(e => e.getBoundingClientRect().bottom);
+"""
+"""The bottom of each verdict's badge on the page (a span whose shown text ends "holds" or "does not
+hold"), in the page's order: one script, not a WebDriver call for each span's text."""
+
+
 def test_the_overview_first_screen_holds_a_verdict_and_presentation_enlarges_its_numbers(server, browser):
     """The overview at 1440x900, then in presentation mode at 1920x1080: each time a verdict lies
     inside the first screen; at 1440x900 every text of the page and its sidebar reads at WCAG AA's
     contrast in the light theme (the dark one: the dark-theme test); presentation mode draws the headline numbers at 48 px or more (1.4x the
-    screen's), and a reload keeps it (it lives in the URL)."""
+    screen's), and a reload keeps it (it lives in the URL). Presentation mode is turned on in the
+    page: the sidebar's toggle writes presentation=on into the URL, and the reload opens that link
+    afresh and draws the same (the numbers at the same size, the verdict inside the first screen).
+    A link's other spellings draw what "on" draws (tests/test_app.py, every spelling)."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as EC
     from selenium.webdriver.support.ui import WebDriverWait
@@ -32,39 +45,45 @@ def test_the_overview_first_screen_holds_a_verdict_and_presentation_enlarges_its
             "let e = arguments[0]; while (e.firstElementChild) { e = e.firstElementChild; } return e;", el)
         return float(browser.execute_script("return parseFloat(getComputedStyle(arguments[0]).fontSize)", inner))
 
-    px = []
-    try:
-        for size, query in (((1440, 900), ""), ((1920, 1080), "&presentation=True")):
-            browser.set_window_size(*size)
-            browser.get(f"{server}/?pair=synthetic{query}")
-            ab.h1(browser, "Overview")
-            WebDriverWait(browser, 60).until(EC.presence_of_element_located(
-                (By.CSS_SELECTOR, '[data-testid="stMetricValue"]')))
-            height = browser.execute_script("return window.innerHeight")
-            badges = [e for e in browser.find_elements(By.CSS_SELECTOR, '[data-testid="stMain"] span')
-                      if e.text.endswith("holds") or e.text.endswith("does not hold")]
-            assert badges and 0 < badges[0].rect["y"] + badges[0].rect["height"] <= height, size
-            if not query:  # the light theme's contrast, every text of the page and its sidebar
-                assert not ab.contrast_failures(browser), ab.contrast_failures(browser)
-            px.append(metric_text_px())
-        normal, big = px
-        assert big >= 1.4 * normal and big >= 48, (normal, big)
-        browser.refresh()  # a reload keeps it: it lives in the URL
+    def first_screen(size) -> None:  # a verdict inside the first screen
         WebDriverWait(browser, 60).until(EC.presence_of_element_located(
             (By.CSS_SELECTOR, '[data-testid="stMetricValue"]')))
+        height = browser.execute_script("return window.innerHeight")
+        badges = browser.execute_script(BADGE_BOTTOMS)
+        assert badges and 0 < badges[0] <= height, size
+
+    try:
+        browser.set_window_size(1440, 900)
+        browser.get(f"{server}/?pair=synthetic")
+        ab.h1(browser, "Overview")
+        first_screen((1440, 900))
+        # the light theme's contrast, every text of the page and its sidebar
+        assert not ab.contrast_failures(browser), ab.contrast_failures(browser)
+        normal = metric_text_px()
+        browser.set_window_size(1920, 1080)
+        toggle = next(e for e in browser.find_elements(By.CSS_SELECTOR, '[data-testid="stSidebar"] label')
+                      if e.text.strip() == "Presentation mode")
+        toggle.click()
+        wait_until(lambda: ab.query(browser).get("presentation") == "on", 30, what="presentation=on in the URL")
         ab.settled(browser)
+        first_screen((1920, 1080))
+        big = metric_text_px()
+        assert big >= 1.4 * normal and big >= 48, (normal, big)
+        browser.refresh()  # a reload keeps it: it lives in the URL
+        ab.h1(browser, "Overview")
+        first_screen(("reloaded", 1920, 1080))
         assert metric_text_px() == big
-        assert "presentation=True" in browser.current_url
+        assert ab.query(browser).get("presentation") == "on", browser.current_url
     finally:
         browser.set_window_size(1400, 1000)
     browser.get_log("browser")
 
 
-PRESENTATION_VALUES = (None, "on", "maybe")
-"""A link's presentation= of each kind: absent, on, junk. The other spellings of a boolean and the
-other junk set the same toggle and note in-process (tests/test_app.py: every spelling, every junk
-value), so they draw what these draw."""
-"""presentation= in a link: absent, three spellings of on, and junk (ignored, with a note)."""
+PRESENTATION_VALUES = (None, "maybe", "on")
+"""A link's presentation= of each kind: absent, junk, on (last: the Training dynamics page is
+reached from it in the app). The other spellings of a boolean and the other junk set the same
+toggle and note in-process (tests/test_app.py: every spelling, every junk value), so they draw
+what these draw."""
 
 
 def test_presentation_mode_on_the_neighbours_page(server, browser):
@@ -73,8 +92,11 @@ def test_presentation_mode_on_the_neighbours_page(server, browser):
     1.3x taller (the plot grows 1.5x, export.PRESENTATION_SIZE; the legend under it with its font
     only), the picked token's heading at 40 px or more, the search box's text 1.4x the screen's, the
     slider's value above its thumb, escaped cells shown as typed. Junk (maybe): no error, a
-    note in the sidebar, the screen's sizes. Then the Training dynamics page's tags at 18 px or more."""
+    note in the sidebar, the screen's sizes. Then, through the sidebar menu's link from the last
+    (presentation=on), the Training dynamics page's tags at 18 px or more."""
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
 
     def px(el) -> float:
         return float(browser.execute_script("return parseFloat(getComputedStyle(arguments[0]).fontSize)", el))
@@ -83,9 +105,9 @@ def test_presentation_mode_on_the_neighbours_page(server, browser):
     for value in PRESENTATION_VALUES:
         query = "" if value is None else f"&presentation={value}"
         browser.get(f"{server}/neighbours?pair=synthetic&token=300&k=5{query}")
-        ab.h1(browser, "Neighbours")
+        WebDriverWait(browser, 60).until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Neighbours"))
         charts = ab.charts_drawn(browser, 2)
-        ab.settled(browser)
+        ab.settled(browser)  # once, with its charts drawn (ab.h1() would wait for a quiet page before them too)
         on = value == "on"
         assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]'), value
         sidebar = browser.find_element(By.CSS_SELECTOR, '[data-testid="stSidebar"]').text
@@ -116,11 +138,23 @@ def test_presentation_mode_on_the_neighbours_page(server, browser):
             assert m["gap"] >= 0, (value, m)  # the value above the thumb, not over it
         else:
             assert m["table"] == 0.0 and m["input"] == screen["input"], (value, screen, m)
-    browser.get(f"{server}/dynamics?pair=synthetic&presentation=on")
+    ab.menu_link(browser, "dynamics").click()  # from the last, presentation=on: the menu's link carries it
     ab.h1(browser, "Training dynamics")
+    assert ab.query(browser).get("presentation") == "on" and ab.query(browser).get("pair") == "synthetic"
     tag = browser.find_element(By.CSS_SELECTOR, '[data-testid="stMain"] [data-testid="stMultiSelect"] [data-tag]')
     assert px(tag) >= 18
     browser.get_log("browser")
+
+
+def arrived(browser, n: int, timeout: float = 60) -> None:
+    """Wait until the tour, moved to step ``n`` in the app, shows it: its label, a chart drawn and
+    its run over (slides.STILL_JS: till then the last step's slide stays). Polled every 0.1 s."""
+    def there() -> bool:
+        seen = browser.execute_script(ab.FIRST_SCREEN)
+        return ((seen["step"] or "").startswith(f"Step {n} of") and seen["charts"] >= 1
+                and browser.execute_script(slides.STILL_JS))
+
+    wait_until(there, timeout, what=f"step {n}, its chart drawn and its run over")
 
 
 def test_tour_deep_link_then_the_keys_a_clicker_sends(server, browser):
@@ -143,7 +177,7 @@ def test_tour_deep_link_then_the_keys_a_clicker_sends(server, browser):
         else:
             chain.send_keys(key)
         chain.perform()
-        ab.tour_step(browser, n)
+        arrived(browser, n)  # its run over: the next key reaches this step's buttons
         assert ab.query(browser).get("step") == (str(n) if n > 1 else None)  # step 1, the default, is not written
     browser.get_log("browser")
 
@@ -213,20 +247,39 @@ def test_every_tour_step_is_a_slide_that_fits_three_screens(server, browser):
     chart's 14). The first and last steps' QR codes read back from the screen. On each,
     the claim, the chart, the verdict and Next lie inside the first screen, and the chart fills its
     column (Streamlit measures a zoomed column: the chart carries its own width). A phone gets
-    no slide: the page's own layout, nothing wider than its screen."""
+    no slide: the page's own layout, nothing wider than its screen.
+
+    One window walks the tour as a presenter does (slides.walk): opened at step 1, forward with the
+    slide's Next (a button on a zoomed slide) at the wide screens, each step at both, then at the
+    last step a 4:3 screen (the slide laid out anew for it) and back with Previous, the URL keeping
+    presentation mode and the step; every step measured at every screen."""
+    from selenium.webdriver.common.by import By
+
+    last = len(tour.STEPS)
+    order = slides.walk(last)
+    assert sorted(order) == sorted((n, size) for n in range(1, last + 1) for size in slides.SIZES)
     try:
-        for n in range(1, len(tour.STEPS) + 1):
-            slides.inner_size(browser, *slides.SIZES[0])
-            browser.get(f"{server}/tour?pair=synthetic&presentation=on&step={n}")
-            ab.tour_step(browser, n, settle=False)  # slides.steady waits for the slide to hold still
-            for size in slides.SIZES:
-                slides.inner_size(browser, *size)
-                m = slides.steady(browser)
-                slides.check(m, size, claim=n > 1, verdict=n > 1,  # step 1, the set-up: no claim, no verdict
-                             panels=tour.step_at(n).figure == "projection-umap")
-                assert m["sidebar"] <= 0, (n, size, m)  # collapsed
-                if n in (1, len(tour.STEPS)) and size == slides.SIZES[0]:  # the room's phones read its code
-                    assert qr_read(browser) == [qr.app_step_url(ab.PUBLIC_URL, n, {"pair": ["synthetic"]})]
+        slides.inner_size(browser, *order[0][1])
+        browser.get(f"{server}/tour?pair=synthetic&presentation=on&step=1")
+        ab.tour_step(browser, 1, settle=False)  # slides.steady waits for the slide to hold still
+        at = 1
+        for n, size in order:
+            if n != at:  # the next step or the one before, in the app: the slide's own button
+                assert abs(n - at) == 1, (at, n)
+                button = "tour_next" if n > at else "tour_prev"
+                browser.find_element(By.CSS_SELECTOR, f".st-key-{button} button").click()
+                arrived(browser, n)
+                # presentation mode stays in the URL; step 1, the default, is not written
+                assert ab.query(browser) == {"pair": "synthetic", "presentation": "on"} | ({"step": str(n)} if n > 1 else {}), n
+                at = n
+            slides.inner_size(browser, *size)
+            m = slides.steady(browser)
+            assert m["step"].startswith(f"Step {n} of"), (n, size, m)
+            slides.check(m, size, claim=n > 1, verdict=n > 1,  # step 1, the set-up: no claim, no verdict
+                         panels=tour.step_at(n).figure == "projection-umap")
+            assert m["sidebar"] <= 0, (n, size, m)  # collapsed
+            if n in (1, last) and size == slides.SIZES[0]:  # the room's phones read its code
+                assert qr_read(browser) == [qr.app_step_url(ab.PUBLIC_URL, n, {"pair": ["synthetic"]})]
         slides.inner_size(browser, *slides.PHONE)  # a phone that opened the QR code of a step
         browser.get(f"{server}/tour?pair=synthetic&presentation=on&step=3")
         ab.tour_step(browser, 3)
