@@ -7,7 +7,7 @@ the work the app's pages, the figure pack and the site share before any renderer
 so the two runs give the lookup's effect. Prints each round and the median of the rounds after the
 first (the first also reads the caches).
 
-Measured figures: docs/benchmarks.md ("Drawing the charts").
+Measured figures: docs/benchmarks.md ("Why the app is fast": drawing the charts).
 """
 
 from __future__ import annotations
