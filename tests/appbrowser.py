@@ -182,14 +182,16 @@ def query(browser) -> dict:
                                                                keep_blank_values=True).items()}
 
 
-def h1(browser, text: str, poll: float = 0.5) -> None:
-    """Wait until the page's h1 shows ``text`` (looking every ``poll`` seconds), then until the app is idle."""
+def h1(browser, text: str, settle: bool = True, poll: float = 0.5) -> None:
+    """Wait until the page's h1 shows ``text`` (looking every ``poll`` seconds), then (``settle``) until
+    the app is idle (a test that next waits for its charts settles once, after them)."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as EC
     from selenium.webdriver.support.ui import WebDriverWait
 
     WebDriverWait(browser, 60, poll_frequency=poll).until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), text))
-    settled(browser)
+    if settle:
+        settled(browser)
 
 
 def history(browser) -> int:
@@ -231,9 +233,11 @@ def tour_step(browser, n: int, settle: bool = True, poll: float = 0.5) -> None:
     (``settle``) until the app is idle."""
     from selenium.webdriver.support.ui import WebDriverWait
 
-    WebDriverWait(browser, 60, poll_frequency=poll).until(
-        lambda d: (d.execute_script(FIRST_SCREEN)["step"] or "").startswith(f"Step {n} of")
-        and d.execute_script(FIRST_SCREEN)["charts"] >= 1)
+    def shown(driver) -> bool:
+        seen = driver.execute_script(FIRST_SCREEN)  # once a poll
+        return (seen["step"] or "").startswith(f"Step {n} of") and seen["charts"] >= 1
+
+    WebDriverWait(browser, 60, poll_frequency=poll).until(shown)
     if settle:
         settled(browser)
 

@@ -249,9 +249,8 @@ each in turn while the other runs other tests, instead of one worker idling on t
 HEAVY_FIRST = ("test_browser", "site", "umap", "test_browser_tour", "test_sweep", "test_projection_webgl",
                "test_app", "test_figures_pack", "test_faults", "test_live", "test_demo_cli")
 """The worker groups that take longest (``python bench/bench_suite.py`` prints them), handed out
-first, so that the workers finish together rather than one waiting on a late long module; the
-browser's groups (which wait on Chromium and a server as much as they compute) alternate with
-groups that keep a core busy, so the two workers rarely both wait."""
+first, so that the workers finish together rather than one waiting on a late long module. (The
+browser's groups keep a core busy too: most of their time is Chromium's renderer drawing pages.)"""
 
 
 def worker_group(nodeid: str) -> str:

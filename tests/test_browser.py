@@ -336,7 +336,7 @@ def test_a_phone_never_scrolls_sideways_and_compares_t_i_o(server, browser):
         for i, page in enumerate(PAGES):
             if i == 0:  # a phone's first load; then the menu's links (a phone's menu is collapsed: a script's click)
                 browser.get(f"{server}/{'' if page == 'overview' else page}?pair=synthetic&token=300")
-                WebDriverWait(browser, 60).until(lambda d, t=pages.BY_PATH[page].title: t in d.find_element(By.TAG_NAME, "h1").text)
+                ab.h1(browser, pages.BY_PATH[page].title, settle=False)
             else:
                 ab.goto(browser, server, page, "pair=synthetic&token=300")
             ab.settled(browser, quiet=0.3)  # (a layout holds still sooner than the text it measures)
@@ -385,7 +385,7 @@ def test_colour_and_select_from_the_url_and_a_shift_drag_box(server, browser):
     from selenium.webdriver.support.ui import WebDriverWait
 
     browser.get(f"{server}/projection?pair=synthetic&colour=under_trained&select=1,2,3")
-    WebDriverWait(browser, 60).until(lambda d: "Projection" in d.find_element(By.TAG_NAME, "h1").text)
+    ab.h1(browser, "Projection", settle=False)
     ab.charts_drawn(browser, 3)
     ab.settled(browser)  # one quiet window, once the charts drew
     main = browser.find_element(By.CSS_SELECTOR, '[data-testid="stMain"]').text
@@ -410,7 +410,6 @@ def test_pin_in_the_url_and_a_click_on_the_grid_in_chromium(server, browser):
 
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
 
     def charts():
         return browser.find_elements(By.CSS_SELECTOR, '[data-testid="stVegaLiteChart"]')
@@ -422,7 +421,7 @@ def test_pin_in_the_url_and_a_click_on_the_grid_in_chromium(server, browser):
     ab.h1(browser, "Lens", poll=0.1)  # (settled)
     plain = len(charts())
     browser.get(f"{server}/lens?pair=synthetic&sample=0&pin={quote('␣f,x')}")
-    WebDriverWait(browser, 60).until(lambda d: "Lens" in d.find_element(By.TAG_NAME, "h1").text)
+    ab.h1(browser, "Lens", settle=False)
     ab.charts_drawn(browser, plain + 1)
     ab.settled(browser)  # one quiet window, once the charts drew
     main = browser.find_element(By.CSS_SELECTOR, '[data-testid="stMain"]').text

@@ -5,7 +5,6 @@ for a projector, contrast in the dark and the light theme.
 Needs Debian's chromium and chromium-driver (CI installs them); skipped where they are absent.
 """
 
-
 import pytest
 
 from explorer.render import qr, tour
@@ -95,8 +94,6 @@ def test_presentation_mode_on_the_neighbours_page(server, browser):
     note in the sidebar, the screen's sizes. Then, through the sidebar menu's link from the last
     (presentation=on), the Training dynamics page's tags at 18 px or more."""
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as EC
-    from selenium.webdriver.support.ui import WebDriverWait
 
     def px(el) -> float:
         return float(browser.execute_script("return parseFloat(getComputedStyle(arguments[0]).fontSize)", el))
@@ -105,9 +102,9 @@ def test_presentation_mode_on_the_neighbours_page(server, browser):
     for value in PRESENTATION_VALUES:
         query = "" if value is None else f"&presentation={value}"
         browser.get(f"{server}/neighbours?pair=synthetic&token=300&k=5{query}")
-        WebDriverWait(browser, 60).until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Neighbours"))
+        ab.h1(browser, "Neighbours", settle=False)
         charts = ab.charts_drawn(browser, 2)
-        ab.settled(browser)  # once, with its charts drawn (ab.h1() would wait for a quiet page before them too)
+        ab.settled(browser)  # once, with its charts drawn
         on = value == "on"
         assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]'), value
         sidebar = browser.find_element(By.CSS_SELECTOR, '[data-testid="stSidebar"]').text
@@ -147,14 +144,11 @@ def test_presentation_mode_on_the_neighbours_page(server, browser):
 
 
 def arrived(browser, n: int, timeout: float = 60) -> None:
-    """Wait until the tour, moved to step ``n`` in the app, shows it: its label, a chart drawn and
-    its run over (slides.STILL_JS: till then the last step's slide stays). Polled every 0.1 s."""
-    def there() -> bool:
-        seen = browser.execute_script(ab.FIRST_SCREEN)
-        return ((seen["step"] or "").startswith(f"Step {n} of") and seen["charts"] >= 1
-                and browser.execute_script(slides.STILL_JS))
-
-    wait_until(there, timeout, what=f"step {n}, its chart drawn and its run over")
+    """Wait until the tour, moved to step ``n`` in the app, shows it (ab.tour_step: its label and a
+    chart drawn) and its run is over (slides.STILL_JS: till then the last step's slide stays).
+    Polled every 0.1 s."""
+    ab.tour_step(browser, n, settle=False, poll=0.1)
+    wait_until(lambda: browser.execute_script(slides.STILL_JS), timeout, what=f"step {n}'s run over")
 
 
 def test_tour_deep_link_then_the_keys_a_clicker_sends(server, browser):
