@@ -122,12 +122,12 @@ if selected:
     s3.button(f"Clear selection ({len(selected):,})", key="proj_unselect", icon=":material/deselect:",
               on_click=lambda: state.put(select=None), help="Draw every token at full strength again.")
 scale = map_colours.scale_for(ref, colour)
-legend_title = map_colours.legend_title(colour, map_colours.about_of(ref))
-if map_colours.missing_sentence(ref):
-    st.caption(map_colours.missing_sentence(ref))
+about, missing = map_colours.about_of(ref), map_colours.missing_sentence(ref)
+legend_title = map_colours.legend_title(colour, about)
+if missing:
+    st.caption(missing)
 elif colour == "under_trained":
-    st.caption(f"Under-trained ({map_colours.about_of(ref).n_under_trained:,} tokens): "
-               f"{data.escape_markdown(map_colours.about_of(ref).rule)}.")
+    st.caption(f"Under-trained ({about.n_under_trained:,} tokens): {data.escape_markdown(about.rule)}.")
 focus = focused()
 centred = focus.get("token") == token
 if engine == "webgl":
