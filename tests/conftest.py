@@ -170,13 +170,21 @@ SITE_BASE_URL = "https://example.org/weight-tying"
 """The public address the shared site is built for (its first and last tour steps draw it as a QR code)."""
 
 
+SHIPPED_NAMES = ("demo", "paper", "sweep", "mechanism")
+"""The shipped caches ``shipped`` copies and ``shipped_site`` draws, in the site's order (the demo first)."""
+
+
 @pytest.fixture(scope="session")
 def shipped(tmp_path_factory):
-    """Copies of the shipped demo, paper, sweep and mechanism caches (nothing touches cache/), made
-    once for the run (shared_folder) and read only."""
+    """Copies of the shipped demo, paper, sweep and mechanism caches and the demo's lens translators
+    (nothing touches cache/), made once for the run (shared_folder) and read only."""
+    if not (ROOT / "cache" / "demo.duckdb").exists():
+        pytest.skip("the shipped demo cache is absent")
+
     def copy(caches: Path) -> None:
-        for name in ("demo", "paper", "sweep", "mechanism"):
+        for name in SHIPPED_NAMES:
             shutil.copy(ROOT / "cache" / f"{name}.duckdb", caches / f"{name}.duckdb")
+        shutil.copytree(layout.lens_dir(ROOT / "cache", "demo"), layout.lens_dir(caches, "demo"))
 
     caches = shared_folder(tmp_path_factory, "shipped-caches", copy)
     before = fingerprint(caches)
@@ -184,27 +192,14 @@ def shipped(tmp_path_factory):
     assert fingerprint(caches) == before, "a test changed the shipped caches' copies"
 
 
-SHIPPED_NAMES = ("demo", "paper", "sweep", "mechanism")
-"""The shipped caches of ``shipped_site``, in its order (the demo first)."""
-
-
 @pytest.fixture(scope="session")
-def shipped_site(tmp_path_factory):
-    """The static site of copies of the shipped demo, paper, sweep and mechanism caches, the demo with
-    its lens translators (so with its text page), in the default formats: one build for the whole run
-    (shared_folder), read by the site, text-page and Chromium tests (nothing touches cache/). What
-    ``precompute site demo`` alone would write is this site less the other caches' folders
-    (:func:`demo_share`)."""
-    if not (ROOT / "cache" / "demo.duckdb").exists():
-        pytest.skip("the shipped demo cache is absent")
-
+def shipped_site(shipped, tmp_path_factory):
+    """The static site of the shipped caches (:func:`shipped`'s copies), the demo with its lens
+    translators (so with its text page), in the default formats: one build for the whole run
+    (shared_folder), read by the site, text-page and Chromium tests. What ``precompute site demo``
+    alone would write is this site less the other caches' folders (:func:`demo_share`)."""
     def build(folder: Path) -> None:
-        caches = folder / "caches"
-        (caches / "lens").mkdir(parents=True)
-        for name in SHIPPED_NAMES:
-            shutil.copy(ROOT / "cache" / f"{name}.duckdb", caches / f"{name}.duckdb")
-        shutil.copytree(layout.lens_dir(ROOT / "cache", "demo"), layout.lens_dir(caches, "demo"))
-        code, _, err = site_command(*SHIPPED_NAMES, "--cache-dir", caches, "--out", folder / "site")
+        code, _, err = site_command(*SHIPPED_NAMES, "--cache-dir", shipped, "--out", folder / "site")
         assert code == 0, err[-2000:]
 
     folder = shared_folder(tmp_path_factory, "shipped-site", build)
