@@ -6,7 +6,9 @@ report and pytest's own per-phase durations, and prints: the wall time of the wh
 test count, the sum of the tests' own times, the slowest ``--top`` items (call, setup or teardown:
 a fixture's set-up is charged to the first test that asks for it), the slowest fixture set-ups, and
 the time of each worker group (tests/conftest.py's ``worker_group``: what one worker runs as one
-unit). A new test's fixture belongs where the suite's notes say (docs/contributing.md).
+unit), the machine's CPU over the run (/proc/stat: the CPU seconds used and the share of the cores
+kept busy; a suite whose cores are not kept busy waits somewhere) and each worker's span (from its
+first test to its last, by bench/suite_clock.py; a worker that ends early idles a core). A new test's fixture belongs where the suite's notes say (docs/contributing.md).
 
 Usage: python bench/bench_suite.py [--quick] [--workers 2] [--top 20] [-- PYTEST ARGS]
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import ast
 import collections
+import os
 import re
 import subprocess
 import sys
@@ -42,6 +45,17 @@ def group_of(nodeid: str) -> str:
     return next((g for g, modules in tables.get("SHARED_WORKER", {}).items() if module in modules), module)
 
 
+def cpu_times() -> tuple[float, float]:
+    """(busy, idle) CPU seconds of the whole machine so far (Linux /proc/stat; zeros elsewhere)."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except OSError:
+        return 0.0, 0.0
+    hz = os.sysconf("SC_CLK_TCK")
+    idle = fields[3] + fields[4]
+    return (sum(fields[:8]) - idle) / hz, idle / hz
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help='only the quick loop: -m "not slow"')
@@ -54,16 +68,30 @@ def main(argv: list[str] | None = None) -> None:
         cmd = [sys.executable, "-m", "pytest", "-q", f"--junitxml={report}", "--durations=0", "--durations-min=0.5"]
         cmd += ["-m", "not slow"] if args.quick else []
         cmd += ["-n", args.workers] if args.workers else []
-        cmd += args.pytest_args
+        cmd += ["-p", "bench.suite_clock", *args.pytest_args]
+        clock = Path(tmp) / "clock.tsv"
+        busy0, idle0 = cpu_times()
         t0 = time.perf_counter()
-        out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+        out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=dict(os.environ, SUITE_CLOCK=str(clock)))
         wall = time.perf_counter() - t0
+        busy, idle = (a - b for a, b in zip(cpu_times(), (busy0, idle0)))
+        spans: dict[str, list[float]] = {}
+        for line in clock.read_text().splitlines() if clock.is_file() else []:
+            worker, start, end, _ = line.split("\t", 3)
+            span = spans.setdefault(worker, [float(start), float(end)])
+            span[0], span[1] = min(span[0], float(start)), max(span[1], float(end))
         cases = list(ET.parse(report).getroot().iter("testcase")) if report.is_file() else []
     summary = next((ln for ln in reversed(out.stdout.splitlines()) if re.search(r"\d+ (passed|failed)", ln)), "")
     print(f"command: {' '.join(cmd[2:])}")
     print(f"wall time {wall:.1f} s; {summary.strip('= ')}; exit {out.returncode}")
     own = sum(float(c.get("time", 0)) for c in cases)
     print(f"tests' own time {own:.1f} s over {len(cases)} tests (the workers' time together)")
+    if busy + idle:
+        print(f"CPU: {busy:.1f} s used, the cores {busy / (busy + idle):.0%} busy ({os.cpu_count()} cores)")
+    if spans:
+        first = min(s[0] for s in spans.values())
+        print("workers, from the first test of the run: " + "; ".join(
+            f"{w} {s[0] - first:.1f}-{s[1] - first:.1f} s" for w, s in sorted(spans.items())))
     phases = [(float(m.group(1)), m.group(2), m.group(3)) for ln in out.stdout.splitlines() if (m := PHASE.match(ln))]
     phases.sort(reverse=True)
     print(f"\nslowest {args.top} items:")
