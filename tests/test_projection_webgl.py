@@ -345,10 +345,18 @@ def test_152k_tokens_draw_in_three_webgl_views_the_server_rests_a_click_and_a_se
     chromium.execute_script("arguments[0].scrollIntoView({block: 'center'})", canvas)  # offsets count from
     # the centre of the element's visible part: the whole canvas in view
     # move there, rest (deck.gl picks on hover too), then press and release, as a hand does
-    ActionChains(chromium).move_to_element_with_offset(canvas, spot[0] - canvas.size["width"] / 2,
-                                                       spot[1] - canvas.size["height"] / 2).pause(1).click().perform()
-    picked = wait_until(lambda: _token(chromium) not in (None, first) and _token(chromium), timeout=60,
-                        what="a click picks another token")
+    # deck.gl drops a click whose release comes over 250 ms after the press: on a machine busy with other
+    # work the press's picking pass can take that long, and a hand clicks again (up to three presses)
+    for attempt in range(3):
+        ActionChains(chromium).move_to_element_with_offset(canvas, spot[0] - canvas.size["width"] / 2,
+                                                           spot[1] - canvas.size["height"] / 2).pause(1).click().perform()
+        try:
+            picked = wait_until(lambda: _token(chromium) not in (None, first) and _token(chromium), timeout=20,
+                                what="a click picks another token")
+            break
+        except AssertionError:
+            if attempt == 2:
+                raise
     assert picked.isdigit()
     # the token is where the click was: in the clicked cell (HIT_PX pixels a side) or its edge
     import duckdb
