@@ -8,7 +8,8 @@ a fixture's set-up is charged to the first test that asks for it), the slowest f
 the time of each worker group (tests/conftest.py's ``worker_group``: what one worker runs as one
 unit), the machine's CPU over the run (/proc/stat: the CPU seconds used and the share of the cores
 kept busy; a suite whose cores are not kept busy waits somewhere) and each worker's span (from its
-first test to its last, by bench/suite_clock.py; a worker that ends early idles a core). A new test's fixture belongs where the suite's notes say (docs/contributing.md).
+first test to its last, by bench/suite_clock.py; a worker that ends early idles a core). A new
+test's fixture belongs where the suite's notes say (docs/contributing.md).
 
 Usage: python bench/bench_suite.py [--quick] [--workers 2] [--top 20] [-- PYTEST ARGS]
 
