@@ -20,7 +20,6 @@ if os.environ.get("PYTEST_XDIST_WORKER"):  # one thread per worker: the workers 
 
 import pytest
 
-from tests.tiny_models import make_tiny_model, make_tokenizer
 from tying import layout
 
 pytest_plugins = ("tests.appbrowser",)  # the app's `server` and `browser` fixtures (one of each per module)
@@ -56,6 +55,8 @@ def _streamlit_components_scanned_once():
 @pytest.fixture(scope="session")
 def tokenizer_dir(tmp_path_factory):
     """A 300-token byte-level BPE shared by the tiny models (so their vocabularies match)."""
+    from tests.tiny_models import make_tokenizer  # (torch: imported where a test needs it, not by every process)
+
     path = tmp_path_factory.mktemp("tokenizer")
     make_tokenizer(path, 300, corpus_seed=0)
     return path
@@ -67,6 +68,8 @@ def tiny_model(tmp_path_factory, tokenizer_dir):
 
     The returned folder is shared between tests: copy it before changing files in it.
     """
+    from tests.tiny_models import make_tiny_model
+
     built = {}
 
     def get(family: str, tied: bool, **options):
@@ -84,6 +87,8 @@ def tiny_model(tmp_path_factory, tokenizer_dir):
 def mirror_pair(tmp_path_factory, tokenizer_dir, tiny_model):
     """(tied, mirror): a tiny tied Llama, and an untied one whose output matrix is the tied model's
     matrix and whose input matrix is random (O->T aligns at 1, CKA T~O is 1)."""
+    from tests.tiny_models import make_tiny_model
+
     tied = tiny_model("llama", True, seed=1)
 
     def copy_tied_into_output(model):
