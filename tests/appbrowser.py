@@ -186,14 +186,18 @@ def query(browser) -> dict:
                                                                keep_blank_values=True).items()}
 
 
+H1_JS = """const h = document.querySelector('h1'); return h ? h.innerText : null;"""
+"""The text of the page's first h1 as the browser lays it out (null before there is one): one script,
+as :func:`settled` reads the page."""
+
+
 def h1(browser, text: str, settle: bool = True, poll: float = 0.5) -> None:
     """Wait until the page's h1 shows ``text`` (looking every ``poll`` seconds), then (``settle``) until
     the app is idle (a test that next waits for its charts settles once, after them)."""
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as EC
     from selenium.webdriver.support.ui import WebDriverWait
 
-    WebDriverWait(browser, 60, poll_frequency=poll).until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), text))
+    WebDriverWait(browser, 60, poll_frequency=poll).until(lambda d: text in (d.execute_script(H1_JS) or ""),
+                                                          f"the page's h1 never showed {text!r}")
     if settle:
         settled(browser)
 
@@ -297,12 +301,14 @@ def contrast_failures(browser) -> list:
     return bad
 
 
+def _page_name(path: str) -> str:
+    """The page a URL path names (the overview answers at "/", /overview and /home)."""
+    path = path.strip("/")
+    return "overview" if path in ("", "home") else path
+
+
 def _same_page(a: str, b: str) -> bool:
-    """Whether two paths name the same page (the overview answers at "/", /overview and /home)."""
-    def name(p: str) -> str:
-        p = p.strip("/")
-        return "overview" if p in ("", "home") else p
-    return name(a) == name(b)
+    return _page_name(a) == _page_name(b)
 
 
 def goto(browser, server: str, path: str, query: str = "", *, title: str | None = None) -> bool:
@@ -318,7 +324,7 @@ def goto(browser, server: str, path: str, query: str = "", *, title: str | None 
     loaded. Not for what only a fresh load shows (a deep link, a shared URL, a cold start: load those)."""
     from urllib.parse import parse_qs, urlparse
 
-    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -326,7 +332,7 @@ def goto(browser, server: str, path: str, query: str = "", *, title: str | None 
 
     path = path.strip("/")
     if title is None:
-        title = pages.BY_PATH["overview" if path in ("", "home") else path].title
+        title = pages.BY_PATH[_page_name(path)].title
     wanted = parse_qs(query, keep_blank_values=True)
     link = None
     try:
@@ -345,11 +351,7 @@ def goto(browser, server: str, path: str, query: str = "", *, title: str | None 
         browser.get(f"{server}/{path}" + (f"?{query}" if query else ""))
 
     def arrived(driver) -> bool:
-        if not _same_page(urlparse(driver.current_url).path, path):
-            return False
-        heads = driver.find_elements(By.TAG_NAME, "h1")
-        return bool(heads) and title in heads[0].text
+        return _same_page(urlparse(driver.current_url).path, path) and title in (driver.execute_script(H1_JS) or "")
 
-    WebDriverWait(browser, 60, poll_frequency=0.1, ignored_exceptions=(StaleElementReferenceException,)).until(
-        arrived, f"the page {path or 'overview'} ({title}) did not open")
+    WebDriverWait(browser, 60, poll_frequency=0.1).until(arrived, f"the page {path or 'overview'} ({title}) did not open")
     return link is None

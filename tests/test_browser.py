@@ -35,11 +35,9 @@ def test_deep_link_on_a_cold_server_then_one_history_entry_per_page_change(serve
     page with the state it had (token and k included); no URL carries a default. (One visit of the
     deep link for both: they were two tests, each loading it.)"""
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as EC
-    from selenium.webdriver.support.ui import WebDriverWait
 
     browser.get(f"{server}/neighbours?pair=synthetic&token=300&k=7")
-    WebDriverWait(browser, 60).until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Neighbours"))
+    ab.h1(browser, "Neighbours", settle=False)
     assert not browser.find_elements(By.CSS_SELECTOR, '[data-testid="stException"]')
     ab.settled(browser)
     assert "Page not found" not in browser.find_element(By.TAG_NAME, "body").text  # no dialog over the page
@@ -72,13 +70,11 @@ def test_overview_by_name_has_no_dialog(server, browser):
     dialog, and the menu links to /overview, not to the page it is on."""
     from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as EC
     from selenium.webdriver.support.ui import WebDriverWait
 
     for path in ("overview", "home"):
         browser.get(f"{server}/{path}?pair=synthetic")
-        WebDriverWait(browser, 60).until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Overview"))
-        ab.settled(browser)
+        ab.h1(browser, "Overview")
         assert "Page not found" not in browser.find_element(By.TAG_NAME, "body").text, path
     # the menu's Overview link has an address of its own, from any page (copy link, a new tab): from
     # /home, the menu's link to Alignment (the same query) opens it in the app
@@ -193,7 +189,7 @@ def test_click_a_point_on_projection_picks_its_token(server, browser):
     from selenium.webdriver.support.ui import WebDriverWait
 
     browser.get(f"{server}/projection?pair=synthetic&token=300&k=5")
-    WebDriverWait(browser, 60).until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Projection"))
+    ab.h1(browser, "Projection", settle=False)
     ab.charts_drawn(browser, 3)  # I, T and O side by side
     ab.settled(browser)
     picked = None
@@ -216,7 +212,7 @@ def test_click_a_point_on_projection_picks_its_token(server, browser):
     # linked: the Neighbours page opens on the picked token
     link = ab.menu_link(browser, "neighbours")
     link.click()
-    WebDriverWait(browser, 60).until(EC.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Neighbours"))
+    ab.h1(browser, "Neighbours", settle=False)
     WebDriverWait(browser, 60).until(EC.text_to_be_present_in_element(
         (By.CSS_SELECTOR, '[data-testid="stMain"]'), f"token #{picked} "))
     assert ab.url_token(browser) == picked
