@@ -18,6 +18,14 @@ MIB = 2**20
 SLACK = 8 * MIB  # the kernel updates its counts in batches: two reads may differ by a few hundred kB
 
 
+def _file_backed() -> int:
+    """This process's resident pages that are not its own memory (mapped files, shared memory)."""
+    anonymous = memory._status("RssAnon")
+    if anonymous is None:
+        pytest.skip("no RssAnon in /proc/self/status here (Linux before 4.5)")
+    return resident_memory() - anonymous
+
+
 @pytest.fixture
 def reset_allowed():
     if peak_memory(reset=True) is None:
@@ -30,10 +38,14 @@ def test_peak_memory_follows_an_allocation_and_resets(reset_allowed):
     freed) the peak is back near the current size."""
     gc.collect()  # what earlier tests left to free is freed before, not during, the measure
     peak_memory(reset=True)
-    start = resident_memory()  # just before the block: the peak is at least this plus the block
+    start, mapped = resident_memory(), _file_backed()  # just before the block
     block = np.ones(400 * MIB // 8)  # 400 MB, every page touched
     grown = peak_memory()
-    assert grown - start >= 390 * MIB
+    # The peak is at least the size now, which holds the block and everything held at the start
+    # but the mapped files' pages the kernel dropped meanwhile (other processes' pressure on a
+    # busy machine: 16 MB of them once): those are no part of the block, so they are added back.
+    dropped = max(0, mapped - _file_backed())
+    assert grown - start + dropped >= 390 * MIB
     del block
     assert peak_memory(reset=True) > grown - SLACK  # the peak it ends is the block's
     assert peak_memory() < grown - 300 * MIB
