@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -26,10 +27,29 @@ from tests.waiting import wait_until
 ROOT = Path(__file__).resolve().parent.parent
 
 
-CHROMIUM = shutil.which("chromium-headless-shell") or shutil.which("chromium") or shutil.which("chromium-browser")
+def _browser_binary(path: str | None) -> str | None:
+    """The browser a launcher script runs where the script runs it as its child (no ``exec``), as
+    Debian's /usr/bin/chromium-headless-shell does: chromedriver's quit ends the process it started,
+    so the script went and the browser lived on (a browser leaked by every driver, seven a run of the
+    suite). Anything else: ``path`` itself."""
+    if path is None:
+        return None
+    try:
+        head = Path(path).read_bytes()[:4096].decode()
+    except (OSError, UnicodeDecodeError):
+        return path  # a binary
+    if not head.startswith("#!"):
+        return path
+    runs = re.search(r'^\s*(/\S+)\s+"\$@"\s*$', head, re.MULTILINE)  # a child run as `/path/binary "$@"`
+    return runs.group(1) if runs and os.access(runs.group(1), os.X_OK) else path
+
+
+CHROMIUM = _browser_binary(shutil.which("chromium-headless-shell") or shutil.which("chromium")
+                           or shutil.which("chromium-browser"))
 """The browser the tests drive: Debian's chromium-headless-shell where it is installed (Chromium's own
 headless build, the same Blink and version without the desktop browser around it: 9-11% less CPU for
-the same browser modules, measured; CI installs it), else chromium."""
+the same browser modules, measured; CI installs it), else chromium; the binary itself, not a launcher
+script that would outlive it (:func:`_browser_binary`)."""
 
 
 DRIVER = shutil.which("chromedriver")
