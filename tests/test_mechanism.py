@@ -366,6 +366,10 @@ def test_per_arm_and_curves_known_answers():
     assert table.loc["baseline", "lo"] == pytest.approx(2.0 - half) and table.loc["baseline", "hi"] == pytest.approx(
         2.0 + half)
     assert M.paired(runs, "baseline", "size") == {0: 0.5, 1: 1.0, 2: 1.5}
+    # rows in any order: only the seeds both arms have, a missing value on either side left out
+    mixed = pd.DataFrame({"arm": ["size", "baseline", "size", "baseline", "baseline", "size"],
+                          "seed": [7, 3, 3, 7, 9, 4], "bias": [0.25, 1.0, np.nan, 2.0, 5.0, 1.0]})
+    assert M.paired(mixed, "baseline", "size") == {7: 1.75} and M.paired(mixed, "size", "null") == {}
     curves = pd.DataFrame([{"arm": "size", "seed": s, "step": st, "bias": st * (s + 1)} for s in range(2)
                            for st in (0, 10)])
     got = M.mean_curves(curves)

@@ -122,11 +122,13 @@ def per_arm(runs: pd.DataFrame, measure: str = "bias") -> pd.DataFrame:
 
 
 def paired(runs: pd.DataFrame, a: str, b: str, measure: str = "bias") -> dict[int, float]:
-    """{seed: measure of arm ``a`` minus arm ``b``} over the seeds both have."""
-    x = runs[runs["arm"] == a].set_index("seed")[measure]
-    y = runs[runs["arm"] == b].set_index("seed")[measure]
-    seeds = sorted(set(x.index) & set(y.index))
-    return {int(s): float(x[s] - y[s]) for s in seeds if np.isfinite(x[s]) and np.isfinite(y[s])}
+    """{seed: measure of arm ``a`` minus arm ``b``} over the seeds both have (plain arrays: the
+    effects call this eight times an arm, and a frame indexed per call cost 3 ms each)."""
+    arm, seed = runs["arm"].to_numpy(), runs["seed"].to_numpy()
+    value = runs[measure].to_numpy(dtype=float)
+    x = dict(zip(seed[arm == a].tolist(), value[arm == a].tolist()))
+    y = dict(zip(seed[arm == b].tolist(), value[arm == b].tolist()))
+    return {int(s): x[s] - y[s] for s in sorted(x.keys() & y.keys()) if np.isfinite(x[s]) and np.isfinite(y[s])}
 
 
 def mean_curves(curves: pd.DataFrame) -> pd.DataFrame:
