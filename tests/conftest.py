@@ -26,30 +26,13 @@ pytest_plugins = ("tests.appbrowser",)  # the app's `server` and `browser` fixtu
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _streamlit_components_scanned_once():
-    """Streamlit's AppTest scans every installed distribution's metadata for custom components
-    (``manifest_scanner.scan_component_manifests``) on every run: 0.3 s of each AppTest page,
-    most of its time. The packages do not change while the tests run, so the first scan's answer
-    serves the rest of the run; the app's own server scans once, at start, as before."""
-    try:
-        from streamlit.components.v2 import manifest_scanner
-    except ImportError:  # another Streamlit: nothing to share
-        yield
-        return
-    scan = getattr(manifest_scanner, "scan_component_manifests", None)
-    if scan is None:
-        yield
-        return
-    found = {}
+def _apptest_runs_as_the_server_does():
+    """AppTest without the costs the app's server does not have: the components scanned once, each
+    script compiled once, a run's end awaited without polling (tests/apptest_runs.py)."""
+    from tests import apptest_runs
 
-    def scanned_once(max_workers=None):
-        if "manifests" not in found:
-            found["manifests"] = scan(max_workers)
-        return list(found["manifests"])
-
-    manifest_scanner.scan_component_manifests = scanned_once
-    yield
-    manifest_scanner.scan_component_manifests = scan
+    with contextlib.suppress(ImportError):  # no Streamlit: no AppTest either
+        apptest_runs.install()
 
 
 @pytest.fixture(scope="session")
