@@ -11,7 +11,7 @@ import pytest
 
 from tests.waiting import wait_until
 from tying.cache import store, writer
-from tying.cache.schema import SCHEMA_VERSION
+from tying.cache.schema import SCHEMA_VERSION, TABLES
 from tying.cache.store import CacheError, list_caches, open_cache, params_hash
 from tying.cache.writer import CacheWriter
 
@@ -131,6 +131,30 @@ def test_old_schema_cache_is_rebuilt_not_copied(tmp_path):
     tables = {r[0] for r in con.execute("SHOW TABLES").fetchall()}
     con.close()
     assert "legacy" not in tables
+
+
+def test_a_stage_written_into_a_cache_that_lacks_tables_creates_them_and_keeps_the_rest(tmp_path):
+    """A cache of the current schema without some tables (written before they existed, say): the next
+    stage write creates every missing table and keeps the rows it has; a file that is no DuckDB
+    database, or a DuckDB file of no readable schema, is started anew."""
+    path = tmp_path / "p.duckdb"
+    w = CacheWriter(path)
+    w.write_stage("neighbours", {"k": 1}, _curve(0.25), seconds=0.1)
+    with duckdb.connect(str(path)) as con:
+        con.execute("DROP TABLE spectral")
+        con.execute("DROP TABLE umap")
+    w.write_stage("neighbours", {"k": 2}, _curve(0.5), seconds=0.1)
+    con = open_cache(path)
+    tables = {r[0] for r in con.execute("SHOW TABLES").fetchall()}
+    assert set(TABLES) <= tables and con.execute("SELECT max(mean_overlap) FROM overlap_curve").fetchone()[0] == 0.5
+    con.close()
+    for junk in (b"DUCK" * 1024, b"\0" * 8 + b"DUCK" + b"\0" * 4096):  # no DuckDB file; a header posing as one
+        path.write_bytes(junk)
+        CacheWriter(path).write_stage("neighbours", {"k": 3}, _curve(0.75), seconds=0.1)
+        con = open_cache(path)
+        assert con.execute("SELECT count(*), max(mean_overlap) FROM overlap_curve").fetchone() == (1, 0.75)
+        con.close()
+    assert not [p.name for p in tmp_path.iterdir() if ".tmp" in p.name or p.name.endswith(".wal")]  # none left
 
 
 def test_unwritable_cache_dir(tmp_path):
