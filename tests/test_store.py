@@ -43,6 +43,18 @@ def test_write_read_and_skip(tmp_path):
     assert not CacheWriter(path, force=True).is_done("neighbours", params_hash({"k": 1}))
 
 
+def test_meta_is_set_per_key_with_none_as_no_row(tmp_path):
+    path = tmp_path / "p.duckdb"
+    CacheWriter(path, meta={"name": "p", "preset": "olmo", "vocabulary": {"n": 3, "a": [1, 2]}}).write_stage(
+        "neighbours", {"k": 1}, _curve(0.25), seconds=0.1)
+    CacheWriter(path, meta={"preset": None, "name": "q"}).write_stage("neighbours", {"k": 2}, _curve(0.5), seconds=0.1)
+    con = open_cache(path)
+    rows = dict(con.execute("SELECT key, value FROM meta").fetchall())
+    con.close()
+    assert rows.pop("updated") and rows == {"name": "q", "vocabulary": '{"a": [1, 2], "n": 3}',
+                                              "schema_version": str(SCHEMA_VERSION)}
+
+
 def test_rewrite_replaces_rows_of_that_stage_only(tmp_path):
     path = tmp_path / "p.duckdb"
     w = CacheWriter(path)
