@@ -259,6 +259,9 @@ def test_the_app_process_never_imports_torch(tmp_path):
     script = f"""
 import os, sys
 os.environ["TYING_CACHE_DIR"] = {str(Path(APP).parent / "cache")!r}
+sys.path.insert(0, {str(Path(APP).parent)!r})
+from tests import apptest_runs  # each page compiled once, as in the other tests (it imports no torch)
+apptest_runs.install()
 from streamlit.testing.v1 import AppTest
 for pair in ("demo", "paper"):
     for page in {PAGES + ["sweep"]!r}:
