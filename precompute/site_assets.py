@@ -90,9 +90,12 @@ def script(name: str) -> str:
     return resources.files("precompute").joinpath(TEMPLATES, name).read_text(encoding="utf-8")
 
 
+@functools.cache
 def vega_bundle() -> str:
     """Vega, Vega-Lite and vega-embed as one classic script setting window.vegaEmbed (vl-convert's
-    bundle of the Vega-Lite version Altair writes), wrapped so its top-level names stay private."""
+    bundle of the Vega-Lite version Altair writes), wrapped so its top-level names stay private.
+    Bundled once a process (1.4 s each time: a process that writes two sites, as the tests do,
+    bundled it twice)."""
     import altair as alt
     import vl_convert as vlc
 
