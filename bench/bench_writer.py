@@ -21,10 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import duckdb
-
 from precompute.fixtures import build_synthetic_cache
 from tying.cache.schema import STAGE_TABLES
+from tying.cache.store import open_cache
 from tying.cache.writer import CacheWriter
 
 
@@ -40,10 +39,11 @@ def main() -> None:
             path = build_synthetic_cache(Path(tmp) / f"r{i}", n_tokens=args.tokens)
             builds.append(time.perf_counter() - start)
         writer = CacheWriter(path, meta={"name": "synthetic"})
-        stages = len(writer._finished_stages())
-        with duckdb.connect(str(path), read_only=True) as con:  # the smallest stage, its rows as they are
+        finished = writer._finished_stages()
+        stages = len(finished)
+        with open_cache(path) as con:  # the smallest stage, its rows as they are
             sizes = {stage: sum(con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables)
-                     for stage, tables in STAGE_TABLES.items() if stage in writer._finished_stages()}
+                     for stage, tables in STAGE_TABLES.items() if stage in finished}
             stage = min(sizes, key=sizes.get)
             rows = {t: con.execute(f"SELECT * FROM {t}").df() for t in STAGE_TABLES[stage]}
         rewrites = []

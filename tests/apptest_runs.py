@@ -16,7 +16,7 @@
   script thread ends when the run does, so the wait joins that thread instead, with the same
   timeout, the same stop and the same error when it passes.
 
-:func:`install` patches both into Streamlit's testing package for this process (tests/conftest.py
+:func:`install` patches all three into Streamlit's testing package for this process (tests/conftest.py
 calls it once per test process); where Streamlit's internals are not as this module expects, it
 leaves them alone and says so (False).
 """

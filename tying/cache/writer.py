@@ -380,15 +380,12 @@ class CacheWriter:
         not one to check the cache and another to fill the copy: each costs about 17 ms)."""
         if not self._start_empty and is_duckdb_file(self.path):
             shutil.copyfile(self.path, tmp)
-            try:
+            with contextlib.suppress(duckdb.Error):  # a file that is no readable DuckDB database
                 con = connect(tmp, read_only=False)
-            except duckdb.Error:  # a file that is no readable DuckDB database: start anew
-                con = None
-            if con is not None and schema_version(con) in READABLE_VERSIONS:
-                return con
-            if con is not None:
+                if schema_version(con) in READABLE_VERSIONS:
+                    return con
                 con.close()
-            _remove_with_wal(tmp)
+            _remove_with_wal(tmp)  # start anew
         return connect(tmp, read_only=False)
 
 
@@ -396,15 +393,10 @@ def _write_meta(con: duckdb.DuckDBPyConnection, meta: dict[str, Any]) -> None:
     """Set the meta table's rows for ``meta``'s keys in two statements (one a key cost a stage write
     about 12 ms): a value of None is no row, never the string "null" (an absent fact: no preset, say);
     anything not a string is stored as its JSON."""
-    rows = pd.DataFrame({"key": list(meta), "value": [
-        None if v is None else v if isinstance(v, str) else json.dumps(v, sort_keys=True, default=str)
-        for v in meta.values()]}, dtype=object)
-    con.register("_meta_rows", rows)
-    try:
-        con.execute("DELETE FROM meta WHERE key IN (SELECT key FROM _meta_rows)")
-        con.execute("INSERT INTO meta SELECT key, value FROM _meta_rows WHERE value IS NOT NULL")
-    finally:
-        con.unregister("_meta_rows")
+    con.execute("DELETE FROM meta WHERE list_contains(?, key)", [list(meta)])
+    _insert(con, "meta", pd.DataFrame(
+        [(k, v if isinstance(v, str) else json.dumps(v, sort_keys=True, default=str))
+         for k, v in meta.items() if v is not None], columns=["key", "value"]))
 
 
 def _insert(con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame) -> None:
