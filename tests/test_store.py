@@ -152,13 +152,16 @@ def test_a_stage_written_into_a_cache_that_lacks_tables_creates_them_and_keeps_t
     path = tmp_path / "p.duckdb"
     w = CacheWriter(path)
     w.write_stage("neighbours", {"k": 1}, _curve(0.25), seconds=0.1)
+    w.write_stage("spectral", {}, {"spectral": pd.DataFrame(
+        {"pair": ["T~O"], "graph_k": [2], "n_components": [2], "n_tokens": [3], "distance": [0.5]})}, seconds=0.1)
     with duckdb.connect(str(path)) as con:
-        con.execute("DROP TABLE spectral")
         con.execute("DROP TABLE umap")
+        con.execute("DROP TABLE cka")
     w.write_stage("neighbours", {"k": 2}, _curve(0.5), seconds=0.1)
     con = open_cache(path)
     tables = {r[0] for r in con.execute("SHOW TABLES").fetchall()}
     assert set(TABLES) <= tables and con.execute("SELECT max(mean_overlap) FROM overlap_curve").fetchone()[0] == 0.5
+    assert con.execute("SELECT distance FROM spectral").fetchall() == [(0.5,)]  # the other stage's rows kept
     con.close()
     for junk in (b"DUCK" * 1024, b"\0" * 8 + b"DUCK" + b"\0" * 4096):  # no DuckDB file; a header posing as one
         path.write_bytes(junk)
