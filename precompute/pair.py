@@ -10,6 +10,7 @@ stage's parameters and builder: :data:`precompute.stages.STAGES`.
 
 from __future__ import annotations
 
+import importlib.metadata
 import platform
 import shlex
 import sys
@@ -147,11 +148,12 @@ def library_versions() -> dict[str, str]:
 
     out = {"python": platform.python_version(), "numpy": np.__version__, "torch": torch.__version__,
            "transformers": transformers.__version__, "duckdb": duckdb.__version__, "faiss": faiss.__version__}
+    # umap-learn's version from its installed metadata, not by importing it: the import compiles
+    # pynndescent's kernels (about 12 s of a core, in every process: numba cannot cache many of them),
+    # which a run without the umap stage never needs
     try:
-        import umap
-
-        out["umap-learn"] = getattr(umap, "__version__", "?")
-    except Exception:  # umap is optional until the umap stage runs
+        out["umap-learn"] = importlib.metadata.version("umap-learn")
+    except importlib.metadata.PackageNotFoundError:  # umap is optional until the umap stage runs
         pass
     return out
 

@@ -304,3 +304,18 @@ def test_lens_command_end_to_end(models, tmp_path, capsys):
                         "--lens-eval-tokens", "1024", "--lens-seq-len", "32", "--force")
     assert code == 0, err
     assert sorted(saved) == sorted((tmp_path / "lens" / "l").glob("*.safetensors"))
+
+
+def test_library_versions_read_umap_learns_version_without_importing_it(monkeypatch):
+    """A pair run records umap-learn's version from its installed metadata: importing umap compiles
+    pynndescent's kernels (about 12 s of a core in every process), which a run without the umap stage
+    never needs. With umap unimportable the version is still there, and the installed one."""
+    import importlib.metadata
+    import sys
+
+    from precompute.pair import library_versions
+
+    monkeypatch.setitem(sys.modules, "umap", None)  # `import umap` raises ImportError
+    versions = library_versions()
+    assert versions["umap-learn"] == importlib.metadata.version("umap-learn")
+    assert {"torch", "transformers", "duckdb", "faiss", "numpy", "python"} <= set(versions)
