@@ -43,7 +43,7 @@ SERVER = r"""
 import json, os, sys, time
 import precompute.cli, precompute.pair, precompute.lens  # the heavy imports, done once
 import tying.analysis.align, tying.analysis.align_table, tying.device, tying.analysis.neighbours, tying.analysis.spectral, tying.loading.weights, tying.cache.summary
-import faiss, umap, transformers  # imported lazily by a run (umap for its version)
+import faiss, transformers  # imported lazily by a run
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast
 import transformers.models.llama.modeling_llama
 print("ready", flush=True)
