@@ -225,11 +225,14 @@ def synthetic_site(synthetic_caches, tmp_path_factory):
 
 
 SHARED_WORKER = {"umap": ("test_projection", "test_placement", "test_single_model"),
-                 "site": ("test_site", "test_site_chromium", "test_text_page", "test_handout", "test_qr")}
-"""Modules that run on one worker together. ``umap``: each fits UMAP in its own process, and numba
-compiles UMAP's kernels once per process (about 25 s on 2 cores), so together they compile them once.
-``site``: the readers of the two shared sites (synthetic_site, shipped_site), so that one worker builds
-each in turn while the other runs other tests, instead of one worker idling on the other's lock."""
+                 "site": ("test_text_page", "test_site_chromium", "test_site", "test_handout", "test_qr")}
+"""Modules that run on one worker together, in the order given. ``umap``: each fits UMAP in its own
+process, and numba compiles UMAP's kernels once per process (about 25 s on 2 cores), so together they
+compile them once. ``site``: the readers of the two shared sites (synthetic_site, shipped_site), so that
+one worker builds each in turn while the other runs other tests, instead of one worker idling on the
+other's lock; the shipped site's readers first, so that at the run's start this worker builds it while
+test_browser's builds the synthetic caches (the synthetic site's readers first left one core idle about
+8 s, waiting on the other worker's build of those caches)."""
 
 HEAVY_FIRST = ("test_browser", "site", "umap", "test_browser_tour", "test_sweep", "test_projection_webgl",
                "test_app", "test_figures_pack", "test_faults", "test_live", "test_demo_cli")
@@ -263,11 +266,14 @@ def _worker_leaves() -> None:
 
 
 def pytest_collection_modifyitems(config, items):
-    """The heaviest groups first (a stable sort: a module's tests keep their order, and a group's
-    modules stay together)."""
-    def rank(item) -> int:
+    """The heaviest groups first, a group's modules in SHARED_WORKER's order (a stable sort: a module's
+    tests keep their order, and a group's modules stay together)."""
+    def rank(item) -> tuple[int, int]:
         group = worker_group(item.nodeid)
-        return HEAVY_FIRST.index(group) if group in HEAVY_FIRST else len(HEAVY_FIRST)
+        module = item.nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
+        members = SHARED_WORKER.get(group, ())
+        return (HEAVY_FIRST.index(group) if group in HEAVY_FIRST else len(HEAVY_FIRST),
+                members.index(module) if module in members else 0)
 
     items.sort(key=rank)
 
