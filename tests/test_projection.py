@@ -183,3 +183,36 @@ def test_what_the_lean_fit_replaces_is_still_there_in_umap_learn():
     assert "transform_mode" in umap.UMAP().get_params()  # GraphOnly stops each view's UMAP at its graph
     assert "_spectral_layout(" in inspect.getsource(spectral.spectral_layout)
     assert list(inspect.signature(spectral._spectral_layout).parameters)[:4] == ["data", "graph", "dim", "random_state"]
+    # the epoch made by numba.njit at every fit, from umap.layouts' global numba (_KeptEpochJit keeps one)
+    import numba
+    import umap.layouts as layouts
+
+    assert layouts.numba is numba and callable(layouts._optimize_layout_aligned_euclidean_single_epoch)
+    assert "optimize_layout_aligned_euclidean(" in inspect.getsource(aligned.AlignedUMAP.fit)
+    assert "numba.njit(\n        _optimize_layout_aligned_euclidean_single_epoch" in inspect.getsource(
+        layouts.optimize_layout_aligned_euclidean)
+
+
+def test_a_second_aligned_fit_compiles_no_epoch_again():
+    """umap-learn makes the aligned layout's epoch with numba.njit at every fit, and numba compiled
+    it again each time (2 to 3 s of a core): under _lean_aligned_umap the second fit in a process
+    uses the epoch the first compiled. Numba's own compile events say what each fit compiled."""
+    import umap.layouts as layouts
+    from numba.core import event
+
+    from tying.analysis.umap_fit import embed
+
+    rng = np.random.default_rng(3)
+    views = [rng.standard_normal((60, 8)).astype(np.float32) for _ in range(2)]
+
+    def epochs_compiled() -> int:
+        with event.install_recorder("numba:compile") as rec:
+            maps = embed(views, n_neighbors=8, min_dist=0.1, seed=0, n_epochs=15)
+        assert [m.shape for m in maps] == [(60, 2), (60, 2)] and all(np.isfinite(m).all() for m in maps)
+        return sum(getattr(ev.data.get("dispatcher"), "py_func", None)
+                   is layouts._optimize_layout_aligned_euclidean_single_epoch
+                   for _, ev in rec.buffer if ev.is_start)
+
+    epochs_compiled()  # compiles it here, unless an earlier fit of this process did
+    assert epochs_compiled() == 0
+    assert layouts.numba is __import__("numba")  # given back after the fit

@@ -4,7 +4,7 @@ comparable place in every view (:func:`aligned_umap`).
 
 The fit is what :func:`tying.analysis.projection.project` runs on its sample of tokens; umap's
 own fit is made leaner while it runs (:func:`_lean_aligned_umap`): graphs only for the per-view
-UMAPs, spectral starts found from the top of the spectrum.
+UMAPs, spectral starts found from the top of the spectrum, the layout's epoch compiled once a process.
 """
 
 from __future__ import annotations
@@ -137,6 +137,9 @@ def _lean_aligned_umap():
     the spectrum where ARPACK converges (on a 400-point strip umap's own solve missed the
     second one, which the dense decomposition and this one agree on).
 
+    *One compiled epoch.* umap's aligned layout makes its epoch function anew with ``numba.njit`` at
+    every fit, which numba then compiles again (:class:`_KeptEpochJit`).
+
     Where umap lacks what is replaced (another version), that part is left as it is; this is the
     one place umap-learn is patched, and tests/test_projection.py
     (``test_what_the_lean_fit_replaces_is_still_there_in_umap_learn``) fails when umap-learn renames,
@@ -144,6 +147,7 @@ def _lean_aligned_umap():
     """
     import umap
     import umap.aligned_umap as aligned
+    import umap.layouts as layouts
     import umap.spectral as spectral
 
     swaps = []
@@ -167,6 +171,9 @@ def _lean_aligned_umap():
         swaps.append((aligned, "UMAP", GraphOnly))
     if callable(getattr(spectral, "_spectral_layout", None)):
         swaps.append((spectral, "_spectral_layout", _spectral_start(spectral._spectral_layout)))
+    epoch = getattr(layouts, "_optimize_layout_aligned_euclidean_single_epoch", None)
+    if epoch is not None and getattr(layouts, "numba", None) is not None:
+        swaps.append((layouts, "numba", _KeptEpochJit(layouts.numba, epoch)))
     before = [(module, name, getattr(module, name)) for module, name, _ in swaps]
     for module, name, replacement in swaps:
         setattr(module, name, replacement)
@@ -175,6 +182,38 @@ def _lean_aligned_umap():
     finally:
         for module, name, original in before:
             setattr(module, name, original)
+
+
+_KEPT_EPOCHS: dict = {}
+"""The aligned layout's epoch as numba compiled it, by (function, njit options): kept for the process."""
+
+
+class _KeptEpochJit:
+    """``numba`` as ``umap.layouts`` sees it while AlignedUMAP fits, but for its ``njit`` of the aligned
+    layout's epoch, made once a process. ``optimize_layout_aligned_euclidean`` (umap-learn 0.5) calls
+    ``numba.njit(_optimize_layout_aligned_euclidean_single_epoch, ...)`` at every fit: a new dispatcher,
+    which numba compiled anew (2 to 3 s of a core each fit; the same signature, five times over the
+    tests' five fits; umap's single-view layout keeps its compiled epoch at module level). The same
+    function with the same options now gets the same dispatcher, so the code compiled the first
+    time; every other name and call passes through to numba."""
+
+    def __init__(self, numba_module, epoch: Callable):
+        self._numba, self._epoch = numba_module, epoch
+
+    def __getattr__(self, name: str):
+        return getattr(self._numba, name)
+
+    def njit(self, *args, **kwargs):
+        if len(args) != 1 or args[0] is not self._epoch:
+            return self._numba.njit(*args, **kwargs)
+        key = (self._epoch, tuple(sorted(kwargs.items())))
+        try:
+            kept = _KEPT_EPOCHS.get(key)
+        except TypeError:  # an option numba takes that cannot be a key: made as umap makes it
+            return self._numba.njit(*args, **kwargs)
+        if kept is None:
+            kept = _KEPT_EPOCHS[key] = self._numba.njit(*args, **kwargs)
+        return kept
 
 
 def _spectral_start(umaps_own: Callable) -> Callable:
