@@ -193,6 +193,7 @@ def test_what_the_lean_fit_replaces_is_still_there_in_umap_learn():
         layouts.optimize_layout_aligned_euclidean)
 
 
+@pytest.mark.slow
 def test_a_second_aligned_fit_compiles_no_epoch_again():
     """umap-learn makes the aligned layout's epoch with numba.njit at every fit, and numba compiled
     it again each time (2 to 3 s of a core): under _lean_aligned_umap the second fit in a process
