@@ -149,8 +149,8 @@ def library_versions() -> dict[str, str]:
     out = {"python": platform.python_version(), "numpy": np.__version__, "torch": torch.__version__,
            "transformers": transformers.__version__, "duckdb": duckdb.__version__, "faiss": faiss.__version__}
     # umap-learn's version from its installed metadata, not by importing it: the import compiles
-    # pynndescent's kernels (about 12 s of a core, in every process: numba cannot cache many of them),
-    # which a run without the umap stage never needs
+    # pynndescent's numba kernels (16 s of a core on a fresh install, 2.9 s from numba's cache, in every
+    # process), which a run without the umap stage never needs
     try:
         out["umap-learn"] = importlib.metadata.version("umap-learn")
     except importlib.metadata.PackageNotFoundError:  # umap is optional until the umap stage runs

@@ -308,8 +308,9 @@ def test_lens_command_end_to_end(models, tmp_path, capsys):
 
 def test_library_versions_read_umap_learns_version_without_importing_it(monkeypatch):
     """A pair run records umap-learn's version from its installed metadata: importing umap compiles
-    pynndescent's kernels (about 12 s of a core in every process), which a run without the umap stage
-    never needs. With umap unimportable the version is still there, and the installed one."""
+    pynndescent's numba kernels (16 s on a fresh install, 2.9 s from numba's cache, in every process),
+    which a run without the umap stage never needs. With umap unimportable the version is still there,
+    and the installed one."""
     import importlib.metadata
     import sys
 

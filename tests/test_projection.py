@@ -166,12 +166,12 @@ def test_spectral_start_finds_the_laplacians_eigenvectors():
 
 
 def test_what_the_lean_fit_replaces_is_still_there_in_umap_learn():
-    """tying.analysis.umap_fit._lean_aligned_umap, the one place umap-learn is patched, swaps two
+    """tying.analysis.umap_fit._lean_aligned_umap, the one place umap-learn is patched, swaps three
     module globals while AlignedUMAP fits: ``umap.aligned_umap.UMAP`` (the per-view UMAP its fit
-    builds by that name) and ``umap.spectral._spectral_layout`` (the solver ``spectral_layout``
-    calls by that name). Where umap-learn renames either, stops looking it up there, or changes
-    its arguments, the patch would quietly do nothing (it leaves a missing part as it is): this
-    test fails first."""
+    builds by that name), ``umap.spectral._spectral_layout`` (the solver ``spectral_layout`` calls
+    by that name) and ``umap.layouts.numba`` (whose ``njit`` makes the aligned layout's epoch at
+    each fit). Where umap-learn renames one, stops looking it up there, or changes its arguments,
+    the patch would quietly do nothing (it leaves a missing part as it is): this test fails first."""
     import inspect
 
     import umap
