@@ -241,10 +241,15 @@ first, so that the workers finish together rather than one waiting on a late lon
 browser's groups keep a core busy too: most of their time is Chromium's renderer drawing pages.)"""
 
 
+def module_of(nodeid: str) -> str:
+    """The module name of a test id (``tests/test_site.py::test_x`` -> ``test_site``)."""
+    return nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
+
+
 def worker_group(nodeid: str) -> str:
     """The group a test runs in under xdist: its module (whose module-scoped fixtures, a server or a
     browser among them, are then built once) or the group of SHARED_WORKER that takes the module."""
-    module = nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
+    module = module_of(nodeid)
     return next((group for group, modules in SHARED_WORKER.items() if module in modules), module)
 
 
@@ -270,7 +275,7 @@ def pytest_collection_modifyitems(config, items):
     tests keep their order, and a group's modules stay together)."""
     def rank(item) -> tuple[int, int]:
         group = worker_group(item.nodeid)
-        module = item.nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
+        module = module_of(item.nodeid)
         members = SHARED_WORKER.get(group, ())
         return (HEAVY_FIRST.index(group) if group in HEAVY_FIRST else len(HEAVY_FIRST),
                 members.index(module) if module in members else 0)
