@@ -170,8 +170,9 @@ def test_what_the_lean_fit_replaces_is_still_there_in_umap_learn():
     module globals while AlignedUMAP fits: ``umap.aligned_umap.UMAP`` (the per-view UMAP its fit
     builds by that name), ``umap.spectral._spectral_layout`` (the solver ``spectral_layout`` calls
     by that name) and ``umap.layouts.numba`` (whose ``njit`` makes the aligned layout's epoch at
-    each fit). Where umap-learn renames one, stops looking it up there, or changes its arguments,
-    the patch would quietly do nothing (it leaves a missing part as it is): this test fails first."""
+    each fit); and _kernels_on_disk switches numba's disk cache on for the kernels of UNCACHED_KERNELS.
+    Where umap-learn renames one, stops looking it up there, or changes its arguments, the patch would
+    quietly do nothing (it leaves a missing part as it is): this test fails first."""
     import inspect
 
     import umap
@@ -191,29 +192,92 @@ def test_what_the_lean_fit_replaces_is_still_there_in_umap_learn():
     assert "optimize_layout_aligned_euclidean(" in inspect.getsource(aligned.AlignedUMAP.fit)
     assert "numba.njit(\n        _optimize_layout_aligned_euclidean_single_epoch" in inspect.getsource(
         layouts.optimize_layout_aligned_euclidean)
+    # the kernels whose compiled code _kernels_on_disk keeps: still numba dispatchers, by those names
+    import importlib
+
+    from tying.analysis.umap_fit import UNCACHED_KERNELS
+
+    for module, name in UNCACHED_KERNELS:
+        assert callable(getattr(getattr(importlib.import_module(module), name), "enable_caching", None)), name
 
 
 @pytest.mark.slow
-def test_a_second_aligned_fit_compiles_no_epoch_again():
+def test_a_second_aligned_fit_compiles_no_epoch_again(monkeypatch):
     """umap-learn makes the aligned layout's epoch with numba.njit at every fit, and numba compiled
     it again each time (2 to 3 s of a core): under _lean_aligned_umap the second fit in a process
-    uses the epoch the first compiled. Numba's own compile events say what each fit compiled."""
+    makes no epoch and compiles none; it uses the one the first made. Counted at numba.njit (a new
+    dispatcher would now load its code from numba's disk cache, with no compile event to see) and
+    in numba's own compile events."""
+    import numba
     import umap.layouts as layouts
     from numba.core import event
 
     from tying.analysis.umap_fit import embed
 
+    made = []
+    njit = numba.njit
+
+    def counting_njit(*args, **kwargs):
+        made.extend(a for a in args[:1] if a is layouts._optimize_layout_aligned_euclidean_single_epoch)
+        return njit(*args, **kwargs)
+
+    monkeypatch.setattr(numba, "njit", counting_njit)
     rng = np.random.default_rng(3)
     views = [rng.standard_normal((60, 8)).astype(np.float32) for _ in range(2)]
 
-    def epochs_compiled() -> int:
+    def fit() -> tuple[int, int]:
+        """(epochs made, epochs compiled) in one fit."""
+        before = len(made)
         with event.install_recorder("numba:compile") as rec:
             maps = embed(views, n_neighbors=8, min_dist=0.1, seed=0, n_epochs=15)
         assert [m.shape for m in maps] == [(60, 2), (60, 2)] and all(np.isfinite(m).all() for m in maps)
-        return sum(getattr(ev.data.get("dispatcher"), "py_func", None)
-                   is layouts._optimize_layout_aligned_euclidean_single_epoch
-                   for _, ev in rec.buffer if ev.is_start)
+        return len(made) - before, sum(getattr(ev.data.get("dispatcher"), "py_func", None)
+                                       is layouts._optimize_layout_aligned_euclidean_single_epoch
+                                       for _, ev in rec.buffer if ev.is_start)
 
-    epochs_compiled()  # compiles it here, unless an earlier fit of this process did
-    assert epochs_compiled() == 0
+    assert fit()[0] <= 1  # made here, unless an earlier fit of this process made it
+    assert fit() == (0, 0)
     assert layouts.numba is __import__("numba")  # given back after the fit
+
+
+FIT_IN_A_NEW_PROCESS = """
+import json, sys
+import numpy as np
+import umap
+from numba.core import event
+from tying.analysis.umap_fit import embed
+rng = np.random.default_rng(5)
+views = [rng.standard_normal((80, 12)).astype(np.float32) for _ in range(2)]
+with event.install_recorder("numba:compile") as rec:
+    aligned = embed(views, n_neighbors=10, min_dist=0.1, seed=0, n_epochs=20)
+    single = embed(views[:1], n_neighbors=10, min_dist=0.1, seed=0, n_epochs=20)
+assert all(np.isfinite(m).all() and m.shape == (80, 2) for m in aligned + single)
+funcs = [getattr(ev.data.get("dispatcher"), "py_func", None) for _, ev in rec.buffer if ev.is_start]
+print(json.dumps(sorted({f"{f.__module__}.{f.__qualname__}" for f in funcs if f is not None})))
+"""
+
+
+@pytest.mark.slow
+def test_umaps_kernels_compile_once_an_install_not_once_a_process():
+    """umap-learn compiles most of its numba kernels without numba's disk cache, so every process
+    that fitted compiled them again (about 19 s of a core; the pair stage's UMAP in every run).
+    _kernels_on_disk keeps them on disk: a process that fits after another has fitted (aligned and
+    single views) compiles none of umap's kernels, only numba's own typed-list helpers."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    env = dict(__import__("os").environ, PYTHONPATH=str(root))
+
+    def compiled() -> list[str]:
+        run = subprocess.run([sys.executable, "-c", FIT_IN_A_NEW_PROCESS], cwd=root, env=env,
+                             capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, run.stderr[-2000:]
+        return json.loads(run.stdout.strip().splitlines()[-1])
+
+    compiled()  # compiles what no earlier process of this install has, and keeps it
+    second = compiled()
+    assert not [name for name in second if name.startswith("umap.")], second
+    assert all(name.startswith("numba.") for name in second), second
