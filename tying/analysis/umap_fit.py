@@ -10,13 +10,12 @@ and umap's numba kernels are compiled once an install rather than once a process
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections.abc import Callable
 from contextlib import contextmanager
 
 import numpy as np
-
-from tying.device import to_numpy
 
 EPOCHS = 100
 """UMAP optimisation epochs, the umap stage's default (on an OLMo-shaped pair, 20,000 tokens
@@ -24,7 +23,11 @@ fitted: 270 s at 100 against 339 s at 200, trustworthiness@10 0.938 against 0.94
 umap-learn's own default for large inputs)."""
 
 def _as_numpy(X) -> np.ndarray:
-    return np.asarray(to_numpy(X), dtype=np.float32)
+    if "torch" in sys.modules:  # a tensor only where torch is loaded (not imported here: about 2 s)
+        from tying.device import to_numpy
+
+        X = to_numpy(X)
+    return np.asarray(X, dtype=np.float32)
 
 
 def _pca(X: np.ndarray, dims: int, seed: int) -> np.ndarray:
