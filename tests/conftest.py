@@ -226,19 +226,21 @@ def synthetic_site(synthetic_caches, tmp_path_factory):
 
 SHARED_WORKER = {"umap": ("test_projection", "test_placement", "test_single_model"),
                  "site": ("test_text_page", "test_site_chromium", "test_site", "test_handout", "test_qr")}
-"""Modules that run on one worker together, in the order given. ``umap``: each fits UMAP in its own
-process, and numba compiles UMAP's kernels once per process (about 25 s on 2 cores), so together they
-compile them once. ``site``: the readers of the two shared sites (synthetic_site, shipped_site), so that
+"""Modules that run on one worker together, in the order given. ``umap``: each fits UMAP, and a
+process loads umap's numba kernels once (from numba's disk cache, which :func:`start_umap_warmup` fills
+at the run's start on a fresh install; compiling them is about 40 s of a core), so together they load
+them once. ``site``: the readers of the two shared sites (synthetic_site, shipped_site), so that
 one worker builds each in turn while the other runs other tests, instead of one worker idling on the
 other's lock; the shipped site's readers first, so that at the run's start this worker builds it while
 test_browser's builds the synthetic caches (the synthetic site's readers first left one core idle about
 8 s, waiting on the other worker's build of those caches)."""
 
-HEAVY_FIRST = ("test_browser", "site", "umap", "test_browser_tour", "test_sweep", "test_projection_webgl",
-               "test_app", "test_figures_pack", "test_faults", "test_live", "test_demo_cli")
+HEAVY_FIRST = ("test_browser", "site", "test_browser_tour", "test_sweep", "test_projection_webgl",
+               "test_figures_pack", "test_live", "umap", "test_app", "test_demo_cli", "test_faults")
 """The worker groups that take longest (``python bench/bench_suite.py`` prints them), handed out
 first, so that the workers finish together rather than one waiting on a late long module. (The
-browser's groups keep a core busy too: most of their time is Chromium's renderer drawing pages.)"""
+browser's groups keep a core busy too: most of their time is Chromium's renderer drawing pages.) The
+UMAP group comes after the browser's first groups, whose idle moments the warm-up compiles in."""
 
 
 def module_of(nodeid: str) -> str:
@@ -281,6 +283,36 @@ def pytest_collection_modifyitems(config, items):
                 members.index(module) if module in members else 0)
 
     items.sort(key=rank)
+
+
+_WARMUP: list = []
+
+
+def pytest_collection_finish(session):
+    """On the first xdist worker, where the run holds a test of the UMAP group: :func:`start_umap_warmup`."""
+    if os.environ.get("PYTEST_XDIST_WORKER") == "gw0" and any(
+            worker_group(item.nodeid) == "umap" for item in session.items):
+        start_umap_warmup()
+
+
+def start_umap_warmup() -> None:
+    """tests/umap_warmup.py in the background, at the lowest CPU priority: it compiles umap-learn's numba
+    kernels into numba's disk cache on a core the browser tests leave idle, before the UMAP group's worker
+    needs them (on a fresh install, about 40 s of a core that worker no longer spends)."""
+    import subprocess
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH")))))
+    with contextlib.suppress(OSError):
+        _WARMUP.append(subprocess.Popen([sys.executable, "-m", "tests.umap_warmup"], cwd=ROOT, env=env,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+
+
+def pytest_sessionfinish(session):
+    """The warm-up, where it still runs, stopped with the worker's tests."""
+    for process in _WARMUP:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
 
 
 def pytest_xdist_make_scheduler(config, log):
