@@ -289,9 +289,10 @@ _WARMUP: list = []
 
 
 def pytest_collection_finish(session):
-    """On the first xdist worker, where the run holds a test of the UMAP group: :func:`start_umap_warmup`."""
+    """On the first xdist worker, where the run holds the UMAP group's fits (its slow tests; the quick loop
+    has none): :func:`start_umap_warmup`."""
     if os.environ.get("PYTEST_XDIST_WORKER") == "gw0" and any(
-            worker_group(item.nodeid) == "umap" for item in session.items):
+            worker_group(item.nodeid) == "umap" and item.get_closest_marker("slow") for item in session.items):
         start_umap_warmup()
 
 
