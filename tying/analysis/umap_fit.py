@@ -243,17 +243,16 @@ def _kernels_on_disk() -> bool:
     have: the first fit on an install compiles them and saves them beside umap's sources (or in
     ``NUMBA_CACHE_DIR``), and every later process loads them (a 300-token aligned fit in a new process:
     20.6 s, then 1.9 s). Returns whether numba found a folder to write them in. A kernel umap-learn no
-    longer has is left out. Of the single-view epoch's two variants the serial one is cached (a seeded
+    longer has (or a module it moved) is left out. Of the single-view epoch's two variants the serial one is cached (a seeded
     fit's): numba files a function's compiled code by its signature, not by its options."""
     if not _ON_DISK:
         import importlib
 
         switched = []
         for module, name in UNCACHED_KERNELS:
-            kernel = getattr(importlib.import_module(module), name, None)
             try:
-                kernel.enable_caching()
-            except (AttributeError, RuntimeError, OSError):  # not a dispatcher, or nowhere numba may write
+                getattr(importlib.import_module(module), name).enable_caching()
+            except (ImportError, AttributeError, RuntimeError, OSError):  # gone, or nowhere numba may write
                 continue
             switched.append(name)
         _ON_DISK.append(bool(switched))
