@@ -102,10 +102,11 @@ def test_graph_only_views_build_stock_aligned_umap_graphs(matrices):
     import umap
     import umap.aligned_umap
 
-    from tying.analysis.umap_fit import _lean_aligned_umap, _pca
+    from tying.analysis.umap_fit import _kernels_on_disk, _lean_aligned_umap, _pca
 
     reduced = [_pca(v, 10, 0) for v in matrices[0]]
     identity = {i: i for i in range(len(reduced[0]))}
+    _kernels_on_disk()  # the stock fit's kernels kept on disk as a lean fit's are (the once-an-install test)
     fits = []
     for context in (contextlib.nullcontext(), _lean_aligned_umap()):
         reducer = umap.AlignedUMAP(n_neighbors=10, min_dist=0.1, metric="cosine", random_state=0, n_epochs=30)
@@ -240,44 +241,47 @@ def test_a_second_aligned_fit_compiles_no_epoch_again(monkeypatch):
     assert layouts.numba is __import__("numba")  # given back after the fit
 
 
-FIT_IN_A_NEW_PROCESS = """
-import json, sys
-import numpy as np
-import umap
-from numba.core import event
-from tying.analysis.umap_fit import embed
-rng = np.random.default_rng(5)
-views = [rng.standard_normal((80, 12)).astype(np.float32) for _ in range(2)]
-with event.install_recorder("numba:compile") as rec:
-    aligned = embed(views, n_neighbors=10, min_dist=0.1, seed=0, n_epochs=20)
-    single = embed(views[:1], n_neighbors=10, min_dist=0.1, seed=0, n_epochs=20)
-assert all(np.isfinite(m).all() and m.shape == (80, 2) for m in aligned + single)
-funcs = [getattr(ev.data.get("dispatcher"), "py_func", None) for _, ev in rec.buffer if ev.is_start]
-print(json.dumps(sorted({f"{f.__module__}.{f.__qualname__}" for f in funcs if f is not None})))
-"""
+def compiled_by_a_small_fit() -> list[str]:
+    """The numba functions (module.qualname) compiled during an aligned and a single-view fit of 80 rows
+    (not during ``import umap``, which compiles the kernels umap-learn types in advance, tau_rand's, anew)."""
+    import umap  # noqa: F401
+    from numba.core import event
+
+    from tying.analysis.umap_fit import embed
+
+    rng = np.random.default_rng(5)
+    views = [rng.standard_normal((80, 12)).astype(np.float32) for _ in range(2)]
+    with event.install_recorder("numba:compile") as rec:
+        maps = embed(views, n_neighbors=10, min_dist=0.1, seed=0, n_epochs=20)
+        maps += embed(views[:1], n_neighbors=10, min_dist=0.1, seed=0, n_epochs=20)
+    assert all(np.isfinite(m).all() and m.shape == (80, 2) for m in maps)
+    funcs = [getattr(ev.data.get("dispatcher"), "py_func", None) for _, ev in rec.buffer if ev.is_start]
+    return sorted({f"{f.__module__}.{f.__qualname__}" for f in funcs if f is not None})
 
 
 @pytest.mark.slow
 def test_umaps_kernels_compile_once_an_install_not_once_a_process():
     """umap-learn compiles most of its numba kernels without numba's disk cache, so every process
     that fitted compiled them again (about 19 s of a core; the pair stage's UMAP in every run).
-    _kernels_on_disk keeps them on disk: a process that fits after another has fitted (aligned and
-    single views) compiles none of umap's kernels, only numba's own typed-list helpers."""
+    _kernels_on_disk keeps them on disk: after this process has fitted (aligned and single views),
+    a new process's fits compile none of umap's kernels, only numba's own typed-list helpers. (This
+    process compiled them with the cache on, or loaded them: its fits all go through umap_fit, the
+    stock one of test_graph_only_views_build_stock_aligned_umap_graphs after _kernels_on_disk too.)"""
     import json
+    import os
     import subprocess
     import sys
     from pathlib import Path
 
+    from tying.analysis.umap_fit import _kernels_on_disk
+
+    assert _kernels_on_disk() is True  # numba found a folder to keep them in (site-packages or NUMBA_CACHE_DIR)
+    compiled_by_a_small_fit()  # compiles here whatever this process has not compiled yet, and keeps it
     root = Path(__file__).resolve().parent.parent
-    env = dict(__import__("os").environ, PYTHONPATH=str(root))
-
-    def compiled() -> list[str]:
-        run = subprocess.run([sys.executable, "-c", FIT_IN_A_NEW_PROCESS], cwd=root, env=env,
-                             capture_output=True, text=True, timeout=600)
-        assert run.returncode == 0, run.stderr[-2000:]
-        return json.loads(run.stdout.strip().splitlines()[-1])
-
-    compiled()  # compiles what no earlier process of this install has, and keeps it
-    second = compiled()
+    probe = "import json; from tests.test_projection import compiled_by_a_small_fit as f; print(json.dumps(f()))"
+    run = subprocess.run([sys.executable, "-c", probe], cwd=root, env=dict(os.environ, PYTHONPATH=str(root)),
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    second = json.loads(run.stdout.strip().splitlines()[-1])
     assert not [name for name in second if name.startswith("umap.")], second
     assert all(name.startswith("numba.") for name in second), second
