@@ -242,19 +242,16 @@ def test_a_second_aligned_fit_compiles_no_epoch_again(monkeypatch):
 
 
 def compiled_by_a_small_fit() -> list[str]:
-    """The numba functions (module.qualname) compiled during an aligned and a single-view fit of 80 rows
-    (not during ``import umap``, which compiles the kernels umap-learn types in advance, tau_rand's, anew)."""
+    """The numba functions (module.qualname) compiled during the warm-up's fits (tests/umap_warmup.py's
+    ``small_fits``), not during ``import umap`` (which compiles the kernels umap-learn types in advance,
+    tau_rand's, anew)."""
     import umap  # noqa: F401
     from numba.core import event
 
-    from tying.analysis.umap_fit import embed
+    from tests.umap_warmup import small_fits
 
-    rng = np.random.default_rng(5)
-    views = [rng.standard_normal((80, 12)).astype(np.float32) for _ in range(2)]
     with event.install_recorder("numba:compile") as rec:
-        maps = embed(views, n_neighbors=10, min_dist=0.1, seed=0, n_epochs=20)
-        maps += embed(views[:1], n_neighbors=10, min_dist=0.1, seed=0, n_epochs=20)
-    assert all(np.isfinite(m).all() and m.shape == (80, 2) for m in maps)
+        small_fits()
     funcs = [getattr(ev.data.get("dispatcher"), "py_func", None) for _, ev in rec.buffer if ev.is_start]
     return sorted({f"{f.__module__}.{f.__qualname__}" for f in funcs if f is not None})
 

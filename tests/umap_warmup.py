@@ -24,16 +24,23 @@ def lowest_priority() -> None:
         os.nice(19)
 
 
-def main() -> None:
-    lowest_priority()
+def small_fits() -> None:
+    """An aligned fit of two views and a single-view fit, of 80 random rows each: every kernel a fit of
+    ``tying.analysis.umap_fit`` compiles (their signatures do not depend on the sizes)."""
     import numpy as np
 
     from tying.analysis.umap_fit import embed
 
     rng = np.random.default_rng(0)
     views = [rng.standard_normal((80, 12)).astype(np.float32) for _ in range(2)]
-    embed(views, n_neighbors=10, min_dist=0.1, seed=0, n_epochs=20)  # AlignedUMAP
-    embed(views[:1], n_neighbors=10, min_dist=0.1, seed=0, n_epochs=20)  # one view: UMAP
+    for fitted in (views, views[:1]):  # AlignedUMAP, then UMAP
+        maps = embed(fitted, n_neighbors=10, min_dist=0.1, seed=0, n_epochs=20)
+        assert all(m.shape == (80, 2) and np.isfinite(m).all() for m in maps)
+
+
+def main() -> None:
+    lowest_priority()
+    small_fits()
 
 
 if __name__ == "__main__":

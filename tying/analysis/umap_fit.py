@@ -10,6 +10,7 @@ and umap's numba kernels are compiled once an install rather than once a process
 
 from __future__ import annotations
 
+import functools
 import sys
 import warnings
 from collections.abc import Callable
@@ -235,28 +236,24 @@ UNCACHED_KERNELS = (("umap.utils", "fast_knn_indices"), ("umap.distances", "cosi
 """The numba kernels of umap-learn (0.5) that a fit here compiles and umap-learn does not keep on disk
 (``cache=True``): each is compiled at its first call in every process, about 19 s of a core together."""
 
-_ON_DISK: list[bool] = []
-
-
+@functools.cache
 def _kernels_on_disk() -> bool:
     """Numba's disk cache switched on, once a process, for :data:`UNCACHED_KERNELS`, as ``cache=True`` would
     have: the first fit on an install compiles them and saves them beside umap's sources (or in
     ``NUMBA_CACHE_DIR``), and every later process loads them (a 300-token aligned fit in a new process:
     20.6 s, then 1.9 s). Returns whether numba found a folder to write them in. A kernel umap-learn no
-    longer has (or a module it moved) is left out. Of the single-view epoch's two variants the serial one is cached (a seeded
-    fit's): numba files a function's compiled code by its signature, not by its options."""
-    if not _ON_DISK:
-        import importlib
+    longer has (or a module it moved) is left out. Of the single-view epoch's two variants the serial one
+    is cached (a seeded fit's): numba files a function's compiled code by its signature, not its options."""
+    import importlib
 
-        switched = []
-        for module, name in UNCACHED_KERNELS:
-            try:
-                getattr(importlib.import_module(module), name).enable_caching()
-            except (ImportError, AttributeError, RuntimeError, OSError):  # gone, or nowhere numba may write
-                continue
-            switched.append(name)
-        _ON_DISK.append(bool(switched))
-    return _ON_DISK[0]
+    switched = False
+    for module, name in UNCACHED_KERNELS:
+        try:
+            getattr(importlib.import_module(module), name).enable_caching()
+        except (ImportError, AttributeError, RuntimeError, OSError):  # gone, or nowhere numba may write
+            continue
+        switched = True
+    return switched
 
 
 def _spectral_start(umaps_own: Callable) -> Callable:
